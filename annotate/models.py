@@ -1,0 +1,149 @@
+"""Studies, batches, items, assignments, judgments, predictions and the audit log."""
+from django.conf import settings
+from django.db import models
+
+from .kinds import KIND_CHOICES
+
+
+class Study(models.Model):
+    """A study: one kind of question asked of many items with a fixed overlap."""
+
+    slug = models.SlugField(max_length=100, unique=True)
+    kind = models.CharField(max_length=32, choices=KIND_CHOICES)
+    title = models.CharField(max_length=300)
+    instructions = models.TextField(blank=True)  # Markdown
+    annotations_per_item = models.PositiveIntegerField(default=3)
+    randomize_order = models.BooleanField(default=True)
+    allow_tie = models.BooleanField(default=False)
+    # Kind-specific header keys kept as given: aspects, scale, usefulness_scale.
+    config = models.JSONField(default=dict, blank=True)
+    # Empty = open to every member of the `annotators` group.
+    annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="listed_studies")
+    gold_rate = models.FloatField(default=0.1, help_text="Share of served items drawn from gold items.")
+    min_seconds = models.FloatField(null=True, blank=True, help_text="Warn annotators who submit faster.")
+    assignment_timeout_minutes = models.PositiveIntegerField(default=settings.HUMEVAL_ASSIGNMENT_TIMEOUT_MINUTES)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+        verbose_name_plural = "studies"
+
+    def __str__(self):
+        return self.slug
+
+
+class Batch(models.Model):
+    """One imported batch file: who loaded what, and how many items it added."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="batches")
+    source = models.CharField(max_length=500, blank=True)  # file name or "api"
+    sha256 = models.CharField(max_length=64, blank=True)
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+
+class Item(models.Model):
+    """One unit to judge. `data` holds the kind's display fields exactly as imported
+    (input/reference/candidates/explanations, document/users/pairs, premise/candidates)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    batch = models.ForeignKey(Batch, null=True, blank=True, on_delete=models.SET_NULL, related_name="items")
+    item_id = models.CharField(max_length=200)
+    position = models.PositiveIntegerField(default=0)  # import order within the study
+    data = models.JSONField()
+    meta = models.JSONField(null=True, blank=True)
+    gold = models.JSONField(null=True, blank=True)  # expected answer: {question: value} or a value
+    is_gold = models.BooleanField(default=False)
+    content_hash = models.CharField(max_length=64)  # of the canonical item line: identical re-import = skip
+    # Completed + open (unexpired) assignments; kept in step by the assignment engine.
+    n_assigned = models.PositiveIntegerField(default=0)
+    n_completed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["study_id", "position"]
+        constraints = [models.UniqueConstraint(fields=["study", "item_id"], name="item_unique_in_study")]
+        indexes = [models.Index(fields=["study", "is_gold", "n_assigned"], name="item_pool_idx")]
+
+    def __str__(self):
+        return f"{self.study_id}:{self.item_id}"
+
+
+class Assignment(models.Model):
+    """An item handed to an annotator: the order options were shown in, and when."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    # {question id: [option ids in shown order]}; similarity pairs: {"pair_order": [...], pair id: ["0","1"]}
+    shown_order = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "annotator"], name="assignment_once_per_annotator")]
+        indexes = [
+            models.Index(fields=["study", "annotator", "completed_at"], name="assignment_open_idx"),
+            models.Index(fields=["study", "completed_at", "expires_at"], name="assignment_expiry_idx"),
+        ]
+
+
+class Judgment(models.Model):
+    """One answer: (item, annotator, question) -> value, stored once."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judgments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judgments")
+    assignment = models.ForeignKey(Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="judgments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="judgments")
+    question = models.CharField(max_length=200)
+    value = models.CharField(max_length=200)
+    shown_order = models.CharField(max_length=500, blank=True)  # option ids joined with "|"
+    seconds = models.FloatField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator", "question"], name="judgment_once"),
+        ]
+        indexes = [models.Index(fields=["study", "question"], name="judgment_report_idx")]
+
+
+class Prediction(models.Model):
+    """An automatic evaluator's output: a metric score for a candidate, or a predicted
+    choice (optionally for one annotator, for personalized evaluators)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="predictions")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="predictions")
+    evaluator = models.CharField(max_length=200)
+    annotator = models.CharField(max_length=150, blank=True)  # "" = for every annotator
+    question = models.CharField(max_length=200)
+    value = models.CharField(max_length=200, blank=True)  # "" = could not be parsed
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "evaluator", "annotator", "question"], name="prediction_once"),
+        ]
+        indexes = [models.Index(fields=["study", "evaluator"], name="prediction_report_idx")]
+
+
+class AuditLog(models.Model):
+    """Who changed what: judgment edits, batch imports, study changes."""
+
+    study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.CASCADE, related_name="audit")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    action = models.CharField(max_length=64)
+    object_type = models.CharField(max_length=64, blank=True)
+    object_id = models.CharField(max_length=200, blank=True)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["study", "created_at"], name="audit_study_idx")]

@@ -1,0 +1,31 @@
+"""The three roles of interfaces.md as Django groups, and checks on a user."""
+ADMINS = "admins"
+RESEARCHERS = "researchers"
+ANNOTATORS = "annotators"
+ROLES = (ADMINS, RESEARCHERS, ANNOTATORS)
+
+
+def has_role(user, *roles):
+    """True for superusers and for members of any of `roles`."""
+    if not user.is_authenticated:
+        return False
+    if user.is_superuser:
+        return True
+    names = getattr(user, "_humeval_groups", None)
+    if names is None:
+        names = set(user.groups.values_list("name", flat=True))
+        user._humeval_groups = names
+    return bool(names.intersection(roles))
+
+
+def is_admin(user):
+    return has_role(user, ADMINS)
+
+
+def is_researcher(user):
+    """Researchers read reports; admins may too."""
+    return has_role(user, ADMINS, RESEARCHERS)
+
+
+def is_annotator(user):
+    return has_role(user, ANNOTATORS)

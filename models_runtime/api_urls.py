@@ -1,0 +1,5 @@
+"""REST endpoints for runtime jobs."""
+from django.urls import path
+
+urlpatterns = [
+]
