@@ -1,5 +1,18 @@
 """REST endpoints of interfaces.md for studies, batches, assignments, judgments, reports."""
 from django.urls import path
 
+from annotate.api.assignments import AssignmentJudgmentsView, NextAssignmentView
+from annotate.api.reports import StudyReportView
+from annotate.api.studies import (BatchUploadView, JudgmentsExportView, PredictionsUploadView, StudyDetailView,
+                                  StudyListView)
+
 urlpatterns = [
+    path("studies/", StudyListView.as_view(), name="api-studies"),
+    path("studies/<slug:slug>/", StudyDetailView.as_view(), name="api-study"),
+    path("studies/<slug:slug>/batches/", BatchUploadView.as_view(), name="api-study-batches"),
+    path("studies/<slug:slug>/judgments/", JudgmentsExportView.as_view(), name="api-study-judgments"),
+    path("studies/<slug:slug>/predictions/", PredictionsUploadView.as_view(), name="api-study-predictions"),
+    path("studies/<slug:slug>/assignments/next/", NextAssignmentView.as_view(), name="api-next-assignment"),
+    path("assignments/<int:pk>/judgments/", AssignmentJudgmentsView.as_view(), name="api-assignment-judgments"),
+    path("studies/<slug:slug>/report/", StudyReportView.as_view(), name="api-study-report"),
 ]

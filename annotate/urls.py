@@ -2,7 +2,20 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from annotate.views import dashboard, home, quality, task, upload
+
 urlpatterns = [
+    path("studies/<slug:slug>/upload/", upload.upload_to_study, name="study-upload"),
+    path("batches/upload/", upload.upload_new, name="batch-upload"),
+    path("studies/<slug:slug>/", dashboard.dashboard, name="dashboard"),
+    path("studies/<slug:slug>/progress/", dashboard.progress, name="dashboard-progress"),
+    path("studies/<slug:slug>/report-panel/", dashboard.report_panel, name="dashboard-report"),
+    path("", home.home, name="home"),
+    path("annotate/<slug:slug>/", task.task, name="annotate-task"),
+    path("annotate/<slug:slug>/next/", task.next_item, name="annotate-next"),
+    path("annotate/<slug:slug>/items/<int:pk>/submit/", task.submit_item, name="annotate-submit"),
+    path("annotate/<slug:slug>/items/<int:pk>/edit/", task.edit_item, name="annotate-edit"),
+    path("annotate/<slug:slug>/quality/", quality.quality, name="annotate-quality"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

@@ -1,5 +1,9 @@
 """REST endpoints for runtime jobs."""
 from django.urls import path
 
+from models_runtime.api import JobDetailView, JobListView
+
 urlpatterns = [
+    path("jobs/", JobListView.as_view(), name="api-jobs"),
+    path("jobs/<int:pk>/", JobDetailView.as_view(), name="api-job"),
 ]

@@ -1,3 +1,53 @@
+"""Runtime jobs: one row per job, one checkpoint row per finished item.
+
+A job is resumable because an item's checkpoint (JobItem) is written in the same
+transaction as the item's effects: after a crash, the items with a checkpoint are
+skipped and the others are redone from scratch.
+"""
+from django.conf import settings
 from django.db import models
 
-# Create your models here.
+
+class Job(models.Model):
+    QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+    STATES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED)]
+
+    kind = models.CharField(max_length=64)
+    params = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=16, choices=STATES, default=QUEUED)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    n_errors = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)  # job-level errors; per-item ones live on JobItem
+    result = models.JSONField(null=True, blank=True)
+    timings = models.JSONField(default=dict, blank=True)
+    busy_seconds = models.FloatField(default=0.0)  # summed time spent processing chunks
+    attempts = models.PositiveIntegerField(default=0)  # how many times a worker picked it up
+    celery_task_id = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self):
+        return f"job {self.pk} {self.kind} {self.state} {self.done}/{self.total}"
+
+
+class JobItem(models.Model):
+    """Checkpoint: item `key` of `job` is finished (with its result or its error)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="items")
+    key = models.CharField(max_length=300)
+    position = models.PositiveIntegerField(default=0)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    finished_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job_id", "position"]
+        constraints = [models.UniqueConstraint(fields=["job", "key"], name="jobitem_once")]

@@ -1,10 +1,11 @@
 """Report parts every kind shares: counts, agreement, majority, annotators, position bias.
 
-All statistics come from evaluation/ (agreement, majority, position_bias); this module only
-selects the right judgment rows and shapes the results into the report keys of
-interfaces.md.
+The statistics come from evaluation/ (agreement, majority, position_bias); this module
+selects the judgment rows (gold items left out), hands them over as integer codes, and
+shapes the results into the report keys of interfaces.md.
 """
 import math
+from collections import Counter
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from evaluation.agreement import (fleiss_kappa, krippendorff_alpha, leave_one_ou
 from evaluation.majority import majority_labels
 from evaluation.position_bias import position_bias
 
-from .inputs import Judgments
+from .inputs import Judgments, to_float
 
 TIE = "tie"
 NOMINAL = "nominal"
@@ -25,7 +26,9 @@ def clean(x):
     """A JSON-safe number: NaN/inf become None, NumPy scalars become Python ones."""
     if x is None:
         return None
-    if isinstance(x, (np.integer,)):
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, np.integer):
         return int(x)
     if isinstance(x, (float, np.floating)):
         x = float(x)
@@ -33,14 +36,14 @@ def clean(x):
     return x
 
 
-def counted_items(inp, stats):
-    """Header counts of the report."""
-    judged = np.unique(inp.j_item)
-    if inp.complete_items is not None:
-        complete = int(inp.complete_items)
-    else:
-        pairs = np.unique(np.stack([inp.j_item, _codes(inp.j_annotator)]), axis=1) if len(judged) else np.zeros((2, 0))
-        per_item = np.bincount(pairs[0].astype(np.int64), minlength=inp.n_items) if pairs.size else np.zeros(inp.n_items)
+def header(inp):
+    """The counts at the top of every report. complete_items: items (gold included) judged
+    by at least `annotations_per_item` different annotators."""
+    n_coders = len(inp.annotator_names)
+    complete = 0
+    if len(inp.j_item):
+        pairs = np.unique(inp.j_item * n_coders + inp.j_coder)
+        per_item = np.bincount(pairs // n_coders, minlength=inp.n_items)
         complete = int(np.sum(per_item >= inp.annotations_per_item))
     return {
         "study": inp.slug,
@@ -48,56 +51,33 @@ def counted_items(inp, stats):
         "n_items": int(inp.n_items),
         "n_gold_items": int(inp.is_gold.sum()),
         "n_judgments": int(len(inp.j_item)),
-        "n_annotators": int(len(np.unique(inp.j_annotator))) if len(inp.j_annotator) else 0,
+        "n_annotators": int(n_coders),
         "complete_items": complete,
     }
-
-
-def _codes(values):
-    """Integer codes for an object array (same value, same code)."""
-    if len(values) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.unique(values.astype(str), return_inverse=True)[1].astype(np.int64)
-
-
-def numeric(values):
-    """Float array of rating strings; unparseable values become NaN."""
-    out = np.empty(len(values), dtype=float)
-    for i, v in enumerate(values):
-        try:
-            out[i] = float(v)
-        except (TypeError, ValueError):
-            out[i] = np.nan
-    return out
 
 
 def question_rows(js, question):
     return js.where(js.question == question)
 
 
-def agreement(js, level):
+def agreement(js, level, value_names):
     """Agreement of one question's judgments: alpha at `level`, Fleiss, percent, n_units.
-
-    For rating questions (interval) alpha is also given at the ordinal level, as
-    statistics.md asks."""
-    units = js.item
-    coders = _codes(js.annotator)
+    Rating questions (interval) also get alpha at the ordinal level (statistics.md)."""
+    units, coders, codes = js.item, js.coder, js.vcode
     if level == NOMINAL:
-        values = js.value.astype(str) if len(js) else js.value
-        nominal = values
+        values = codes
     else:
-        values = numeric(js.value)
-        keep = ~np.isnan(values)
-        units, coders, values = units[keep], coders[keep], values[keep]
-        nominal = values
+        numbers = to_float(value_names)[codes] if len(codes) else np.zeros(0)
+        keep = ~np.isnan(numbers)
+        units, coders, codes, values = units[keep], coders[keep], codes[keep], numbers[keep]
     alpha = krippendorff_alpha(units, coders, values, level)
-    kappa, kappa_units = fleiss_kappa(units, coders, nominal)
+    kappa, kappa_units = fleiss_kappa(units, coders, codes)
     result = {
         "krippendorff_alpha": clean(alpha.value),
         "level": level,
         "fleiss_kappa": clean(kappa),
         "fleiss_n_units": int(kappa_units),
-        "percent_agreement": clean(percent_agreement(units, coders, nominal)),
+        "percent_agreement": clean(percent_agreement(units, coders, codes)),
         "n_units": int(alpha.n_units),
         "n_values": int(alpha.n_values),
     }
@@ -108,34 +88,29 @@ def agreement(js, level):
     return result
 
 
-def majority(js, item_ids):
-    """{item_id: majority value or None} over the items that have judgments, and the
-    number of items without a strict majority."""
-    labels = majority_labels(js.item, js.value.astype(str) if len(js) else js.value)
-    out = {str(item_ids[int(unit)]): (None if value is None else str(value)) for unit, value in labels.items()}
-    return dict(sorted(out.items())), sum(1 for v in out.values() if v is None)
+def majority(js, item_ids, value_names):
+    """({item_id: majority value or None} over the items with judgments, items without one)."""
+    labels = majority_labels(js.item, js.vcode)
+    out = {str(item_ids[unit]): (None if code is None else str(value_names[code])) for unit, code in labels.items()}
+    return out, sum(1 for v in out.values() if v is None)
 
 
 def chose_first(js):
     """(mask of two-option choices with a recorded order and no tie, chose-first flags)."""
-    first = np.array([s.split("|", 1)[0] if s else "" for s in js.shown], dtype=object)
+    first = np.array([s.split("|", 1)[0] for s in js.shown.tolist()], dtype=object)
     ok = (first != "") & (js.value != TIE)
     return ok, (js.value == first) & ok
 
 
-def position_bias_part(js):
-    """Overall position bias, and per annotator {username: first_shown_rate}."""
+def position_bias_part(js, n_coders):
+    """Overall position bias (exact binomial test), and the first-shown rate per coder code."""
     ok, first = chose_first(js)
-    overall = position_bias(first[ok])
-    per = {}
-    for name in np.unique(js.annotator[ok]) if ok.any() else []:
-        per[str(name)] = clean(position_bias(first[ok & (js.annotator == name)])["first_shown_rate"])
-    return _bias(overall), per
-
-
-def _bias(result):
-    return {"first_shown_rate": clean(result["first_shown_rate"]), "n": int(result["n"]),
-            "p_value": clean(result["p_value"])}
+    overall = position_bias(first[ok].tolist())
+    n = np.bincount(js.coder[ok], minlength=n_coders)
+    k = np.bincount(js.coder[ok], weights=first[ok].astype(float), minlength=n_coders)
+    rates = {c: k[c] / n[c] for c in np.flatnonzero(n).tolist()}
+    return {"first_shown_rate": clean(overall["first_shown_rate"]), "n": int(overall["n"]),
+            "p_value": clean(overall["p_value"])}, rates
 
 
 def empty_bias():
@@ -143,8 +118,6 @@ def empty_bias():
 
 
 def _same(value, expected):
-    if expected is None:
-        return None
     if str(value) == str(expected):
         return True
     try:
@@ -154,105 +127,91 @@ def _same(value, expected):
 
 
 def gold_accuracy(inp, primary_question):
-    """{annotator: share of their gold answers equal to the item's gold}.
-
-    An item's gold is {question: value} or one value; one value applies to
-    `primary_question` (or, when that is None, to every question of the item)."""
-    mask = inp.is_gold[inp.j_item] if len(inp.j_item) else np.zeros(0, dtype=bool)
-    hits, totals = {}, {}
-    for row in np.flatnonzero(mask):
+    """{coder code: share of their gold answers equal to the item's gold}. An item's gold is
+    {question: value} or one value; one value applies to `primary_question` (None: to every
+    question of the item)."""
+    hits, totals = Counter(), Counter()
+    for row in np.flatnonzero(inp.is_gold[inp.j_item]).tolist():
         gold = inp.gold[inp.j_item[row]]
         question = inp.j_question[row]
         if isinstance(gold, dict):
-            expected = gold.get(question)
-        elif primary_question is None or question == primary_question:
-            expected = gold
-        else:
-            expected = None
-        same = _same(inp.j_value[row], expected)
-        if same is None:
+            if question not in gold:
+                continue
+            expected = gold[question]
+        elif gold is None or (primary_question is not None and question != primary_question):
             continue
-        name = inp.j_annotator[row]
-        totals[name] = totals.get(name, 0) + 1
-        hits[name] = hits.get(name, 0) + int(same)
-    return {name: hits[name] / totals[name] for name in totals}
+        else:
+            expected = gold
+        coder = int(inp.j_coder[row])
+        totals[coder] += 1
+        hits[coder] += _same(inp.j_value[row], expected)
+    return {c: hits[c] / totals[c] for c in totals}
 
 
-def loo_agreement(js):
-    """{annotator: agreement with the leave-one-out majority}, units = (item, question)."""
+def loo_agreement(js, n_questions):
+    """{coder code: agreement with the leave-one-out majority}; units = (item, question)."""
     if not len(js):
         return {}
-    units = js.item * 10_000 + _codes(js.question)
-    result = leave_one_out_agreement(units, js.annotator.astype(str), js.value.astype(str))
-    return {str(k): clean(v) for k, v in result.items()}
+    labels, q = np.unique(js.question, return_inverse=True)
+    units = js.item * len(labels) + q.ravel()
+    return leave_one_out_agreement(units, js.coder, js.vcode)
 
 
-def annotators_part(inp, stats_rows, primary_question, first_rates):
-    """Per-annotator table: judgments (all, gold included), median seconds per item,
-    gold accuracy, first-shown rate, agreement with the leave-one-out majority."""
-    gold = gold_accuracy(inp, primary_question)
-    loo = loo_agreement(stats_rows)
-    names = np.unique(inp.j_annotator) if len(inp.j_annotator) else []
-    counts = {}
-    if len(inp.j_annotator):
-        uniq, n = np.unique(inp.j_annotator.astype(str), return_counts=True)
-        counts = dict(zip(uniq.tolist(), n.tolist()))
-    seconds = _median_seconds(inp)
-    out = {}
-    for name in names:
-        name = str(name)
-        out[name] = {
-            "judgments": int(counts.get(name, 0)),
-            "median_seconds": clean(seconds.get(name)),
-            "gold_accuracy": clean(gold.get(name)),
-            "first_shown_rate": clean(first_rates.get(name)),
-            "loo_agreement": clean(loo.get(name)),
-        }
-    return out
-
-
-def _median_seconds(inp):
-    """Median seconds per judged item: every question of an item carries the item's time,
-    so each (item, annotator) counts once."""
+def median_seconds(inp):
+    """{coder code: median seconds per judged item}; every question of an item carries the
+    item's time, so each (item, annotator) counts once."""
     keep = ~np.isnan(inp.j_seconds)
     if not keep.any():
         return {}
-    item, who, secs = inp.j_item[keep], inp.j_annotator[keep].astype(str), inp.j_seconds[keep]
-    codes = _codes(who)
-    key = item * (codes.max() + 1) + codes
+    n_coders = len(inp.annotator_names)
+    key = inp.j_item[keep] * n_coders + inp.j_coder[keep]
     _, first = np.unique(key, return_index=True)
-    who, secs = who[first], secs[first]
-    order = np.argsort(who, kind="stable")
-    who, secs = who[order], secs[order]
-    names, starts = np.unique(who, return_index=True)
-    bounds = list(starts[1:]) + [len(who)]
-    return {str(n): float(np.median(secs[s:e])) for n, s, e in zip(names, starts, bounds)}
+    coder, secs = inp.j_coder[keep][first], inp.j_seconds[keep][first]
+    order = np.lexsort((secs, coder))
+    coder, secs = coder[order], secs[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(coder)) + 1]
+    ends = np.r_[starts[1:], len(coder)]
+    return {int(coder[s]): float(np.median(secs[s:e])) for s, e in zip(starts, ends)}
+
+
+def annotators_part(inp, js, primary_question, first_rates, n_questions):
+    """Per-annotator table: judgments (all, gold included), median seconds per item, gold
+    accuracy, first-shown rate, agreement with the leave-one-out majority."""
+    gold = gold_accuracy(inp, primary_question)
+    loo = loo_agreement(js, n_questions)
+    counts = np.bincount(inp.j_coder, minlength=len(inp.annotator_names))
+    seconds = median_seconds(inp)
+    return {
+        str(name): {
+            "judgments": int(counts[c]),
+            "median_seconds": clean(seconds.get(c)),
+            "gold_accuracy": clean(gold.get(c)),
+            "first_shown_rate": clean(first_rates.get(c)),
+            "loo_agreement": clean(loo.get(c)),
+        }
+        for c, name in enumerate(inp.annotator_names.tolist())
+    }
 
 
 def value_counts(js):
-    """{question: {value: count}} of non-gold judgments (for histograms)."""
+    """{question: {value: count}} of counted judgments (for the histograms)."""
     out = {}
-    if not len(js):
-        return out
-    keys = np.char.add(np.char.add(js.question.astype(str), "\x00"), js.value.astype(str))
-    uniq, counts = np.unique(keys, return_counts=True)
-    for key, n in zip(uniq.tolist(), counts.tolist()):
-        q, v = key.split("\x00", 1)
-        out.setdefault(q, {})[v] = int(n)
+    for (q, v), n in sorted(Counter(zip(js.question.tolist(), js.value.tolist())).items()):
+        out.setdefault(str(q), {})[str(v)] = int(n)
     return out
 
 
 def base_report(inp, questions, primary_question):
-    """The keys every kind has. `questions` = [(question id, level)]."""
-    report = counted_items(inp, None)
-    js = Judgments.of(inp, inp.judged_non_gold())
-    report["agreement"] = {q: agreement(question_rows(js, q), level) for q, level in questions}
-    choice_questions = [q for q, level in questions if level == NOMINAL]
-    choice_rows = js.where(np.isin(js.question, choice_questions)) if choice_questions else js.where(np.zeros(len(js), bool))
-    if choice_questions:
-        report["position_bias"], first_rates = position_bias_part(choice_rows)
+    """(report with the keys every kind has, counted judgment rows). questions = [(id, level)]."""
+    report = header(inp)
+    js = Judgments.of(inp, inp.counted())
+    report["agreement"] = {q: agreement(question_rows(js, q), level, inp.value_names) for q, level in questions}
+    choices = [q for q, level in questions if level == NOMINAL]
+    if choices:
+        report["position_bias"], first_rates = position_bias_part(js.where(np.isin(js.question, choices)),
+                                                                  len(inp.annotator_names))
     else:
         report["position_bias"], first_rates = empty_bias(), {}
-    report["annotators"] = annotators_part(inp, js, primary_question, first_rates)
+    report["annotators"] = annotators_part(inp, js, primary_question, first_rates, len(questions))
     report["value_counts"] = value_counts(js)
     return report, js

@@ -1,19 +1,45 @@
 """The plain input of a report: one study's items, judgments and predictions as arrays.
 
 The Django side (annotate/report_data.py) fills this with one query per table; the
-builders here never touch a database, so they can be tested and benchmarked on their own.
-Judgment and prediction rows point at items by index (`j_item`, `p_item`) into the item
-arrays, not by database id.
+builders never touch a database, so they can be tested and benchmarked on their own.
+Judgment, score and prediction rows point at items by index (`j_item`, `s_item`, ...)
+into the item arrays, not by database id. Annotators and values also get integer codes
+(`j_coder`, `j_vcode`) once, so the statistics never sort strings twice.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 
-def _objects(values):
+def objects(values):
+    """A 1-d object array of `values` (strings stay Python strings)."""
+    if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1:
+        return values
     array = np.empty(len(values), dtype=object)
     array[:] = list(values)
     return array
+
+
+def codes_of(values):
+    """(sorted distinct labels, integer code per element) of an object array."""
+    if len(values) == 0:
+        return objects([]), np.zeros(0, dtype=np.int64)
+    labels, codes = np.unique(values, return_inverse=True)
+    return labels, codes.ravel().astype(np.int64)
+
+
+def to_float(values):
+    """Float array of number strings; anything that is not a number becomes NaN."""
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        out = np.empty(len(values), dtype=float)
+        for i, v in enumerate(values):
+            try:
+                out[i] = float(v)
+            except (TypeError, ValueError):
+                out[i] = np.nan
+        return out
 
 
 @dataclass
@@ -21,77 +47,96 @@ class ReportInput:
     slug: str
     kind: str
     config: dict
-    # Items (one entry each, in import order).
+    # Items, in import order.
     item_ids: np.ndarray  # object (str)
     is_gold: np.ndarray  # bool
-    gold: list  # None, a value, or {question: value}
-    item_data: list  # dicts: candidates [ids], metric_scores, expert_scores, document, users, pairs
+    gold: list  # the expected answer of gold items (a value or {question: value}); None elsewhere
+    candidates: np.ndarray = None  # object (n_items, 2): candidate ids of two-candidate kinds
+    item_data: list = None  # similarity_survey: {"document", "users", "pairs"} per item
     # Judgments.
-    j_item: np.ndarray  # int64 index into items
-    j_annotator: np.ndarray  # object (username)
-    j_question: np.ndarray  # object
-    j_value: np.ndarray  # object (str)
-    j_shown: np.ndarray  # object ("a|b" or "")
-    j_seconds: np.ndarray  # float64, NaN = unknown
-    j_time: np.ndarray = None  # float64 submit time (epoch seconds), NaN = unknown; order of judging
+    j_item: np.ndarray = None  # int index into items
+    j_annotator: np.ndarray = None  # object (username)
+    j_question: np.ndarray = None  # object
+    j_value: np.ndarray = None  # object (str)
+    j_shown: np.ndarray = None  # object ("a|b" or "")
+    j_seconds: np.ndarray = None  # float, NaN = unknown
+    j_time: np.ndarray = None  # float submit time (any comparable unit); default: row order
+    # Metric scores from the items' `metric_scores`: one row per (item, metric, candidate).
+    s_item: np.ndarray = None
+    s_metric: np.ndarray = None
+    s_candidate: np.ndarray = None
+    s_value: np.ndarray = None
+    # ExPerT scores from explanation_choice items' `explanations`: (item, candidate, score).
+    e_item: np.ndarray = None
+    e_candidate: np.ndarray = None
+    e_value: np.ndarray = None
     # Predictions of automatic evaluators.
     p_item: np.ndarray = None
     p_evaluator: np.ndarray = None
     p_annotator: np.ndarray = None  # "" = for every annotator
     p_question: np.ndarray = None
     p_value: np.ndarray = None
-    complete_items: int = None  # items with all their annotations (None = count from judgments)
     annotations_per_item: int = 3
 
     def __post_init__(self):
-        self.item_ids = _objects(self.item_ids)
+        self.item_ids = objects(self.item_ids)
         self.is_gold = np.asarray(self.is_gold, dtype=bool)
+        n = len(self.item_ids)
+        self.gold = list(self.gold) if self.gold is not None else [None] * n
+        if self.candidates is None:
+            self.candidates = np.full((n, 2), None, dtype=object)
+        self.item_data = self.item_data if self.item_data is not None else [{} for _ in range(n)]
+        self.j_item = np.asarray(self.j_item if self.j_item is not None else [], dtype=np.int64)
+        m = len(self.j_item)
         for name in ("j_annotator", "j_question", "j_value", "j_shown"):
-            setattr(self, name, _objects(getattr(self, name)))
-        self.j_item = np.asarray(self.j_item, dtype=np.int64)
-        self.j_seconds = np.asarray(self.j_seconds, dtype=float)
-        if self.j_time is None:
-            self.j_time = np.arange(len(self.j_item), dtype=float)
-        self.j_time = np.asarray(self.j_time, dtype=float)
-        if self.p_item is None:
-            self.p_item = np.zeros(0, dtype=np.int64)
-            for name in ("p_evaluator", "p_annotator", "p_question", "p_value"):
-                setattr(self, name, _objects([]))
-        self.p_item = np.asarray(self.p_item, dtype=np.int64)
+            value = getattr(self, name)
+            setattr(self, name, objects(value if value is not None else [""] * m))
+        self.j_seconds = np.asarray(self.j_seconds if self.j_seconds is not None else np.full(m, np.nan), dtype=float)
+        self.j_time = np.asarray(self.j_time if self.j_time is not None else np.arange(m), dtype=float)
+        self.s_item = np.asarray(self.s_item if self.s_item is not None else [], dtype=np.int64)
+        self.s_metric = objects(self.s_metric if self.s_metric is not None else [])
+        self.s_candidate = objects(self.s_candidate if self.s_candidate is not None else [])
+        self.s_value = to_float(self.s_value if self.s_value is not None else [])
+        self.e_item = np.asarray(self.e_item if self.e_item is not None else [], dtype=np.int64)
+        self.e_candidate = objects(self.e_candidate if self.e_candidate is not None else [])
+        self.e_value = to_float(self.e_value if self.e_value is not None else [])
+        self.p_item = np.asarray(self.p_item if self.p_item is not None else [], dtype=np.int64)
         for name in ("p_evaluator", "p_annotator", "p_question", "p_value"):
-            setattr(self, name, _objects(getattr(self, name)))
+            value = getattr(self, name)
+            setattr(self, name, objects(value if value is not None else []))
+        self.annotator_names, self.j_coder = codes_of(self.j_annotator)
+        self.value_names, self.j_vcode = codes_of(self.j_value)
 
     @property
     def n_items(self):
         return len(self.item_ids)
 
-    def judged_non_gold(self):
+    def counted(self):
         """Mask of judgment rows that count in statistics (gold items left out)."""
-        return ~self.is_gold[self.j_item] if len(self.j_item) else np.zeros(0, dtype=bool)
+        return ~self.is_gold[self.j_item]
 
 
 @dataclass
 class Judgments:
-    """A filtered view of judgment rows (same meaning as the ReportInput columns)."""
+    """A subset of judgment rows, with the same columns as ReportInput."""
 
     item: np.ndarray
+    coder: np.ndarray
+    vcode: np.ndarray
     annotator: np.ndarray
     question: np.ndarray
     value: np.ndarray
     shown: np.ndarray
     seconds: np.ndarray
-    time: np.ndarray = field(default=None)
+    time: np.ndarray
 
     @classmethod
-    def of(cls, inp, mask=None):
-        if mask is None:
-            mask = slice(None)
-        return cls(inp.j_item[mask], inp.j_annotator[mask], inp.j_question[mask], inp.j_value[mask],
-                   inp.j_shown[mask], inp.j_seconds[mask], inp.j_time[mask])
+    def of(cls, inp, mask):
+        return cls(inp.j_item[mask], inp.j_coder[mask], inp.j_vcode[mask], inp.j_annotator[mask],
+                   inp.j_question[mask], inp.j_value[mask], inp.j_shown[mask], inp.j_seconds[mask], inp.j_time[mask])
 
     def where(self, mask):
-        return Judgments(self.item[mask], self.annotator[mask], self.question[mask], self.value[mask],
-                         self.shown[mask], self.seconds[mask], self.time[mask])
+        return Judgments(*(getattr(self, f)[mask] for f in self.__dataclass_fields__))
 
     def __len__(self):
         return len(self.item)

@@ -1,0 +1,201 @@
+"""The assignment engine: which item an annotator judges next.
+
+Rules (studies.md, issue 4):
+- an annotator gets an item they have never been assigned, that still has a free slot
+  (Item.n_assigned < annotations_per_item), preferring items closest to completion so
+  items finish instead of every item being half-judged;
+- asking again while an assignment is open returns that same assignment;
+- an open assignment expires after the study's `assignment_timeout_minutes`; expired ones
+  are reclaimed lazily here (deleted, slot returned) under the same row locks;
+- gold items are mixed in with probability `gold_rate` (seeded per annotator) and are not
+  capped by the overlap: every annotator may see each gold item once, so attention checks
+  never take a slot from a real item and never run out.
+
+Concurrency: expired assignments are reclaimed in a transaction of their own. Then the
+asking user's row is locked (one request per user at a time, so a double-click cannot
+open two assignments) and a candidate item is taken with SELECT ... FOR UPDATE SKIP
+LOCKED, so simultaneous annotators each lock a different row and the overlap check is
+made on the locked, current row. While it waits, a request holds only its user row
+(failed tries are rolled back to a savepoint, releasing their row locks) and waits for
+one item by key, so waits cannot form a cycle. On SQLite `select_for_update`
+is a no-op; a process-wide lock serializes the engine there instead (the dev server).
+"""
+import threading
+from contextlib import contextmanager
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from . import roles
+from .models import Assignment, Item, Study
+from .ordering import seeded_rng, shown_order_for
+
+RECLAIM_LIMIT = 500  # expired assignments reclaimed per call, to bound one request's work
+_sqlite_lock = threading.Lock()
+
+
+class NotAllowed(Exception):
+    """The user may not annotate this study."""
+
+
+def can_annotate(user, study):
+    """Listed annotators only when the study lists any, else every member of `annotators`
+    (superusers always)."""
+    if not user.is_authenticated:
+        return False
+    if user.is_superuser:
+        return True
+    if study.annotators.exists():
+        return study.annotators.filter(pk=user.pk).exists()
+    return roles.is_annotator(user)
+
+
+def studies_for(user):
+    """The studies `user` may annotate."""
+    if not user.is_authenticated:
+        return Study.objects.none()
+    if user.is_superuser:
+        return Study.objects.all()
+    listed = Study.objects.filter(annotators=user)
+    if roles.is_annotator(user):
+        return (listed | Study.objects.filter(annotators__isnull=True)).distinct()
+    return listed
+
+
+@contextmanager
+def _serialized():
+    """A transaction; on SQLite (no row locks) also a process-wide lock."""
+    if connection.vendor == "sqlite":
+        with _sqlite_lock, transaction.atomic():
+            yield
+    else:
+        with transaction.atomic():
+            yield
+
+
+def open_assignment(study, user, now=None):
+    """The user's open, unexpired assignment in `study`, or None."""
+    now = now or timezone.now()
+    return (Assignment.objects.filter(study=study, annotator=user, completed_at__isnull=True, expires_at__gt=now)
+            .select_related("item").order_by("id").first())
+
+
+def reclaim_expired(study, now=None):
+    """Deletes open assignments past their expiry and gives their slots back.
+    Returns how many were reclaimed. Rows another transaction holds are skipped (it is
+    reclaiming or completing them)."""
+    now = now or timezone.now()
+    expired = list(Assignment.objects.select_for_update(skip_locked=True)
+                   .filter(study=study, completed_at__isnull=True, expires_at__lte=now)
+                   .order_by("id").values_list("id", "item_id")[:RECLAIM_LIMIT])
+    for _, item_id in sorted(expired, key=lambda row: row[1]):  # one lock order: no deadlocks
+        Item.objects.filter(pk=item_id, n_assigned__gt=0).update(n_assigned=F("n_assigned") - 1)
+    if expired:
+        Assignment.objects.filter(pk__in=[a for a, _ in expired]).delete()
+    return len(expired)
+
+
+def _free_items(study, user, gold):
+    """Items `user` could be given: real items need a free slot and come closest-to-
+    completion first; gold items only need to be new to the user."""
+    mine = Assignment.objects.filter(annotator=user, study=study).values("item_id")
+    items = Item.objects.filter(study=study, is_gold=gold).exclude(pk__in=mine)
+    if not gold:
+        items = items.filter(n_assigned__lt=study.annotations_per_item)
+    return items.order_by("-n_assigned", "-n_completed", "position", "id")
+
+
+class _NoRow(Exception):
+    pass
+
+
+def _first_in_savepoint(queryset):
+    """queryset.first() inside a savepoint that is rolled back when no row comes back:
+    PostgreSQL keeps row locks taken on rows that then failed the re-check, and rolling
+    back the savepoint releases them, so a request never holds an item it did not get."""
+    try:
+        with transaction.atomic():
+            row = queryset.first()
+            if row is None:
+                raise _NoRow
+            return row
+    except _NoRow:
+        return None
+
+
+def _lock_free_item(study, user, gold):
+    """Locks and returns the first free item, or None when none is left.
+
+    SKIP LOCKED first, so simultaneous requests spread over different rows without
+    waiting. If every free row is held by someone else, wait for the best one by primary
+    key (PostgreSQL re-checks the slot filter on the row as committed by the holder), so
+    nobody is told "nothing left" while slots remain. Each failed wait means that row
+    filled up, so the loop ends after at most as many rounds as there are free items."""
+    while True:
+        free = _free_items(study, user, gold)
+        item = _first_in_savepoint(free.select_for_update(skip_locked=True, of=("self",)))
+        if item is not None:
+            return item
+        best = free.values_list("pk", flat=True).first()
+        if best is None:
+            return None
+        item = _first_in_savepoint(_free_items(study, user, gold).filter(pk=best).select_for_update(of=("self",)))
+        if item is not None:
+            return item
+
+
+def _gold_drawn(study, user):
+    """Whether this request serves a gold item: a Bernoulli(gold_rate) draw seeded by
+    (study, user, how many items the user has had), so a rerun serves the same sequence."""
+    if study.gold_rate <= 0:
+        return False
+    served = Assignment.objects.filter(study=study, annotator=user).count()
+    return seeded_rng("gold", study.pk, user.pk, served).random() < study.gold_rate
+
+
+def next_assignment(study, user, now=None):
+    """The assignment the user should work on now (existing open one first), or None when
+    nothing is left for them. Raises NotAllowed for users outside the study."""
+    if not can_annotate(user, study):
+        raise NotAllowed(f"{user} may not annotate {study.slug}")
+    now = now or timezone.now()
+    with _serialized():  # own transaction: its item locks are released before we pick
+        reclaim_expired(study, now)
+    with _serialized():
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        current = open_assignment(study, user, now)
+        if current:
+            return current
+        item = None
+        if _gold_drawn(study, user) and _free_items(study, user, gold=False).exists():
+            item = _lock_free_item(study, user, gold=True)
+        if item is None:
+            item = _lock_free_item(study, user, gold=False)
+        if item is None:
+            return None
+        previous = list(item.assignments.values_list("shown_order", flat=True))
+        assignment = Assignment.objects.create(
+            study=study, item=item, annotator=user,
+            shown_order=shown_order_for(study, item, user.pk, previous),
+            expires_at=now + timedelta(minutes=study.assignment_timeout_minutes),
+        )
+        Item.objects.filter(pk=item.pk).update(n_assigned=F("n_assigned") + 1)
+        assignment.item = item
+        return assignment
+
+
+def progress(study, user):
+    """{"done", "assigned", "total", "remaining"} for one annotator in one study.
+    done = items the user completed; assigned = done + open; total = real items in the
+    study; remaining = real items the user could still be given (free slot, not yet seen)."""
+    mine = Assignment.objects.filter(study=study, annotator=user)
+    done = mine.filter(completed_at__isnull=False).count()
+    now = timezone.now()
+    open_ = mine.filter(completed_at__isnull=True, expires_at__gt=now).count()
+    real = Item.objects.filter(study=study, is_gold=False)
+    remaining = (real.filter(n_assigned__lt=study.annotations_per_item)
+                 .exclude(pk__in=mine.values("item_id")).count())
+    return {"done": done, "assigned": done + open_, "total": real.count(), "remaining": remaining + open_}

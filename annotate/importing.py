@@ -1,0 +1,213 @@
+"""Writes a batch file into the database: all or nothing, bounded memory, idempotent.
+
+Everything runs in one transaction. Pass 1 validates every line (annotate.batch_format)
+and keeps only item_id -> (line, hash); the database checks come next (existing study,
+existing item_ids, usernames) with the study row locked, so two imports into one study
+queue up. Pass 2 reads the file again and bulk-inserts items (and their metric_scores as
+Prediction rows) in chunks. Any error raises BatchInvalid and rolls everything back.
+"""
+import hashlib
+import io
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from .bulk_copy import copy_rows
+from .batch_format import BatchInvalid, ErrorList, Header, iter_items, iter_lines, read_header
+from .models import AuditLog, Batch, Item, Prediction, Study
+
+CHUNK = 5000
+CONFIG_KEYS = ("aspects", "scale", "usefulness_scale")
+
+
+@dataclass
+class ImportResult:
+    study: Study
+    batch: Batch
+    created: int
+    skipped: int
+
+    def as_json(self):
+        return {"study": self.study.slug, "created": self.created, "skipped": self.skipped}
+
+
+class _Hashing:
+    """Iterates a binary file's lines while hashing the bytes."""
+
+    def __init__(self, binary_file):
+        self.file, self.sha = binary_file, hashlib.sha256()
+
+    def __iter__(self):
+        for raw in self.file:
+            self.sha.update(raw)
+            yield raw
+
+
+def import_batch_path(path, **kwargs):
+    with open(path, "rb") as handle:
+        return import_batch(handle, source=kwargs.pop("source", str(path)), **kwargs)
+
+
+def import_batch_bytes(data, **kwargs):
+    return import_batch(io.BytesIO(data), **kwargs)
+
+
+def import_batch(binary_file, *, source="", user=None, expected_slug=None):
+    """Import a seekable binary JSONL file. Returns ImportResult or raises BatchInvalid.
+    `expected_slug` (API and upload form for a given study) must match the header's slug."""
+    with transaction.atomic():
+        binary_file.seek(0)
+        hashing = _Hashing(binary_file)
+        lines = iter_lines(hashing)
+        header_line, header, header_errors = read_header(lines)
+        errors = ErrorList()
+        errors.extend_from(header_errors)
+        study = None
+        if header is not None:
+            study, header = _resolve_study(header, header_line, expected_slug, errors)
+        seen = _validate_items(lines, header, errors)
+        to_skip = _check_existing(study, seen, errors) if study is not None and study.pk else set()
+        if errors:
+            raise BatchInvalid(errors.final())
+        digest = hashing.sha.hexdigest()
+        if study.pk is None:
+            _create_study(study, header, header_line)
+        batch = Batch.objects.create(study=study, source=source[:500], sha256=digest, uploaded_by=user)
+        created = _insert_items(binary_file, study, header, batch, to_skip, digest, seen)
+        batch.created, batch.skipped = created, len(to_skip)
+        batch.save(update_fields=["created", "skipped"])
+        AuditLog.objects.create(study=study, user=user, action="import_batch", object_type="batch",
+                                object_id=str(batch.pk),
+                                after={"source": batch.source, "sha256": digest, "created": created,
+                                       "skipped": len(to_skip)})
+    return ImportResult(study=study, batch=batch, created=created, skipped=len(to_skip))
+
+
+def _resolve_study(header, line, expected_slug, errors):
+    """The target study (locked if it exists, unsaved if new) and the header that governs
+    item validation: an existing study's own kind settings win, and must not be contradicted."""
+    if expected_slug is not None and header.slug != expected_slug:
+        errors.add(line, f"header slug {header.slug!r} does not match the study {expected_slug!r}")
+        return None, None
+    study = Study.objects.select_for_update().filter(slug=header.slug).first()
+    if study is None:
+        if "title" not in header.given:
+            errors.add(line, "'title' is required to create a new study")
+        _check_usernames(header, line, errors)
+        return Study(slug=header.slug, kind=header.kind), header
+    if study.kind != header.kind:
+        errors.add(line, f"study {study.slug!r} is {study.kind}, the header says {header.kind}")
+        return None, None
+    for key in CONFIG_KEYS:
+        if key in header.given and header.config.get(key) != study.config.get(key):
+            errors.add(line, f"'{key}' differs from the existing study's {study.config.get(key)!r}")
+    if "allow_tie" in header.given and header.allow_tie != study.allow_tie:
+        errors.add(line, f"'allow_tie' differs from the existing study's {study.allow_tie}")
+    governing = Header(slug=study.slug, kind=study.kind, allow_tie=study.allow_tie, config=dict(study.config))
+    return study, governing
+
+
+def _check_usernames(header, line, errors):
+    if not header.annotators:
+        return
+    known = set(get_user_model().objects.filter(username__in=header.annotators).values_list("username", flat=True))
+    for name in header.annotators:
+        if name not in known:
+            errors.add(line, f"'annotators' names unknown user {name!r}")
+
+
+def _validate_items(lines, header, errors):
+    """Pass 1: every item line checked; returns {item_id: (line, content_hash)}."""
+    seen = {}
+    for result in iter_items(lines, header):
+        if isinstance(result, list):
+            errors.extend_from(result)
+            continue
+        first = seen.get(result.item_id)
+        if first is not None:
+            errors.add(result.line, f"duplicate item_id {result.item_id!r} (first on line {first[0]})")
+        else:
+            seen[result.item_id] = (result.line, result.content_hash)
+    return seen
+
+
+def _check_existing(study, seen, errors):
+    """Item ids already in the study: identical content is skipped, different is an error."""
+    to_skip, clashes = set(), []
+    rows = Item.objects.filter(study=study).values_list("item_id", "content_hash")
+    for item_id, content_hash in rows.iterator(chunk_size=10000):
+        hit = seen.get(item_id)
+        if hit is None:
+            continue
+        if hit[1] == content_hash:
+            to_skip.add(item_id)
+        else:
+            clashes.append((hit[0], item_id))
+    for line, item_id in sorted(clashes):
+        errors.add(line, f"item_id {item_id!r} already exists in study {study.slug!r} with different content")
+    return to_skip
+
+
+def _create_study(study, header, line):
+    study.title = header.title
+    study.instructions = header.instructions
+    study.annotations_per_item = header.annotations_per_item
+    study.randomize_order = header.randomize_order
+    study.allow_tie = header.allow_tie
+    study.config = dict(header.config)
+    for key, value in header.extra.items():
+        setattr(study, key, value)
+    try:
+        with transaction.atomic():
+            study.save()
+    except IntegrityError:
+        raise BatchInvalid([f"line {line}: study {study.slug!r} was created by another import just now; retry"])
+    if header.annotators:
+        study.annotators.set(get_user_model().objects.filter(username__in=header.annotators))
+
+
+def _insert_items(binary_file, study, header, batch, to_skip, digest, hashes):
+    """Pass 2: re-read the file and bulk-insert new items in chunks."""
+    binary_file.seek(0)
+    hashing = _Hashing(binary_file)
+    lines = iter_lines(hashing)
+    read_header(lines)
+    position = (Item.objects.filter(study=study).aggregate(m=Max("position"))["m"] or 0) + 1
+    created, chunk = 0, []
+    for row in iter_items(lines, header):
+        if isinstance(row, list):  # the file changed between the passes
+            raise BatchInvalid(row)
+        if row.item_id in to_skip:
+            continue
+        chunk.append(row)
+        if len(chunk) >= CHUNK:
+            created += _flush(chunk, study, batch, position + created, hashes)
+            chunk = []
+    created += _flush(chunk, study, batch, position + created, hashes)
+    if hashing.sha.hexdigest() != digest:
+        raise BatchInvalid(["line 1: the file changed while it was being imported; nothing was written"])
+    return created
+
+
+def _flush(rows, study, batch, position, hashes):
+    """Insert one chunk of items, then their metric scores as Prediction rows."""
+    if not rows:
+        return 0
+    copy_rows(Item, [
+        {"study_id": study.pk, "batch_id": batch.pk, "item_id": row.item_id, "position": position + n,
+         "data": row.data, "meta": row.meta, "gold": row.gold, "is_gold": row.is_gold,
+         "content_hash": hashes[row.item_id][1]}
+        for n, row in enumerate(rows)])
+    scored = [row for row in rows if row.metric_scores]
+    if scored:
+        pks = dict(Item.objects.filter(study=study, item_id__in=[row.item_id for row in scored])
+                   .values_list("item_id", "pk"))
+        copy_rows(Prediction, [
+            {"study_id": study.pk, "item_id": pks[row.item_id], "evaluator": metric, "annotator": "",
+             "question": cid, "value": str(score)}
+            for row in scored
+            for metric, per_candidate in row.metric_scores.items()
+            for cid, score in per_candidate.items()])
+    return len(rows)

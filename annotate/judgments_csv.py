@@ -1,0 +1,177 @@
+"""The judgments CSV/JSONL and predictions CSV of interfaces.md: reading and writing rows.
+
+Pure format code (no database): readers turn a binary file into (line, dict of strings)
+or `line N: reason` errors; writers turn dicts into CSV or JSONL text. Values stay strings
+exactly as in the CSV, except that JSONL writes `seconds` as a number or null.
+"""
+import csv
+import io
+import itertools
+import json
+import math
+from datetime import datetime, timezone
+
+JUDGMENT_COLUMNS = ("study", "item_id", "annotator", "question", "value", "shown_order", "seconds", "submitted_at")
+PREDICTION_COLUMNS = ("study", "item_id", "evaluator", "annotator", "question", "value")
+REQUIRED_JUDGMENT_CELLS = ("study", "item_id", "annotator", "question", "value")
+REQUIRED_PREDICTION_CELLS = ("study", "item_id", "evaluator", "question")
+
+
+def read_rows(binary_file, columns):
+    """Yield (line, {column: str}) or (line, "reason") for every data row.
+
+    CSV by default; a file whose first non-blank line starts with `{` is read as JSONL
+    with the same keys. Line numbers are 1-based file lines (a quoted multi-line CSV cell
+    reports the line where its row starts)."""
+    state = {"line": 0}
+
+    def decoded():
+        for number, raw in enumerate(binary_file, 1):
+            state["line"] = number
+            yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
+
+    lines = decoded()
+    try:
+        head = []
+        for text in lines:
+            head.append(text)
+            if text.strip():
+                break
+        is_jsonl = bool(head) and head[-1].lstrip().startswith("{")
+        stream = itertools.chain(head, lines)
+        yield from (_read_jsonl(stream, columns) if is_jsonl else _read_csv(stream, columns))
+    except UnicodeDecodeError:
+        yield state["line"], "not valid UTF-8"
+
+
+def _read_csv(text, columns):
+    reader = csv.reader(text)
+    header = next(reader, None)
+    if header is None:
+        yield 1, f"empty file, expected the header {','.join(columns)}"
+        return
+    header = [h.strip() for h in header]
+    if sorted(header) != sorted(columns):
+        missing = [c for c in columns if c not in header]
+        extra = [h for h in header if h not in columns]
+        yield 1, f"header must be {','.join(columns)} (missing: {missing or 'none'}, unexpected: {extra or 'none'})"
+        return
+    start = reader.line_num + 1
+    try:
+        for cells in reader:
+            line, start = start, reader.line_num + 1
+            if not any(c.strip() for c in cells):
+                continue
+            if len(cells) != len(header):
+                yield line, f"expected {len(header)} fields, got {len(cells)}"
+                continue
+            yield line, dict(zip(header, cells))
+    except csv.Error as exc:
+        yield start, f"bad CSV: {exc}"
+
+
+def _read_jsonl(text, columns):
+    for line, raw in enumerate(text, 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            yield line, f"bad JSON: {exc.msg} at column {exc.colno}"
+            continue
+        if not isinstance(obj, dict):
+            yield line, "expected a JSON object"
+            continue
+        missing = [c for c in columns if c not in obj]
+        extra = [k for k in obj if k not in columns]
+        if missing or extra:
+            yield line, f"keys must be {', '.join(columns)} (missing: {missing or 'none'}, unexpected: {extra or 'none'})"
+            continue
+        yield line, {c: _cell(obj[c]) for c in columns}
+
+
+def _cell(value):
+    """A JSON value as the CSV cell it stands for."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return format_number(value)
+    return str(value)
+
+
+def format_number(value):
+    """Shortest exact text for a float; whole numbers without '.0'."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def parse_seconds(cell):
+    """'' -> None; otherwise a finite float >= 0, or ValueError."""
+    cell = cell.strip()
+    if not cell:
+        return None
+    value = float(cell)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError("seconds must be a finite number >= 0")
+    return value
+
+
+def parse_timestamp(cell):
+    """'' -> None; ISO 8601 -> aware datetime (naive means UTC), or ValueError."""
+    cell = cell.strip()
+    if not cell:
+        return None
+    value = datetime.fromisoformat(cell)
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def format_timestamp(value):
+    return value.astimezone(timezone.utc).isoformat() if value else ""
+
+
+def judgment_cells(row):
+    """A judgments row dict (typed values) as CSV cells."""
+    seconds = row["seconds"]
+    return [row["study"], row["item_id"], row["annotator"], row["question"], row["value"], row["shown_order"] or "",
+            "" if seconds is None else format_number(float(seconds)), format_timestamp(row["submitted_at"])]
+
+
+def write_judgments(rows, out, fmt="csv"):
+    """Write judgment dicts (keys = JUDGMENT_COLUMNS, typed) to a text stream."""
+    for chunk in iter_judgments(rows, fmt):
+        out.write(chunk)
+
+
+def iter_judgments(rows, fmt="csv"):
+    """Yield the export text piece by piece (for streaming HTTP responses)."""
+    if fmt not in ("csv", "jsonl"):
+        raise ValueError("format must be csv or jsonl")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    if fmt == "csv":
+        writer.writerow(JUDGMENT_COLUMNS)
+    for n, row in enumerate(rows, 1):
+        cells = judgment_cells(row)
+        if fmt == "csv":
+            writer.writerow(cells)
+        else:
+            obj = dict(zip(JUDGMENT_COLUMNS, cells))
+            obj["seconds"] = None if row["seconds"] is None else float(row["seconds"])
+            obj["submitted_at"] = obj["submitted_at"] or None
+            buffer.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        if n % 1000 == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def write_predictions(rows, out):
+    """Write prediction dicts (keys = PREDICTION_COLUMNS) as CSV."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(PREDICTION_COLUMNS)
+    for row in rows:
+        writer.writerow([row[c] for c in PREDICTION_COLUMNS])

@@ -1,0 +1,362 @@
+"""Judgments and predictions in and out of the database (formats in annotate.judgments_csv).
+
+Imports are all or nothing (one transaction, every bad row reported as `line N: reason`)
+and idempotent: a row already stored with the same value is skipped. A judgment stored
+with a different value is an error (human answers are never overwritten silently); a
+prediction with a different value is replaced (evaluators are re-run).
+"""
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
+from django.db import transaction
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from .batch_format import BatchInvalid, ErrorList
+from .judgments_csv import (JUDGMENT_COLUMNS, PREDICTION_COLUMNS, REQUIRED_JUDGMENT_CELLS,
+                            REQUIRED_PREDICTION_CELLS, parse_seconds, parse_timestamp, read_rows)
+from .kinds import TWO_CANDIDATE_KINDS, questions_for
+from .models import Assignment, AuditLog, Item, Judgment, Prediction, Study
+
+CHUNK = 5000
+NOT_AVAILABLE = "N/A"
+
+
+@dataclass
+class ItemInfo:
+    """What row validation needs to know about one item."""
+
+    pk: int
+    questions: dict  # question id -> {"options": [...]} or {"scale": [lo, hi]}
+    candidates: list  # candidate ids ([] for similarity_survey)
+
+
+class _Targets:
+    """Loads studies (locked) and the referenced items once, for row validation."""
+
+    def __init__(self):
+        self.studies, self.items = {}, {}
+
+    def load(self, parsed):
+        wanted = defaultdict(set)
+        for _line, row in parsed:
+            wanted[row["study"]].add(row["item_id"])
+        for study in Study.objects.select_for_update().filter(slug__in=list(wanted)):
+            self.studies[study.slug] = study
+            config = dict(study.config, allow_tie=study.allow_tie)
+            ids = list(wanted[study.slug])
+            for start in range(0, len(ids), CHUNK):
+                query = Item.objects.filter(study=study, item_id__in=ids[start:start + CHUNK])
+                for pk, item_id, data in query.values_list("pk", "item_id", "data"):
+                    questions = {q["id"]: q for q in questions_for(study.kind, config, data)}
+                    candidates = [c["id"] for c in data.get("candidates", [])]
+                    self.items[(study.slug, item_id)] = ItemInfo(pk, questions, candidates)
+
+    def find(self, row, errors, line):
+        """(Study, ItemInfo) or None after recording why not."""
+        study = self.studies.get(row["study"])
+        if study is None:
+            errors.add(line, f"unknown study {row['study']!r}")
+            return None
+        item = self.items.get((row["study"], row["item_id"]))
+        if item is None:
+            errors.add(line, f"unknown item_id {row['item_id']!r} in study {row['study']!r}")
+            return None
+        return study, item
+
+
+def _parse(binary_file, columns, required, errors):
+    """Rows with stripped cells; empty required cells are errors."""
+    parsed = []
+    for line, row in read_rows(binary_file, columns):
+        if isinstance(row, str):
+            errors.add(line, row)
+            continue
+        row = {k: v.strip() for k, v in row.items()}
+        empty = [c for c in required if not row[c]]
+        if empty:
+            errors.add(line, f"empty {', '.join(empty)}")
+            continue
+        parsed.append((line, row))
+    return parsed
+
+
+# --- judgments ---------------------------------------------------------------------------
+
+def check_judgment_value(question, value):
+    """Normalized value, or ValueError with the reason."""
+    if "options" in question:
+        if value not in question["options"]:
+            raise ValueError(f"value for {question['id']!r} must be one of {question['options']}, got {value!r}")
+        return value
+    lo, hi = question["scale"]
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"value for {question['id']!r} must be an integer in [{lo}, {hi}], got {value!r}") from None
+    if not lo <= number <= hi:
+        raise ValueError(f"value for {question['id']!r} must be an integer in [{lo}, {hi}], got {value!r}")
+    return str(number)
+
+
+def check_shown_order(question, item, cell):
+    """'' or option ids joined by '|': a permutation of the candidates (choices) or of
+    0|1 (similarity pairs). Returns the list, or raises ValueError."""
+    if not cell:
+        return []
+    order = cell.split("|")
+    if "options" in question:
+        expected = item.candidates
+    elif not item.candidates:  # similarity pair: text order
+        expected = ["0", "1"]
+    else:
+        return order  # rating questions of pairwise kinds: kept as given
+    if sorted(order) != sorted(expected):
+        raise ValueError(f"shown_order must order {'|'.join(expected)}, got {cell!r}")
+    return order
+
+
+def import_judgments(binary_file, *, user=None, source=""):
+    """Load a judgments CSV/JSONL. Returns {"studies", "created", "skipped", "annotators_created"}."""
+    errors = ErrorList()
+    parsed = _parse(binary_file, JUDGMENT_COLUMNS, REQUIRED_JUDGMENT_CELLS, errors)
+    with transaction.atomic():
+        targets = _Targets()
+        targets.load(parsed)
+        rows = _validate_judgments(parsed, targets, errors)
+        existing = _existing_judgments(rows)
+        new_rows, skipped = [], 0
+        for row in rows:
+            stored = existing.get((row["item"].pk, row["annotator"], row["question"]))
+            if stored is None:
+                new_rows.append(row)
+            elif stored == row["value"]:
+                skipped += 1
+            else:
+                errors.add(row["line"], f"{row['annotator']} already answered {row['question']!r} on "
+                                        f"{row['item_id']!r} with {stored!r}, not {row['value']!r}")
+        if errors:
+            raise BatchInvalid(errors.final())
+        users, n_new_users = _annotator_users({r["annotator"] for r in rows})
+        assignments = _complete_assignments(new_rows, users)
+        Judgment.objects.bulk_create([
+            Judgment(study=row["study"], item_id=row["item"].pk, annotator=users[row["annotator"]],
+                     assignment=assignments[(row["item"].pk, row["annotator"])], question=row["question"],
+                     value=row["value"], shown_order="|".join(row["order"]), seconds=row["seconds"],
+                     submitted_at=row["submitted_at"])
+            for row in new_rows], batch_size=CHUNK)
+        refresh_item_counters({row["item"].pk for row in new_rows})
+        created = Counter(row["study"].slug for row in new_rows)
+        studies = {row["study"].slug: row["study"] for row in rows}
+        for slug, study in studies.items():
+            AuditLog.objects.create(study=study, user=user, action="import_judgments", object_type="study",
+                                    object_id=slug, after={"source": source, "created": created[slug]})
+    return {"studies": sorted(studies), "created": len(new_rows), "skipped": skipped,
+            "annotators_created": n_new_users}
+
+
+def _validate_judgments(parsed, targets, errors):
+    rows, first_line = [], {}
+    for line, row in parsed:
+        found = targets.find(row, errors, line)
+        if found is None:
+            continue
+        study, item = found
+        question = item.questions.get(row["question"])
+        if question is None:
+            errors.add(line, f"unknown question {row['question']!r} for this {study.kind} item "
+                             f"(questions: {', '.join(item.questions)})")
+            continue
+        if len(row["annotator"]) > 150:
+            errors.add(line, "annotator must be at most 150 characters")
+            continue
+        try:
+            value = check_judgment_value(question, row["value"])
+            order = check_shown_order(question, item, row["shown_order"])
+            seconds = parse_seconds(row["seconds"])
+            submitted_at = parse_timestamp(row["submitted_at"])
+        except ValueError as exc:
+            errors.add(line, str(exc))
+            continue
+        key = (item.pk, row["annotator"], row["question"])
+        if key in first_line:
+            errors.add(line, f"duplicate of line {first_line[key]} (same item, annotator and question)")
+            continue
+        first_line[key] = line
+        rows.append({"line": line, "study": study, "item": item, "item_id": row["item_id"],
+                     "annotator": row["annotator"], "question": row["question"], "value": value,
+                     "order": order, "seconds": seconds, "submitted_at": submitted_at})
+    return rows
+
+
+def _existing_judgments(rows):
+    """{(item pk, username, question): value} for the items the file touches."""
+    item_pks = sorted({row["item"].pk for row in rows})
+    stored = {}
+    for start in range(0, len(item_pks), CHUNK):
+        query = Judgment.objects.filter(item_id__in=item_pks[start:start + CHUNK])
+        for item_pk, username, question, value in query.values_list("item_id", "annotator__username", "question", "value"):
+            stored[(item_pk, username, question)] = value
+    return stored
+
+
+def _annotator_users(usernames):
+    """{username: User}; unknown annotators are created with an unusable password and no role."""
+    User = get_user_model()
+    users = {u.username: u for u in User.objects.filter(username__in=usernames)}
+    missing = sorted(usernames - set(users))
+    if missing:
+        User.objects.bulk_create([User(username=name, password=make_password(None)) for name in missing])
+        users.update({u.username: u for u in User.objects.filter(username__in=missing)})
+    return users, len(missing)
+
+
+def _complete_assignments(rows, users):
+    """One completed Assignment per (item, annotator) of the new judgments; an open one is
+    completed. Returns {(item pk, username): Assignment}."""
+    groups = defaultdict(list)
+    for row in rows:
+        groups[(row["item"].pk, row["annotator"])].append(row)
+    found = {}
+    item_pks = sorted({pk for pk, _ in groups})
+    for start in range(0, len(item_pks), CHUNK):
+        query = Assignment.objects.filter(item_id__in=item_pks[start:start + CHUNK],
+                                          annotator__in=[users[n] for n in {a for _, a in groups}])
+        for assignment in query.select_related("annotator"):
+            found[(assignment.item_id, assignment.annotator.username)] = assignment
+    now, to_create, to_update = timezone.now(), [], []
+    for key, group in groups.items():
+        times = [r["submitted_at"] for r in group if r["submitted_at"]]
+        seconds = next((r["seconds"] for r in group if r["seconds"] is not None), None)
+        orders = {r["question"]: r["order"] for r in group if r["order"]}
+        assignment = found.get(key)
+        if assignment is None:
+            found[key] = Assignment(study=group[0]["study"], item_id=key[0], annotator=users[key[1]],
+                                    shown_order=orders, completed_at=max(times, default=now), seconds=seconds)
+            to_create.append(found[key])
+        else:
+            assignment.shown_order = {**orders, **(assignment.shown_order or {})}
+            if assignment.completed_at is None:
+                assignment.completed_at = max(times, default=now)
+                assignment.seconds = assignment.seconds if assignment.seconds is not None else seconds
+            to_update.append(assignment)
+    Assignment.objects.bulk_create(to_create, batch_size=CHUNK)
+    Assignment.objects.bulk_update(to_update, ["shown_order", "completed_at", "seconds"], batch_size=CHUNK)
+    return found
+
+
+def refresh_item_counters(item_pks):
+    """Recount n_assigned (completed + open unexpired) and n_completed from Assignment."""
+    now, pks = timezone.now(), sorted(item_pks)
+    completed = Q(completed_at__isnull=False)
+    live = completed | Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+
+    def count(condition):
+        sub = (Assignment.objects.filter(condition, item_id=OuterRef("pk")).order_by()
+               .values("item_id").annotate(n=Count("pk")).values("n"))
+        return Coalesce(Subquery(sub), 0)
+
+    for start in range(0, len(pks), CHUNK):
+        Item.objects.filter(pk__in=pks[start:start + CHUNK]).update(n_assigned=count(live), n_completed=count(completed))
+
+
+def export_judgment_rows(study):
+    """The study's judgments as typed dicts (JUDGMENT_COLUMNS), item order then annotator."""
+    query = (Judgment.objects.filter(study=study).order_by("item__position", "annotator__username", "id")
+             .values_list("item__item_id", "annotator__username", "question", "value", "shown_order",
+                          "seconds", "submitted_at"))
+    for item_id, annotator, question, value, shown_order, seconds, submitted_at in query.iterator(chunk_size=CHUNK):
+        yield {"study": study.slug, "item_id": item_id, "annotator": annotator, "question": question,
+               "value": value, "shown_order": shown_order, "seconds": seconds, "submitted_at": submitted_at}
+
+
+# --- predictions -------------------------------------------------------------------------
+
+def check_prediction_value(study, item, question_id, value):
+    """'' (unparsed), 'N/A', a candidate id or option, or a number, by question."""
+    if value in ("", NOT_AVAILABLE):
+        return value
+    question = item.questions.get(question_id)
+    if question is not None and "options" in question:
+        if value not in question["options"]:
+            raise ValueError(f"value for {question_id!r} must be one of {question['options']}, N/A or empty")
+        return value
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"value for {question_id!r} must be a number, N/A or empty, got {value!r}") from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(f"value for {question_id!r} must be a finite number")
+    return value
+
+
+def import_predictions(binary_file, *, user=None, source="", only_study=None):
+    """Load a predictions CSV. Returns {"studies", "created", "updated", "skipped"}.
+    `only_study` (the API's study) refuses rows of other studies."""
+    errors = ErrorList()
+    parsed = _parse(binary_file, PREDICTION_COLUMNS, REQUIRED_PREDICTION_CELLS, errors)
+    with transaction.atomic():
+        targets = _Targets()
+        targets.load(parsed)
+        rows, first = {}, {}
+        for line, row in parsed:
+            if only_study is not None and row["study"] != only_study:
+                errors.add(line, f"study {row['study']!r} is not {only_study!r}")
+                continue
+            found = targets.find(row, errors, line)
+            if found is None:
+                continue
+            study, item = found
+            qid = row["question"]
+            if qid not in item.questions and not (study.kind in TWO_CANDIDATE_KINDS and qid in item.candidates):
+                errors.add(line, f"unknown question {qid!r}: a question id or a candidate id of the item")
+                continue
+            if len(row["evaluator"]) > 200 or len(row["annotator"]) > 150 or len(row["value"]) > 200:
+                errors.add(line, "evaluator, annotator or value too long")
+                continue
+            try:
+                value = check_prediction_value(study, item, qid, row["value"])
+            except ValueError as exc:
+                errors.add(line, str(exc))
+                continue
+            key = (item.pk, row["evaluator"], row["annotator"], qid)
+            if key in rows and rows[key][1] != value:
+                errors.add(line, f"conflicts with line {first[key]} (same item, evaluator, annotator, question)")
+                continue
+            first.setdefault(key, line)
+            rows[key] = (study, value)
+        if errors:
+            raise BatchInvalid(errors.final())
+        created, updated, skipped = _upsert_predictions(rows)
+        for study in {s for s, _ in rows.values()}:
+            AuditLog.objects.create(study=study, user=user, action="import_predictions", object_type="study",
+                                    object_id=study.slug, after={"source": source})
+    studies = sorted({s.slug for s, _ in rows.values()})
+    return {"studies": studies, "created": created, "updated": updated, "skipped": skipped}
+
+
+def _upsert_predictions(rows):
+    keys = list(rows)
+    existing = {}
+    item_pks = sorted({k[0] for k in keys})
+    for start in range(0, len(item_pks), CHUNK):
+        for pred in Prediction.objects.filter(item_id__in=item_pks[start:start + CHUNK]):
+            existing[(pred.item_id, pred.evaluator, pred.annotator, pred.question)] = pred
+    to_create, to_update, skipped = [], [], 0
+    for key in keys:
+        study, value = rows[key]
+        pred = existing.get(key)
+        if pred is None:
+            to_create.append(Prediction(study=study, item_id=key[0], evaluator=key[1], annotator=key[2],
+                                        question=key[3], value=value))
+        elif pred.value == value:
+            skipped += 1
+        else:
+            pred.value = value
+            to_update.append(pred)
+    Prediction.objects.bulk_create(to_create, batch_size=CHUNK)
+    Prediction.objects.bulk_update(to_update, ["value"], batch_size=CHUNK)
+    return len(to_create), len(to_update), skipped

@@ -1,0 +1,38 @@
+"""manage.py egises PATH [--variant code|paper]: EGISES-JSD of one model's summaries."""
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation.egises import VARIANTS, egises
+
+
+class Command(BaseCommand):
+    help = "EGISES, DEGRESS and accuracy (JSD) from a JSONL of documents with references and summaries."
+
+    def add_arguments(self, parser):
+        parser.add_argument("path")
+        parser.add_argument("--variant", choices=VARIANTS, default="code")
+
+    def handle(self, path, variant, **options):
+        documents = []
+        try:
+            with open(path, encoding="utf-8") as handle:
+                for number, line in enumerate(handle, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        doc = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise CommandError(f"{path}: line {number}: invalid JSON ({exc.msg})") from None
+                    if not isinstance(doc, dict) or "text" not in doc:
+                        raise CommandError(f"{path}: line {number}: expected an object with text")
+                    documents.append(doc)
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+        result = egises(documents, variant)
+        if result["errors"]:
+            for err in result["errors"]:
+                self.stderr.write(f"document {err['doc_id']}: {err['error']}")
+        if result["n_documents"] == 0:
+            raise CommandError(f"{path}: no usable document")
+        self.stdout.write(json.dumps(result))

@@ -1,0 +1,29 @@
+"""manage.py report SLUG [--format json|csv|html] [--out PATH]: the study report."""
+from django.core.management.base import BaseCommand, CommandError
+
+from annotate.models import Study
+from annotate.report_data import study_report
+from evaluation.report import FORMATS
+
+
+class Command(BaseCommand):
+    help = "Print (or write to --out) the report of a study as JSON, the per-item CSV table, or HTML."
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug")
+        parser.add_argument("--format", choices=FORMATS, default="json")
+        parser.add_argument("--out", help="write here instead of stdout")
+
+    def handle(self, slug, format, out, **options):
+        study = Study.objects.filter(slug=slug).first()
+        if study is None:
+            raise CommandError(f"no study with slug {slug!r}")
+        _, text = study_report(study, format)
+        if out:
+            try:
+                with open(out, "w", encoding="utf-8", newline="") as handle:
+                    handle.write(text)
+            except OSError as exc:
+                raise CommandError(f"cannot write {out}: {exc.strerror}") from None
+        else:
+            self.stdout.write(text, ending="")

@@ -1,0 +1,164 @@
+"""The task page /annotate/<slug>/ and its htmx partials.
+
+The page renders the current item; answering posts the form with htmx, and the response
+is the next item's partial (plus the progress line, swapped out-of-band), so the page
+never reloads. Errors re-render the same item with the answers kept. The same partials
+serve the edit form for the previous item while it is still open for edits.
+"""
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from annotate import kinds
+from annotate.assignment import can_annotate, next_assignment, progress
+from annotate.display import display_item, shown_questions
+from annotate.models import Assignment, Study
+from annotate.rendering import render_markdown
+from annotate.submission import (AssignmentGone, EditNotAllowed, SubmissionError, can_edit, edit, stored_judgments,
+                                 submit)
+
+FIELD_PREFIX = "q:"
+KEY_HINTS = (("1", "a"), ("2", "b"), ("3", "t"))
+
+
+def _study(request, slug):
+    study = get_object_or_404(Study, slug=slug)
+    if not can_annotate(request.user, study):
+        raise PermissionDenied("You are not an annotator of this study.")
+    return study
+
+
+def _option_labels(study):
+    noun = "Plot" if study.kind == kinds.ASPECT_PAIRWISE else "Response"
+    return {0: f"{noun} A", 1: f"{noun} B"}
+
+
+def _question_context(study, questions, values, errors):
+    """Questions as the templates need them: options with labels and keyboard keys."""
+    labels = _option_labels(study)
+    out = []
+    for q in questions:
+        entry = {"id": q["id"], "text": q["text"], "field": FIELD_PREFIX + q["id"],
+                 "value": str(values.get(q["id"], "")), "error": errors.get(q["id"]), "choices": []}
+        if "options" in q:
+            for i, option in enumerate(q["options"]):
+                label = "Tie" if option == kinds.TIE else labels.get(i, option)
+                entry["choices"].append({"value": option, "label": label, "keys": KEY_HINTS[i] if i < 3 else ()})
+            entry["kind"] = "choice"
+        else:
+            lo, hi = q["scale"]
+            entry["choices"] = [{"value": str(n), "label": str(n), "keys": (str(n),) if n <= 9 else ()}
+                                for n in range(lo, hi + 1)]
+            entry["kind"] = "rating"
+            entry["low"], entry["high"] = lo, hi
+        out.append(entry)
+    return out
+
+
+def item_context(study, assignment, values=None, errors=None, mode="submit"):
+    """Everything a kind's partial needs to draw one assignment."""
+    values, errors = values or {}, errors or {}
+    questions = _question_context(study, shown_questions(study, assignment.item.data, assignment.shown_order),
+                                  values, errors)
+    display = display_item(study, assignment.item.data, assignment.shown_order)
+    labels = _option_labels(study)
+    for i, candidate in enumerate(display.get("candidates", [])):
+        candidate["label"] = labels[i]
+    by_id = {q["id"]: q for q in questions}
+    for n, pair in enumerate(display.get("pairs", []), start=1):
+        pair["number"], pair["legend"], pair["question"] = n, f"Pair {n}", by_id[pair["id"]]
+    return {
+        "study": study, "assignment": assignment, "item": display, "questions": questions,
+        "mode": mode, "errors": errors, "form_error": errors.get("answers") or errors.get("seconds"),
+        "partial": f"annotate/_{study.kind}.html",
+        "scale_words": _scale_words(study),
+    }
+
+
+def _scale_words(study):
+    if study.kind == kinds.SIMILARITY_SURVEY:
+        return ("low similarity", "very high similarity")
+    if study.kind == kinds.EXPLANATION_CHOICE:
+        return ("not useful", "very useful")
+    return ("", "")
+
+
+def _answers_from(post):
+    return {key[len(FIELD_PREFIX):]: value for key, value in post.items() if key.startswith(FIELD_PREFIX)}
+
+
+def _render_next(request, study, notice=None, previous=None):
+    """The partial for the user's current/next item (or the done message)."""
+    assignment = next_assignment(study, request.user)
+    context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
+    context.update(notice=notice, previous=previous if previous is not None and can_edit(previous) else None,
+                   progress=progress(study, request.user), oob=True)
+    return render(request, "annotate/_item.html", context)
+
+
+@login_required
+@require_GET
+def task(request, slug):
+    """The whole task page with the current item."""
+    study = _study(request, slug)
+    assignment = next_assignment(study, request.user)
+    context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
+    prog = progress(study, request.user)
+    context.update(progress=prog, instructions_html=render_markdown(study.instructions),
+                   show_instructions=prog["done"] == 0, oob=False)
+    return render(request, "annotate/task.html", context)
+
+
+@login_required
+@require_POST
+def next_item(request, slug):
+    """htmx: the current or next item (e.g. after an edit, or to skip back from one)."""
+    return _render_next(request, _study(request, slug))
+
+
+@login_required
+@require_POST
+def submit_item(request, slug, pk):
+    """htmx: submit one item's answers, then show the next item. Idempotent: a repeat of
+    an already stored submit just shows the next item."""
+    study = _study(request, slug)
+    answers = _answers_from(request.POST)
+    try:
+        assignment, _, created = submit(pk, request.user, answers, request.POST.get("seconds"))
+    except SubmissionError as exc:
+        assignment = get_object_or_404(Assignment.objects.select_related("item"), pk=pk, annotator=request.user)
+        context = item_context(study, assignment, values=answers, errors=exc.errors)
+        context.update(progress=progress(study, request.user), oob=True,
+                       notice="Please answer every question before submitting.")
+        return render(request, "annotate/_item.html", context)
+    except AssignmentGone:
+        return _render_next(request, study, notice="That item had expired and went back to the pool. "
+                                                   "Here is your next item.")
+    return _render_next(request, study, notice="Saved." if created else "Already saved.", previous=assignment)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def edit_item(request, slug, pk):
+    """htmx: GET the edit form of a submitted item; POST saves the edit (audited)."""
+    study = _study(request, slug)
+    assignment = get_object_or_404(Assignment.objects.select_related("item", "study"), pk=pk,
+                                   annotator=request.user, study=study)
+    if request.method == "GET":
+        if not can_edit(assignment):
+            return _render_next(request, study, notice="That item is complete; it can no longer be edited.")
+        values = {j.question: j.value for j in stored_judgments(assignment)}
+        context = item_context(study, assignment, values=values, mode="edit")
+        context.update(progress=progress(study, request.user), oob=True)
+        return render(request, "annotate/_item.html", context)
+    answers = _answers_from(request.POST)
+    try:
+        edit(pk, request.user, answers)
+    except SubmissionError as exc:
+        context = item_context(study, assignment, values=answers, errors=exc.errors, mode="edit")
+        context.update(progress=progress(study, request.user), oob=True)
+        return render(request, "annotate/_item.html", context)
+    except (EditNotAllowed, AssignmentGone) as exc:
+        return _render_next(request, study, notice=f"Not changed: {exc}.")
+    return _render_next(request, study, notice="Your edit was saved.")

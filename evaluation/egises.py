@@ -1,0 +1,261 @@
+"""EGISES / DEGRESS (iCOPERNICUS): how much a summarizer's outputs differ across readers
+in proportion to how much the readers' own reference summaries differ.
+
+Definitions in statistics.md. `variant="code"` (default) follows the reference code:
+softmax and mean over k != j. `variant="paper"` is the appendix equation read literally:
+the k = j terms (sigma = 0, so w = 0 and prop = 1) are also in the softmax sum and the mean.
+"""
+import math
+
+import numpy as np
+
+from evaluation.agreement import within_unit_pairs
+from evaluation.text import preprocess
+
+EPS = 1e-5
+VARIANTS = ("code", "paper")
+
+
+def degress_batch(sig_ref, sig_ref_doc, sig_model, sig_model_doc, variant="code"):
+    """DEGRESS of N documents with U users each; NaN where a document has no usable pair.
+
+    sig_ref, sig_model: (N, U, U) distances between the users' reference / model
+    summaries; NaN marks a pair with no distance (left out for both origins).
+    sig_ref_doc, sig_model_doc: (N, U) distances of each summary to its document.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be 'code' or 'paper', got {variant!r}")
+    sig_ref, sig_model = np.asarray(sig_ref, float), np.asarray(sig_model, float)
+    n_users = sig_ref.shape[-1]
+    diagonal = np.eye(n_users, dtype=bool)
+    use = np.isfinite(sig_ref) & np.isfinite(sig_model) & ~diagonal
+    if variant == "paper":
+        use |= diagonal
+    sig_ref = np.where(use & ~diagonal, sig_ref, 0.0)
+    sig_model = np.where(use & ~diagonal, sig_model, 0.0)
+
+    def weighted(sig, sig_doc):
+        sig_doc = np.asarray(sig_doc, float)[..., :, None]
+        w = np.where(sig_doc > 0, sig / np.where(sig_doc > 0, sig_doc, 1.0), 0.0)
+        e = np.where(use, np.exp(w), 0.0)
+        total = e.sum(axis=-1, keepdims=True)
+        return e / np.where(total > 0, total, 1.0) * sig
+
+    x, y = weighted(sig_ref, sig_ref_doc), weighted(sig_model, sig_model_doc)
+    prop = np.where(use, (np.minimum(x, y) + EPS) / (np.maximum(x, y) + EPS), 0.0)
+    per_user = use.sum(axis=-1)
+    rows = per_user > 0
+    per_user_degress = np.where(rows, prop.sum(axis=-1) / np.where(rows, per_user, 1), 0.0)
+    n_rows = rows.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n_rows > 0, per_user_degress.sum(axis=-1) / n_rows, np.nan)
+
+
+def degress_document(sig_ref, sig_ref_doc, sig_model, sig_model_doc, variant="code"):
+    """DEGRESS(d) of one document (U x U and length-U inputs, see `degress_batch`), or
+    None if no user pair is usable."""
+    value = degress_batch(np.asarray(sig_ref, float)[None], np.asarray(sig_ref_doc, float)[None],
+                          np.asarray(sig_model, float)[None],
+                          np.asarray(sig_model_doc, float)[None], variant)[0]
+    return None if np.isnan(value) else float(value)
+
+
+def egises_from_distances(documents, variant="code"):
+    """EGISES from precomputed distances.
+
+    documents: iterable of dicts {"ref": UxU, "ref_doc": U, "model": UxU, "model_doc": U}
+    (see `degress_batch`). Returns {"egises", "degress", "n_documents"}; documents with
+    no usable pair are not counted; no usable document gives None.
+    """
+    by_size = {}
+    for d in documents:
+        by_size.setdefault(len(d["ref_doc"]), []).append(d)
+    values = []
+    for group in by_size.values():
+        stacked = [np.array([d[key] for d in group], float)
+                   for key in ("ref", "ref_doc", "model", "model_doc")]
+        values.extend(v for v in degress_batch(*stacked, variant).tolist() if not math.isnan(v))
+    if not values:
+        return {"egises": None, "degress": None, "n_documents": 0}
+    degress = float(np.mean(values))
+    return {"egises": 1.0 - degress, "degress": degress, "n_documents": len(values)}
+
+
+def document_text(doc):
+    """Title and body joined by one space when a title exists."""
+    title = doc.get("title")
+    return f"{title} {doc['text']}" if title else doc["text"]
+
+
+class _Tokens:
+    """Preprocess each distinct text once; texts become word-id arrays."""
+
+    def __init__(self):
+        self.vocab, self.cache, self.steps = {}, {}, None
+
+    def ids(self, text, what):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{what} is empty")
+        if text not in self.cache:
+            tokens, self.steps = preprocess(text)
+            if not tokens:
+                raise ValueError(f"{what} has no words left after preprocessing")
+            self.cache[text] = np.array(
+                [self.vocab.setdefault(t, len(self.vocab)) for t in tokens], dtype=np.int64)
+        return self.cache[text]
+
+
+def jsd_matrices(texts_per_document):
+    """Pairwise JSD matrices of many documents' texts in one vectorized pass.
+
+    texts_per_document: a list (per document) of lists of word-id arrays. Uses
+    JSD = 1 + 1/2 sum over shared words of [p log2(p/(p+q)) + q log2(q/(p+q))], so only
+    the (text, text, word) triples of words two texts share are ever formed.
+    """
+    sizes = np.array([len(texts) for texts in texts_per_document], dtype=np.int64)
+    arrays = [a for texts in texts_per_document for a in texts]
+    lengths = np.array([len(a) for a in arrays], dtype=np.int64)
+    text_of = np.repeat(np.arange(len(arrays)), lengths)
+    doc_of_text = np.repeat(np.arange(len(sizes)), sizes)
+    first_text = np.cumsum(sizes) - sizes
+    words = np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
+    n_words = int(words.max()) + 1 if len(words) else 1
+    keys, counts = np.unique(text_of * n_words + words, return_counts=True)
+    text, word = keys // n_words, keys % n_words
+    prob = counts / lengths[text]
+    doc = doc_of_text[text]
+    order = np.lexsort((text, word, doc))
+    text, word, prob, doc = text[order], word[order], prob[order], doc[order]
+    group = np.r_[0, np.cumsum((np.diff(word) != 0) | (np.diff(doc) != 0))]
+    left, right = within_unit_pairs(group)
+    p, q = prob[left], prob[right]
+    terms = p * np.log2(p / (p + q)) + q * np.log2(q / (p + q))
+    d = doc[left]
+    local_a, local_b = text[left] - first_text[d], text[right] - first_text[d]
+    cell_offset = np.cumsum(sizes**2) - sizes**2
+    flat = np.bincount(cell_offset[d] + local_a * sizes[d] + local_b, weights=terms,
+                       minlength=int((sizes**2).sum()))
+    out = []
+    for n, (offset, size) in enumerate(zip(cell_offset.tolist(), sizes.tolist())):
+        m = np.clip(1.0 + 0.5 * flat[offset:offset + size * size].reshape(size, size), 0.0, 1.0)
+        np.fill_diagonal(m, 0.0)
+        out.append(m)
+    return out
+
+
+def jsd_matrix(id_arrays):
+    """Pairwise JSD matrix of one document's texts given as word-id arrays."""
+    return jsd_matrices([id_arrays])[0]
+
+
+def _users(doc):
+    refs, sums = doc.get("references") or {}, doc.get("summaries") or {}
+    if set(refs) != set(sums):
+        missing = sorted(set(refs) ^ set(sums), key=str)
+        raise ValueError(f"users without both a reference and a summary: {missing}")
+    users = sorted(refs, key=str)
+    if len(users) < 2:
+        raise ValueError("a document needs at least 2 users")
+    return users
+
+
+def tokenize_documents(documents):
+    """(prepared, errors, steps): per usable document (doc_id, users, id arrays of
+    [document, references..., summaries...]); errors as {"doc_id", "error"}."""
+    tok, prepared, errors = _Tokens(), [], []
+    for n, doc in enumerate(documents):
+        doc_id = doc.get("doc_id", n)
+        try:
+            users = _users(doc)
+            arrays = [tok.ids(document_text(doc), "document text")]
+            arrays += [tok.ids(doc["references"][u], f"reference of user {u}") for u in users]
+            arrays += [tok.ids(doc["summaries"][u], f"summary of user {u}") for u in users]
+        except (ValueError, KeyError, TypeError) as exc:
+            errors.append({"doc_id": doc_id, "error": str(exc)})
+            continue
+        prepared.append((doc_id, users, arrays))
+    return prepared, errors, tok.steps or preprocess("x")[1]
+
+
+def egises_from_tokens(prepared, variant="code"):
+    """{"egises", "degress", "accuracy", "n_documents"} from `tokenize_documents` output."""
+    sigmas, accuracy = [], []
+    matrices = jsd_matrices([arrays for _, _, arrays in prepared])
+    for (_, users, _), j in zip(prepared, matrices):
+        u = len(users)
+        refs, sums = slice(1, 1 + u), slice(1 + u, 1 + 2 * u)
+        sigmas.append({"ref": j[refs, refs], "ref_doc": j[refs, 0],
+                       "model": j[sums, sums], "model_doc": j[sums, 0]})
+        accuracy.extend(np.diag(j[sums, refs]).tolist())
+    result = egises_from_distances(sigmas, variant)
+    result["accuracy"] = float(np.mean(accuracy)) if accuracy else None
+    return result
+
+
+def egises(documents, variant="code"):
+    """EGISES-JSD of one model over documents.
+
+    documents: [{"doc_id", "text", "title"?, "references": {uid: text},
+    "summaries": {uid: model summary for uid}}]. Returns {"egises", "degress",
+    "accuracy", "n_documents", "preprocessing": steps, "errors": [{"doc_id", "error"}]}.
+    """
+    prepared, errors, steps = tokenize_documents(documents)
+    result = egises_from_tokens(prepared, variant)
+    result["preprocessing"] = steps
+    result["errors"] = errors
+    return result
+
+
+def _sigma_from_rating(ratings, scale):
+    lo, hi = scale
+    values = [ratings] if isinstance(ratings, (int, float)) else list(ratings)
+    values = [float(v) for v in values if v is not None]
+    if not values or any(math.isnan(v) for v in values):
+        return math.nan
+    return (hi - float(np.mean(values))) / (hi - lo)
+
+
+def _pair_rating(table, a, b):
+    if (a, b) in table:
+        return table[(a, b)]
+    return table.get((b, a))
+
+
+def egises_hj(documents, scale=(1, 6), variant="code"):
+    """EGISES-HJ for one (model, prompt style): sigma between summaries from survey ratings.
+
+    documents: [{
+        "doc_id": str, "text": str, "title": str (optional),
+        "references": {uid: the user's own reference summary},
+        "summaries": {uid: this model's summary for uid},
+        "reference_ratings": {(uid_a, uid_b): mean rating or list of ratings},
+        "model_ratings": {(uid_a, uid_b): mean rating or list of ratings},
+    }]
+    A rating key may be given in either order. sigma = (max - mean) / (max - min) on
+    `scale`; sigma to the document is JSD. A user pair missing either rating is skipped
+    (left out of that document) and counted in "skipped".
+    Returns {"egises_hj", "degress", "n_documents", "skipped", "errors"}.
+    """
+    prepared, errors, _ = tokenize_documents(documents)
+    by_id = {d.get("doc_id", n): d for n, d in enumerate(documents)}
+    sigmas, skipped = [], 0
+    for doc_id, users, arrays in prepared:
+        doc, u = by_id[doc_id], len(users)
+        j = jsd_matrix(arrays)
+        ref, model = np.full((u, u), np.nan), np.full((u, u), np.nan)
+        for a in range(u):
+            for b in range(a + 1, u):
+                r = _pair_rating(doc.get("reference_ratings") or {}, users[a], users[b])
+                m = _pair_rating(doc.get("model_ratings") or {}, users[a], users[b])
+                sr = _sigma_from_rating(r, scale) if r is not None else math.nan
+                sm = _sigma_from_rating(m, scale) if m is not None else math.nan
+                if math.isnan(sr) or math.isnan(sm):
+                    skipped += 1
+                    continue
+                ref[a, b] = ref[b, a] = sr
+                model[a, b] = model[b, a] = sm
+        sigmas.append({"ref": ref, "ref_doc": j[1:1 + u, 0],
+                       "model": model, "model_doc": j[1 + u:, 0]})
+    result = egises_from_distances(sigmas, variant)
+    return {"egises_hj": result["egises"], "degress": result["degress"],
+            "n_documents": result["n_documents"], "skipped": skipped, "errors": errors}

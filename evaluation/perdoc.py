@@ -1,0 +1,54 @@
+"""Per-DOC aspect accuracy of evaluators (PerSE Table 4) and the reviewer_prior baseline."""
+NOT_AVAILABLE = "N/A"
+UNPARSED = ""
+
+
+def _norm(v):
+    return "" if v is None else str(v).strip()
+
+
+def aspect_accuracy(judgments, predictions):
+    """Accuracy of an evaluator on one aspect.
+
+    judgments: [(item, annotator, choice)]. predictions: {(item, annotator): value} for a
+    personalized evaluator and/or {(item, ""): value} for one prediction for everyone; the
+    annotator's own key wins. A value of "" (or None, or no prediction at all) could not
+    be parsed: left out of `accuracy`, wrong in `accuracy_strict`. "N/A" is wrong in both.
+    Returns {"accuracy", "accuracy_strict", "n", "n_unparsed"}; n counts all judgments.
+    """
+    right = parsed = 0
+    judgments = list(judgments)
+    for item, annotator, choice in judgments:
+        pred = predictions.get((item, annotator))
+        if pred is None:
+            pred = predictions.get((item, ""))
+        pred = _norm(pred)
+        if pred == UNPARSED:
+            continue
+        parsed += 1
+        right += pred != NOT_AVAILABLE and pred == _norm(choice)
+    n = len(judgments)
+    return {"accuracy": right / parsed if parsed else None,
+            "accuracy_strict": right / n if n else None,
+            "n": n, "n_unparsed": n - parsed}
+
+
+def reviewer_prior(judgments):
+    """Baseline predictions {(item, annotator): choice} for one aspect.
+
+    judgments: [(item, annotator, chosen_position, time)] where chosen_position is the
+    position (e.g. "A"/"B" or 1/2) of the candidate the annotator chose and time is any
+    comparable submit time. Each judgment is predicted by the same annotator's earliest
+    judgment on another item (ties in time: smallest item id as text). An annotator with
+    no other judgment gets "N/A".
+    """
+    by_annotator = {}
+    for item, annotator, position, time in judgments:
+        by_annotator.setdefault(annotator, []).append((time, str(item), item, position))
+    predictions = {}
+    for annotator, rows in by_annotator.items():
+        rows.sort(key=lambda r: (r[0], r[1]))
+        for _, _, item, _ in rows:
+            other = next((r for r in rows if r[2] != item), None)
+            predictions[(item, annotator)] = other[3] if other else NOT_AVAILABLE
+    return predictions

@@ -1,0 +1,134 @@
+"""Long-format judgments (unit, coder, value) -> integer codes and per-unit value counts.
+
+Every agreement statistic starts here, so this is the one place that validates input,
+drops missing values (None / NaN), rejects a coder judging a unit twice, and sorts
+distinct values once. Memory stays linear in the number of judgments.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _is_missing(v):
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def factorize(x):
+    """(labels, codes): sorted distinct labels of x and each element's index into them."""
+    arr = np.asarray(x)
+    if arr.dtype == object:
+        try:
+            labels, codes = np.unique(arr, return_inverse=True)
+        except TypeError:  # mixed types (e.g. int and str) cannot be sorted together
+            labels, codes = np.unique(arr.astype(str), return_inverse=True)
+        return labels, codes.ravel()
+    if arr.dtype.kind in "iub" and arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if hi - lo <= 4 * arr.size + 1024:  # small integer range: counting, no sort
+            shifted = arr.astype(np.int64) - lo
+            present = np.bincount(shifted, minlength=hi - lo + 1) > 0
+            remap = np.cumsum(present) - 1
+            return np.flatnonzero(present) + lo, remap[shifted]
+    labels, codes = np.unique(arr, return_inverse=True)
+    return labels, codes.ravel()
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Per-unit value counts as sparse triples sorted by unit, then by value.
+
+    unit_labels[k], value_labels[v]: original labels. unit[i], value[i], count[i]: unit
+    `unit[i]` holds value `value[i]` `count[i]` times. m[u]: values of unit u.
+    """
+
+    unit_labels: np.ndarray
+    value_labels: np.ndarray
+    unit: np.ndarray
+    value: np.ndarray
+    count: np.ndarray
+    m: np.ndarray
+    coder_labels: np.ndarray
+    j_unit: np.ndarray
+    j_coder: np.ndarray
+    j_value: np.ndarray
+
+    @property
+    def n_coders(self):
+        return len(self.coder_labels)
+
+
+def tabulate(units, coders, values, numeric=False):
+    """Validate and count long-format judgments; see `Counts`."""
+    units = np.asarray(units)
+    values_arr = np.asarray(values, dtype=object if _has_none(values) else None)
+    coders = np.asarray(coders)
+    if not (len(units) == len(coders) == len(values_arr)):
+        raise ValueError(
+            f"units, coders and values differ in length "
+            f"({len(units)}, {len(coders)}, {len(values_arr)})"
+        )
+    keep = _present_mask(values_arr)
+    if not keep.all():
+        units, coders, values_arr = units[keep], coders[keep], values_arr[keep]
+    if numeric:
+        try:
+            values_arr = values_arr.astype(float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"values must be numbers at this level: {exc}") from None
+    unit_labels, ucode = factorize(units)
+    coder_labels, ccode = factorize(coders)
+    value_labels, vcode = factorize(values_arr)
+    n_units, n_coders, n_vals = len(unit_labels), len(coder_labels), len(value_labels)
+    if len(ucode):
+        pair = ucode.astype(np.int64) * n_coders + ccode
+        if n_units * n_coders <= 8 * len(pair) + 4096:
+            repeated = np.bincount(pair).max() > 1
+        else:
+            repeated = len(np.unique(pair)) != len(pair)
+        if repeated:
+            raise ValueError("a coder has more than one value for the same unit")
+    key = ucode.astype(np.int64) * max(n_vals, 1) + vcode
+    if n_units * max(n_vals, 1) <= 8 * len(key) + 4096:
+        dense = np.bincount(key, minlength=n_units * max(n_vals, 1))
+        flat = np.flatnonzero(dense)
+        count = dense[flat]
+    else:
+        flat, count = np.unique(key, return_counts=True)
+    unit = flat // max(n_vals, 1)
+    value = flat % max(n_vals, 1)
+    m = np.bincount(unit, weights=count, minlength=n_units).astype(np.int64)
+    return Counts(unit_labels, value_labels, unit, value, count, m,
+                  coder_labels, ucode, ccode, vcode)
+
+
+def _has_none(x):
+    if isinstance(x, np.ndarray):
+        return x.dtype == object
+    return any(v is None for v in x)
+
+
+def _present_mask(values):
+    if values.dtype.kind == "f":
+        return ~np.isnan(values)
+    if values.dtype == object:
+        return np.fromiter((not _is_missing(v) for v in values), bool, len(values))
+    return np.ones(len(values), dtype=bool)
+
+
+def top_three(counts: Counts):
+    """Per unit: (top value, top count, 2nd value, 2nd count, 3rd count); -1/0 if absent.
+
+    Sorting the triples by count descending inside each unit puts these first.
+    """
+    n_units = len(counts.unit_labels)
+    order = np.lexsort((-counts.count, counts.unit))
+    unit, value, count = counts.unit[order], counts.value[order], counts.count[order]
+    start = np.searchsorted(unit, np.arange(n_units))
+    run = np.bincount(unit, minlength=n_units)
+    out = []
+    for offset in range(3):
+        has = run > offset
+        idx = np.where(has, start + offset, 0)
+        c = np.where(has, count[idx] if len(count) else 0, 0)
+        out.append((np.where(has, value[idx] if len(value) else -1, -1), c))
+    return out[0][0], out[0][1], out[1][0], out[1][1], out[2][1]

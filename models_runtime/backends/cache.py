@@ -1,0 +1,70 @@
+"""A persistent cache of generations keyed by (model, prompt, sampling parameters).
+
+One SQLite file (settings.HUMEVAL_GENERATION_CACHE) per machine, so re-running a job or
+resuming a killed one never pays for the same generation twice. WAL mode and a busy
+timeout let several worker processes share it.
+"""
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+_SCHEMA = """CREATE TABLE IF NOT EXISTS generations (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, texts TEXT NOT NULL,
+    tokens_in INTEGER NOT NULL, tokens_out TEXT NOT NULL, seconds TEXT NOT NULL)"""
+
+
+def cache_key(model_id, prompt, params_key):
+    blob = json.dumps({"model": model_id, "prompt": prompt, "params": params_key},
+                      sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class GenerationCache:
+    def __init__(self, path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._conn = None
+
+    def _connection(self):
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(_SCHEMA)
+            conn.commit()
+            self._conn = conn
+        return self._conn
+
+    def get_many(self, keys):
+        """{key: (texts, tokens_in, tokens_out list, seconds list)} for the keys present."""
+        found = {}
+        if not keys:
+            return found
+        with self._lock:
+            conn = self._connection()
+            unique = list(dict.fromkeys(keys))
+            for start in range(0, len(unique), 500):
+                part = unique[start:start + 500]
+                marks = ",".join("?" * len(part))
+                rows = conn.execute(
+                    f"SELECT key, texts, tokens_in, tokens_out, seconds FROM generations WHERE key IN ({marks})", part)
+                for key, texts, tokens_in, tokens_out, seconds in rows:
+                    found[key] = (json.loads(texts), tokens_in, json.loads(tokens_out), json.loads(seconds))
+        return found
+
+    def put_many(self, entries):
+        """entries: iterable of (key, model_id, texts, tokens_in, tokens_out list, seconds list)."""
+        rows = [(k, m, json.dumps(t, ensure_ascii=False), ti, json.dumps(to), json.dumps(s))
+                for k, m, t, ti, to, s in entries]
+        if not rows:
+            return
+        with self._lock:
+            conn = self._connection()
+            conn.executemany("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?, ?)", rows)
+            conn.commit()
+
+    def __len__(self):
+        with self._lock:
+            return self._connection().execute("SELECT COUNT(*) FROM generations").fetchone()[0]

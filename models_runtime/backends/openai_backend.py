@@ -1,0 +1,93 @@
+"""Any OpenAI-compatible HTTP server (vLLM, TGI, llama.cpp server, a hosted API).
+
+Prompts of a batch are sent concurrently (a thread pool of `max_concurrency`); transient
+failures (connection errors, timeouts, 408/409/429/5xx) are retried with exponential
+backoff, honouring Retry-After. Chat prompts go to /chat/completions; with
+`"endpoint": "completions"` plain strings go to /completions.
+"""
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from .base import Generation, SamplingParams
+from .cached import CachingBackend
+from .config import ModelNotAvailable
+
+RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class OpenAIError(RuntimeError):
+    """The server refused a request for a reason retrying will not fix, or retries ran out."""
+
+
+class OpenAIBackend(CachingBackend):
+    def __init__(self, name, spec, cache=None, transport=None):
+        super().__init__(cache=cache)
+        self.name = name
+        self.base_url = (spec.get("base_url") or "").rstrip("/")
+        self.model = spec.get("model") or name
+        if not self.base_url:
+            raise ModelNotAvailable(f"model {name!r} has no base_url: set HUMEVAL_MODELS[{name!r}]['base_url']")
+        self.model_id = f"openai:{self.base_url}:{self.model}"
+        self.endpoint = spec.get("endpoint", "chat")
+        self.max_concurrency = int(spec.get("max_concurrency", 8))
+        self.max_retries = int(spec.get("max_retries", 5))
+        self.backoff = float(spec.get("backoff_seconds", 0.5))
+        key = os.environ.get(spec["api_key_env"], "") if spec.get("api_key_env") else spec.get("api_key", "")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.client = httpx.Client(base_url=self.base_url, headers=headers, transport=transport,
+                                   timeout=httpx.Timeout(float(spec.get("timeout_seconds", 120)), connect=10.0))
+
+    def _generate_uncached(self, prompts: list, params: SamplingParams) -> list:
+        if len(prompts) <= 1 or self.max_concurrency <= 1:
+            return [self._one(p, params) for p in prompts]
+        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(prompts))) as pool:
+            return list(pool.map(lambda p: self._one(p, params), prompts))
+
+    def _payload(self, prompt, params):
+        body = {"model": self.model, "max_tokens": params.max_new_tokens, "temperature": params.temperature,
+                "top_p": params.top_p, "n": params.n, "seed": params.seed}
+        if self.endpoint == "completions" and isinstance(prompt, str):
+            return "/completions", dict(body, prompt=prompt)
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        return "/chat/completions", dict(body, messages=messages)
+
+    def _one(self, prompt, params):
+        path, body = self._payload(prompt, params)
+        started = time.perf_counter()
+        data = self._post(path, body)
+        seconds = (time.perf_counter() - started) / max(1, params.n)
+        usage = data.get("usage") or {}
+        choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
+        if not choices:
+            raise OpenAIError(f"{self.name}: the server answered without choices")
+        texts = [(c.get("message") or {}).get("content") if "message" in c else c.get("text") for c in choices]
+        out_total = int(usage.get("completion_tokens", 0))
+        return [Generation(text=(t or "").strip(), tokens_in=int(usage.get("prompt_tokens", 0)),
+                           tokens_out=out_total // len(texts), seconds=seconds) for t in texts]
+
+    def _post(self, path, body):
+        last = None
+        for attempt in range(self.max_retries + 1):
+            wait = self.backoff * (2 ** attempt)
+            try:
+                response = self.client.post(path, json=body)
+            except httpx.TransportError as exc:  # connection refused, reset, timeouts
+                last = f"{exc.__class__.__name__}: {exc}"
+            else:
+                if response.status_code < 400:
+                    return response.json()
+                last = f"HTTP {response.status_code}: {response.text[:200]}"
+                if response.status_code not in RETRY_STATUS:
+                    raise OpenAIError(f"{self.name}: {last}")
+                retry_after = response.headers.get("retry-after")
+                if retry_after:
+                    try:
+                        wait = max(wait, float(retry_after))
+                    except ValueError:
+                        pass
+            if attempt < self.max_retries:
+                time.sleep(min(wait, 30.0))
+        raise OpenAIError(f"{self.name}: gave up after {self.max_retries + 1} attempts ({last})")

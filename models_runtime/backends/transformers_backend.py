@@ -1,0 +1,121 @@
+"""Local causal LMs through Hugging Face transformers: a directory, a GGUF file inside a
+directory (the embedded SmolLM2), or an id already in the local cache. Offline only.
+
+Batched generation with left padding (so every prompt's last token sits at the end of its
+row); the tokenizer's chat template is applied when it has one.
+"""
+import os
+import threading
+import time
+
+from .base import Generation, SamplingParams
+from .cached import CachingBackend
+from .config import ModelNotAvailable, resolve_device
+
+
+def _load(spec, name):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = spec.get("path") or spec.get("id")
+    if not path:
+        raise ModelNotAvailable(f"model {name!r} has no path: set HUMEVAL_MODELS[{name!r}]['path']")
+    kwargs = {"local_files_only": True}
+    if spec.get("gguf_file"):
+        kwargs["gguf_file"] = spec["gguf_file"]
+        if not os.path.isfile(os.path.join(path, spec["gguf_file"])):
+            raise ModelNotAvailable(
+                f"model {name!r}: {os.path.join(path, spec['gguf_file'])} does not exist: fix HUMEVAL_MODELS[{name!r}]")
+    elif os.path.sep in path and not os.path.isdir(path):
+        raise ModelNotAvailable(f"model {name!r}: directory {path} does not exist: fix HUMEVAL_MODELS[{name!r}]['path']")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except OSError as exc:
+        raise ModelNotAvailable(
+            f"model {name!r} ({path}) is not on disk and downloads are off: "
+            f"fix HUMEVAL_MODELS[{name!r}]['path'] ({exc.__class__.__name__})") from exc
+    return tokenizer, model
+
+
+_loaded = {}
+_load_lock = threading.Lock()
+
+
+def load_model(spec, name, device):
+    """(tokenizer, model) on `device`, loaded once per process whatever the cache file."""
+    key = (spec.get("path") or spec.get("id"), spec.get("gguf_file"), device)
+    with _load_lock:
+        if key not in _loaded:
+            tokenizer, model = _load(spec, name)
+            tokenizer.padding_side = "left"
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            model.to(device)
+            model.eval()
+            _loaded[key] = (tokenizer, model)
+        return _loaded[key]
+
+
+class TransformersBackend(CachingBackend):
+    def __init__(self, name, spec, device=None, cache=None):
+        super().__init__(cache=cache)
+        import torch
+
+        self.name = name
+        self.model_id = "transformers:" + str(spec.get("path") or spec.get("id")) + (
+            "/" + spec["gguf_file"] if spec.get("gguf_file") else "")
+        self.device = resolve_device(device)
+        self.batch_size = int(spec.get("batch_size", 8))
+        self.tokenizer, self.model = load_model(spec, name, self.device)
+        self._torch = torch
+
+    def render(self, prompt):
+        """Prompt -> the exact text fed to the model (chat template when present)."""
+        if self.tokenizer.chat_template:
+            messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        if isinstance(prompt, str):
+            return prompt
+        return "\n\n".join(m["content"] for m in prompt)
+
+    def _generate_uncached(self, prompts: list, params: SamplingParams) -> list:
+        results = []
+        for start in range(0, len(prompts), self.batch_size):
+            results.extend(self._generate_batch(prompts[start:start + self.batch_size], params))
+        return results
+
+    def _generate_batch(self, prompts, params):
+        torch = self._torch
+        texts = [self.render(p) for p in prompts]
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True,
+                             add_special_tokens=not self.tokenizer.chat_template).to(self.device)
+        sample = params.temperature > 0
+        kwargs = {"max_new_tokens": params.max_new_tokens, "do_sample": sample,
+                  "num_return_sequences": params.n, "pad_token_id": self.tokenizer.pad_token_id}
+        if sample:
+            kwargs.update(temperature=params.temperature, top_p=params.top_p)
+            torch.manual_seed(params.seed)
+        else:
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        started = time.perf_counter()
+        with torch.inference_mode():
+            out = self.model.generate(**enc, **kwargs)
+        seconds = (time.perf_counter() - started) / max(1, len(prompts) * params.n)
+        width = enc["input_ids"].shape[1]
+        new = out[:, width:]
+        tokens_in = enc["attention_mask"].sum(dim=1).tolist()
+        eos = self.tokenizer.eos_token_id
+        results = []
+        for i in range(len(prompts)):
+            gens = []
+            for j in range(params.n):
+                row = new[i * params.n + j].tolist()
+                length = len(row)
+                for pos, tok in enumerate(row):
+                    if tok == eos or tok == self.tokenizer.pad_token_id:
+                        length = pos
+                        break
+                text = self.tokenizer.decode(row[:length], skip_special_tokens=True).strip()
+                gens.append(Generation(text=text, tokens_in=int(tokens_in[i]), tokens_out=length, seconds=seconds))
+            results.append(gens)
+        return results

@@ -1,0 +1,64 @@
+"""Shared bits of the judge commands: reading JSONL with per-line errors, the backend,
+and a progress bar on stderr."""
+import json
+import sys
+
+from django.core.management.base import CommandError
+
+
+def read_jsonl(path, required=()):
+    """Rows of a JSONL file; CommandError listing every `line N: ...` problem."""
+    rows, errors = [], []
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                errors.append(f"line {number}: not JSON ({exc.msg})")
+                continue
+            if not isinstance(row, dict):
+                errors.append(f"line {number}: expected a JSON object")
+                continue
+            if "study" in row and "item_id" not in row:
+                rows.append(row)  # a batch header; callers skip it
+                continue
+            missing = [k for k in required if not isinstance(row.get(k), str)]
+            if missing:
+                errors.append(f"line {number}: missing or non-text {', '.join(missing)}")
+                continue
+            rows.append(row)
+    if errors:
+        raise CommandError("; ".join(errors))
+    return rows
+
+
+def backend_for(model, device):
+    from models_runtime.backends.config import ModelNotAvailable
+    from models_runtime.backends.registry import get_backend
+
+    try:
+        return get_backend(model or "smollm2", device=device)
+    except ModelNotAvailable as exc:
+        raise CommandError(str(exc)) from exc
+
+
+def progress_bar(total, desc):
+    """A tqdm bar on stderr (silent when stderr is not a terminal)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
+
+
+def add_model_arguments(parser):
+    parser.add_argument("--model", default="smollm2", help="a model name from HUMEVAL_MODELS (default: smollm2)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
+
+
+def print_json(command, document):
+    command.stdout.write(json.dumps(document, ensure_ascii=False))

@@ -1,0 +1,32 @@
+"""GEMBA-style direct assessment: one judge call per record at temperature 0, the parsed
+0-100 score. The prompt is our own reference-based wording (not the GEMBA paper's)."""
+from models_runtime.backends.base import SamplingParams
+
+from .json_parsing import ParseError, parse_score
+from .steps import generate
+
+PROMPT = (
+    "Score how close the response is to the expected output written by the user, in both "
+    "content and writing style, on a scale from 0 (nothing in common) to 100 (says the same "
+    "things the same way). Answer with the score only.\n\n"
+    "Request: {input}\n\nExpected output: {reference}\n\nResponse: {output}\n\nScore:"
+)
+LOW, HIGH = 0, 100
+
+
+def prompt(record):
+    return [{"role": "user", "content": PROMPT.format(input=record.get("input", ""),
+                                                     reference=record["reference"], output=record["output"])}]
+
+
+def gemba_scores(records, backend, max_new_tokens=8, batched=True):
+    """-> one float in [0, 100] or None (unparseable) per record; all in one backend call."""
+    texts = generate(backend, [prompt(r) for r in records],
+                     SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0), batched)
+    scores = []
+    for text in texts:
+        try:
+            scores.append(parse_score(text, LOW, HIGH))
+        except ParseError:
+            scores.append(None)
+    return scores

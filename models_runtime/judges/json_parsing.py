@@ -1,0 +1,199 @@
+"""Robust parsing of the JSON that small LLMs write.
+
+Models wrap JSON in prose or code fences, leave trailing commas, or use single quotes.
+`extract_json` finds the first JSON array/object in a text and repairs only what is safe
+to repair; the `parse_*` helpers validate the keys a step expects and return None when
+the answer is unusable, so the caller can retry.
+"""
+import ast
+import json
+import re
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+_TRAILING_COMMA = re.compile(r",\s*([\]}])")
+_TRUE = {"true", "yes", "y", "1", "matched", "match"}
+_FALSE = {"false", "no", "n", "0", "unmatched", "none", "null"}
+
+
+class ParseError(ValueError):
+    """The text holds no usable JSON of the expected shape."""
+
+
+def _balanced_spans(text, opener):
+    """Yield candidate substrings starting at each `opener` and ending at its matching
+    closer, honouring quoted strings (single or double)."""
+    closer = "]" if opener == "[" else "}"
+    for start in [i for i, ch in enumerate(text) if ch == opener]:
+        depth, quote, escaped = 0, None, False
+        for i in range(start, len(text)):
+            ch = text[i]
+            if quote:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == quote:
+                    quote = None
+                continue
+            if ch in "\"'" and not _inside_word(text, i):
+                quote = ch
+            elif ch in "[{":
+                depth += 1
+            elif ch in "]}":
+                depth -= 1
+                if depth == 0:
+                    if ch == closer:
+                        yield text[start:i + 1]
+                    break
+
+
+def _inside_word(text, i):
+    """An apostrophe between two letters (it's, don't) is not a quote."""
+    return text[i] == "'" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
+
+
+def _loads(candidate):
+    """json.loads, then the same with trailing commas removed, then a Python literal
+    (single-quoted strings, True/False/None) when that is what the text is."""
+    try:
+        return json.loads(candidate)
+    except ValueError:
+        pass
+    cleaned = _TRAILING_COMMA.sub(r"\1", candidate)
+    try:
+        return json.loads(cleaned)
+    except ValueError:
+        pass
+    literal = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", cleaned)))
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, (list, dict)) else None
+
+
+def extract_json(text, kind=None):
+    """The first JSON value of `kind` ("array", "object", or None for either) in `text`.
+
+    Raises ParseError when nothing parses. Code fences are searched first."""
+    if not isinstance(text, str):
+        raise ParseError("not a text")
+    sources = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    openers = {"array": "[", "object": "{", None: None}[kind]
+    for source in sources:
+        starts = sorted(((source.find(o), o) for o in ([openers] if openers else ["[", "{"])
+                         if source.find(o) >= 0))
+        for _, opener in starts:
+            for candidate in _balanced_spans(source, opener):
+                value = _loads(candidate)
+                if value is not None:
+                    return value
+    raise ParseError(f"no JSON {kind or 'value'} found")
+
+
+def as_bool(value):
+    """A yes/no decision from a JSON value; None when it is neither."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().strip(".").lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+    return None
+
+
+def _text(value):
+    return value.strip() if isinstance(value, str) else ""
+
+
+def parse_aspects(text):
+    """Aspect extraction: a list of {aspect, description, evidence: [sentences]}.
+
+    Accepts a bare list or {"aspects": [...]}; evidence may be one string. Aspects with
+    no title are dropped, and repeated titles (case-insensitive) keep the first.
+    Raises ParseError when no aspect survives."""
+    value = extract_json(text)
+    if isinstance(value, dict):
+        value = value.get("aspects", value.get("Aspects"))
+    if not isinstance(value, list):
+        raise ParseError("expected a list of aspects")
+    aspects, seen = [], set()
+    for entry in value:
+        if not isinstance(entry, dict):
+            continue
+        title = _text(entry.get("aspect") or entry.get("title") or entry.get("name"))
+        if not title or title.lower() in seen:
+            continue
+        evidence = entry.get("evidence", [])
+        if isinstance(evidence, str):
+            evidence = [evidence]
+        evidence = [_text(e) for e in evidence if isinstance(e, str) and _text(e)] if isinstance(evidence, list) else []
+        seen.add(title.lower())
+        aspects.append({"aspect": title, "description": _text(entry.get("description")), "evidence": evidence})
+    if not aspects:
+        raise ParseError("no aspect with a title")
+    return aspects
+
+
+def find_title(title, titles):
+    """The entry of `titles` equal to `title` ignoring case, surrounding space and quotes."""
+    key = _text(title).strip("\"'").lower() if isinstance(title, str) else ""
+    for candidate in titles:
+        if candidate.strip().lower() == key:
+            return candidate
+    return None
+
+
+def parse_match(text, titles):
+    """Aspect matching: {reason, is_matched, matched_aspect}. Returns (matched title or
+    None, reason). An unknown `matched_aspect` title is a ParseError (so it is retried)."""
+    value = extract_json(text, "object")
+    if not isinstance(value, dict) or "is_matched" not in value:
+        raise ParseError("expected an object with is_matched")
+    matched = as_bool(value["is_matched"])
+    if matched is None:
+        raise ParseError("is_matched is not a yes/no value")
+    reason = _text(value.get("reason"))
+    if not matched:
+        return None, reason
+    title = find_title(value.get("matched_aspect"), titles)
+    if title is None:
+        raise ParseError(f"unknown aspect title {value.get('matched_aspect')!r}")
+    return title, reason
+
+
+def parse_decision(text):
+    """Content or style check: {reason, is_matched} -> (bool, reason)."""
+    value = extract_json(text, "object")
+    if not isinstance(value, dict) or "is_matched" not in value:
+        raise ParseError("expected an object with is_matched")
+    decision = as_bool(value["is_matched"])
+    if decision is None:
+        raise ParseError("is_matched is not a yes/no value")
+    return decision, _text(value.get("reason"))
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+
+
+def parse_score(text, low, high):
+    """The first number in [low, high] in a judge's answer ("Score: 4", "4/5", "{"score": 80}").
+    Raises ParseError when there is none."""
+    if not isinstance(text, str):
+        raise ParseError("not a text")
+    try:
+        value = extract_json(text, "object")
+        if isinstance(value, dict) and isinstance(value.get("score"), (int, float)) and not isinstance(value.get("score"), bool):
+            if low <= value["score"] <= high:
+                return float(value["score"])
+    except ParseError:
+        pass
+    for match in _NUMBER.finditer(text):
+        number = float(match.group())
+        if low <= number <= high:
+            return number
+    raise ParseError(f"no score between {low} and {high}")

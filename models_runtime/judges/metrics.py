@@ -1,0 +1,29 @@
+"""The LLM judges as named metrics for `manage.py score` (metrics registry)."""
+from models_runtime.metrics.registry import register_metric
+
+
+def _backend(model, device):
+    from models_runtime.backends.registry import get_backend
+
+    return get_backend(model or "smollm2", device=device)
+
+
+@register_metric("gemba")
+def gemba_metric(records, *, model=None, device=None):
+    from .gemba import gemba_scores
+
+    return gemba_scores(records, _backend(model, device))
+
+
+@register_metric("geval")
+def geval_metric(records, *, model=None, device=None):
+    from .geval import geval_scores
+
+    return geval_scores(records, _backend(model, device))
+
+
+@register_metric("expert")
+def expert_metric(records, *, model=None, device=None):
+    from .expert import explain
+
+    return [e["score"] for e in explain(records, _backend(model, device))]

@@ -1,0 +1,118 @@
+"""PerSE-style personalized pairwise evaluator for aspect_pairwise studies.
+
+For each annotator and aspect, K of the annotator's other judgments on that aspect (the
+most recent earlier ones first, then later ones when too few came before) form the
+profile: premise, both plots, and which one this reader chose. The LLM predicts the
+reader's choice on the target item. Predictions are stored per annotator as
+annotate.Prediction rows (value = candidate id, "N/A", or "" when unparseable).
+Prompt wording is ours.
+"""
+import re
+from collections import defaultdict
+
+from django.db import transaction
+
+from annotate.kinds import ASPECT_PAIRWISE, study_aspects
+from models_runtime.backends.base import SamplingParams
+
+from .steps import generate
+
+NA = "N/A"
+INTRO = ("Below are story plots one reader has compared, and which plot this reader preferred "
+         "for the question \"{question}\". Learn this reader's taste, then predict the reader's "
+         "choice for the new pair of plots.")
+EXAMPLE = "Premise: {premise}\nPlot A: {a}\nPlot B: {b}\nThe reader chose: {choice}"
+ASK = ("Which plot would this reader prefer for the question \"{question}\"? "
+       "Answer with Plot A, Plot B, or N/A.\nThe reader chose:")
+_ANSWER = re.compile(r"\b(?:plot\s+)?([AB])\b|(N/?A)\b", re.I)
+
+
+def _clip(text, max_chars):
+    return text if len(text) <= max_chars else text[:max_chars].rsplit(" ", 1)[0] + " ..."
+
+
+def _shown_choice(item_data, value):
+    ids = [c["id"] for c in item_data["candidates"]]
+    if value in ids:
+        return "Plot " + "AB"[ids.index(value)]
+    return NA  # a tie (or an unknown value) is shown as no preference
+
+
+def build_prompt(question, profile, target, max_chars=1500):
+    """profile: [(item_data, chosen value)]; target: item_data."""
+    def block(data, choice):
+        a, b = (c["text"] for c in data["candidates"])
+        return EXAMPLE.format(premise=_clip(data.get("premise", ""), max_chars), a=_clip(a, max_chars),
+                              b=_clip(b, max_chars), choice=choice)
+
+    parts = [INTRO.format(question=question)]
+    parts += [f"Example {n}:\n" + block(data, _shown_choice(data, value)) for n, (data, value) in enumerate(profile, 1)]
+    parts.append("New plots:\n" + block(target, "?").rsplit("\n", 1)[0])
+    parts.append(ASK.format(question=question))
+    return [{"role": "user", "content": "\n\n".join(parts)}]
+
+
+def parse_answer(text, item_data):
+    """Candidate id for "Plot A"/"Plot B", "N/A", or "" when unparseable or ambiguous."""
+    found = set()
+    for m in _ANSWER.finditer(text or ""):
+        found.add(m.group(1).upper() if m.group(1) else NA)
+    if len(found) != 1:
+        return ""
+    answer = found.pop()
+    return NA if answer == NA else item_data["candidates"]["AB".index(answer)]["id"]
+
+
+def profile_for(history, index, k):
+    """K other judgments for history[index]: earlier ones (latest first), then later ones."""
+    earlier = list(reversed(history[:index]))
+    later = history[index + 1:]
+    return (earlier + later)[:k]
+
+
+def perse_predict(study, backend, *, k=1, evaluator="perse-smollm2", max_new_tokens=8, max_chars=1500, batched=True):
+    """Predict every non-gold judgment of `study` and store the predictions (idempotent:
+    re-running replaces this evaluator's values). Returns counts."""
+    from annotate.models import Judgment, Prediction
+
+    if study.kind != ASPECT_PAIRWISE:
+        raise ValueError(f"study {study.slug} is {study.kind}, the PerSE evaluator needs aspect_pairwise")
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    aspects = {a["key"]: a["question"] for a in study_aspects(study.config)}
+    judgments = (Judgment.objects.filter(study=study, item__is_gold=False, question__in=list(aspects))
+                 .select_related("item", "annotator").order_by("submitted_at", "id"))
+    histories = defaultdict(list)
+    for j in judgments:
+        histories[(j.annotator.username, j.question)].append(j)
+
+    jobs, prompts, skipped = [], [], 0
+    for (username, aspect), history in sorted(histories.items()):
+        for index, target in enumerate(history):
+            profile = profile_for(history, index, k)
+            if not profile:
+                skipped += 1
+                continue
+            jobs.append((username, aspect, target.item))
+            prompts.append(build_prompt(aspects[aspect], [(p.item.data, p.value) for p in profile],
+                                        target.item.data, max_chars))
+    texts = generate(backend, prompts, SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0), batched)
+    values = [parse_answer(text, item.data) for (_, _, item), text in zip(jobs, texts)]
+
+    with transaction.atomic():
+        existing = {(p.item_id, p.annotator, p.question): p for p in
+                    Prediction.objects.filter(study=study, evaluator=evaluator)}
+        create, update = [], []
+        for (username, aspect, item), value in zip(jobs, values):
+            row = existing.get((item.id, username, aspect))
+            if row is None:
+                create.append(Prediction(study=study, item=item, evaluator=evaluator, annotator=username,
+                                         question=aspect, value=value))
+            elif row.value != value:
+                row.value = value
+                update.append(row)
+        Prediction.objects.bulk_create(create)
+        Prediction.objects.bulk_update(update, ["value"])
+    return {"study": study.slug, "evaluator": evaluator, "predictions": len(jobs),
+            "unparsed": values.count(""), "na": values.count(NA), "skipped": skipped,
+            "created": len(create), "updated": len(update)}

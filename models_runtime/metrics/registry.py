@@ -1,0 +1,50 @@
+"""Automatic metrics by name.
+
+A metric is a function `fn(records, *, model=None, device=None) -> list[float | None]`;
+each record is {"input", "output", "reference"} (plus optional extra keys), one score per
+record, higher = better, None = could not be computed (stored as an empty value).
+Register with `@register_metric("name")`. Judges (gemba, geval, expert) register from
+models_runtime.judges; the classic ones from models_runtime.metrics.classic.
+"""
+import importlib
+
+_METRICS = {}
+# Modules whose import registers metrics; imported lazily on first lookup.
+METRIC_MODULES = ["models_runtime.metrics.classic", "models_runtime.judges"]
+
+
+class UnknownMetric(KeyError):
+    def __str__(self):
+        return self.args[0]
+
+
+def register_metric(name, model_kind="llm"):
+    """`model_kind`: what the `model` argument names: "llm" (a HUMEVAL_MODELS name, the
+    default) or "encoder" (a sentence-transformers directory)."""
+    def decorator(fn):
+        fn.model_kind = model_kind
+        _METRICS[name] = fn
+        return fn
+    return decorator
+
+
+def _load_modules():
+    for module in METRIC_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module and not module.startswith(str(exc.name)):
+                raise
+
+
+def get_metric(name):
+    if name not in _METRICS:
+        _load_modules()
+    if name not in _METRICS:
+        raise UnknownMetric(f"unknown metric {name!r} (known: {', '.join(available_metrics())})")
+    return _METRICS[name]
+
+
+def available_metrics():
+    _load_modules()
+    return sorted(_METRICS)

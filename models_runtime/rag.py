@@ -1,0 +1,235 @@
+"""The `rag` job (`manage.py generate rag`): LaMP-style personalized candidates.
+
+For each LaMP record (`{"id", "input", "profile": [...], "output"}`) retrieve k profile
+items, build the LaMP prompt, generate, and write a `pairwise_alignment` batch with the
+expected output as `reference`. Two models: one candidate each, both with the profile
+(ids `<model>-<retriever>`). One model: with and without the profile (`<model>-<retriever>`,
+`<model>-noprofile`). Each record's candidates are the checkpointed result of its item, so
+a resumed job writes the same file without generating again.
+"""
+import json
+import os
+from pathlib import Path
+
+from .backends.base import SamplingParams
+from .backends.config import model_spec
+from .jobs import ItemError, JobParamsError, register_job_kind
+from .lamp import DEFAULT_BUDGET, build_prompt
+from .metrics.registry import get_metric
+from .models import JobItem
+from .retrieval import RETRIEVERS, retrieve
+
+DEFAULT_DISCRIMINATIVE_METRICS = ["rouge1", "rougeL", "bleu", "meteor"]
+_records_cache = {}
+
+
+def read_records(path):
+    """-> (records in file order, errors as 'line N: ...'). Validates the LaMP format."""
+    records, errors, seen = [], [], set()
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise JobParamsError(f"cannot read {path}: {exc.strerror}") from exc
+    with handle:
+        for n, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                errors.append(f"line {n}: not valid JSON ({exc.msg})")
+                continue
+            if not isinstance(record, dict):
+                errors.append(f"line {n}: expected a JSON object")
+                continue
+            rid = record.get("id")
+            if not isinstance(rid, (str, int)) or isinstance(rid, bool) or str(rid) == "":
+                errors.append(f"line {n}: missing \"id\"")
+            elif str(rid) in seen:
+                errors.append(f"line {n}: duplicate id {rid!r}")
+            else:
+                seen.add(str(rid))
+            if not isinstance(record.get("input"), str) or not record["input"].strip():
+                errors.append(f"line {n}: missing \"input\" text")
+            profile = record.get("profile")
+            if not isinstance(profile, list) or not all(isinstance(p, dict) for p in profile):
+                errors.append(f"line {n}: \"profile\" must be a list of objects")
+            if not isinstance(record.get("output"), str) or not record["output"].strip():
+                errors.append(f"line {n}: missing \"output\" (the expected output is the batch's reference)")
+            records.append(record)
+    if not records and not errors:
+        errors.append("the input file has no records")
+    return records, errors
+
+
+def load_records(path):
+    """Records by id, read once per file version."""
+    stat = os.stat(path)
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _records_cache:
+        records, errors = read_records(path)
+        if errors:
+            raise JobParamsError("; ".join(errors[:20]))
+        _records_cache.clear()
+        _records_cache[key] = {str(r["id"]): r for r in records}
+    return _records_cache[key]
+
+
+def candidate_plan(models, retriever):
+    """[(candidate id, model, with_profile)] for one record."""
+    if len(models) == 1:
+        return [(f"{models[0]}-{retriever}", models[0], True), (f"{models[0]}-noprofile", models[0], False)]
+    return [(f"{m}-{retriever}", m, True) for m in models]
+
+
+def validate_rag_params(params):
+    models = params.get("models")
+    models = [m.strip() for m in (models.split(",") if isinstance(models, str) else models or []) if m.strip()]
+    if len(models) not in (1, 2) or len(set(models)) != len(models):
+        raise JobParamsError("--models takes one or two different model names")
+    for name in models:
+        model_spec(name)
+    if params.get("retriever") not in RETRIEVERS:
+        raise JobParamsError(f"--retriever must be one of {', '.join(RETRIEVERS)}")
+    try:
+        k = int(params.get("k", 1))
+    except (TypeError, ValueError):
+        raise JobParamsError("--k must be an integer") from None
+    if k < 1:
+        raise JobParamsError("--k must be at least 1")
+    for key in ("input", "out", "slug"):
+        if not params.get(key):
+            raise JobParamsError(f"generate rag needs --{key}")
+    out_dir = Path(params["out"]).resolve().parent
+    if not out_dir.is_dir():
+        raise JobParamsError(f"the directory of --out ({out_dir}) does not exist")
+    records, errors = read_records(params["input"])
+    if errors:
+        raise JobParamsError(f"{params['input']}: " + "; ".join(errors[:20]) +
+                             (f" (and {len(errors) - 20} more)" if len(errors) > 20 else ""))
+    discriminative = params.get("discriminative")
+    if discriminative is not None:
+        discriminative = int(discriminative)
+        if discriminative < 1:
+            raise JobParamsError("--discriminative must be at least 1")
+    metrics = params.get("metrics") or DEFAULT_DISCRIMINATIVE_METRICS
+    metrics = metrics.split(",") if isinstance(metrics, str) else list(metrics)
+    for name in metrics:
+        get_metric(name)
+    return dict(params, models=models, k=k, discriminative=discriminative, metrics=metrics,
+                input=str(Path(params["input"]).resolve()), out=str(Path(params["out"]).resolve()),
+                max_new_tokens=int(params.get("max_new_tokens", 64)), budget=int(params.get("budget", DEFAULT_BUDGET)))
+
+
+def rag_items(job):
+    return list(load_records(job.params["input"]))
+
+
+def rag_chunk(job, keys):
+    from .backends.registry import get_backend, get_encoder
+
+    p = job.params
+    records = load_records(p["input"])
+    encoder = get_encoder(p.get("encoder"), device=p.get("device")) if p["retriever"] == "dense" else None
+    plan = candidate_plan(p["models"], p["retriever"])
+    retrieved, prompts = {}, {}
+    for key in keys:
+        record = records[key]
+        profile = record.get("profile") or []
+        picked = retrieve(p["retriever"], record["input"], profile, p["k"], seed=key, encoder=encoder)
+        retrieved[key] = [profile[i].get("id", i) for i in picked]
+        prompts[key] = {True: build_prompt(record, [profile[i] for i in picked], p["budget"]),
+                        False: build_prompt(record, [], p["budget"])}
+    params = SamplingParams(max_new_tokens=p["max_new_tokens"], temperature=float(p.get("temperature", 0.0)))
+    texts = {}
+    for model in dict.fromkeys(m for _, m, _ in plan):
+        backend = get_backend(model, device=p.get("device"))
+        wanted = [(key, with_profile) for key in keys for _, m, with_profile in plan if m == model]
+        outputs = backend.generate([prompts[key][wp] for key, wp in wanted], params)
+        for (key, wp), gens in zip(wanted, outputs):
+            texts[(key, model, wp)] = gens[0]
+    results = {}
+    for key in keys:
+        candidates = []
+        for cid, model, wp in plan:
+            gen = texts[(key, model, wp)]
+            candidates.append({"id": cid, "text": gen.text, "model": model, "profile": wp,
+                               "tokens_in": gen.tokens_in, "tokens_out": gen.tokens_out, "cached": gen.cached})
+        empty = [c["id"] for c in candidates if not c["text"].strip()]
+        if empty:
+            results[key] = ItemError(f"empty generation for {', '.join(empty)}")
+        else:
+            results[key] = {"candidates": candidates, "retrieved": retrieved[key]}
+    return results
+
+
+def disagreement(scores_a, scores_b):
+    """(metrics preferring the minority side, metrics tied): how much the metrics disagree
+    about which of two candidates is better. scores_*: {metric: score or None}."""
+    a = sum(1 for m in scores_a if scores_a[m] is not None and scores_b.get(m) is not None and scores_a[m] > scores_b[m])
+    b = sum(1 for m in scores_a if scores_a[m] is not None and scores_b.get(m) is not None and scores_a[m] < scores_b[m])
+    return min(a, b), max(a, b)
+
+
+def pick_discriminative(items, n):
+    """The n items whose metrics split most evenly (largest minority, then smallest
+    majority), in input order among equals; returned in input order."""
+    ranked = sorted(range(len(items)), key=lambda i: (-items[i]["_split"][0], items[i]["_split"][1], i))
+    keep = set(ranked[:n])
+    return [item for i, item in enumerate(items) if i in keep]
+
+
+def _metric_scores(items, metrics, device):
+    records = [{"input": it["input"], "output": c["text"], "reference": it["reference"]}
+               for it in items for c in it["candidates"]]
+    table = {}
+    for metric in metrics:
+        table[metric] = get_metric(metric)(records, device=device)
+    for n, it in enumerate(items):
+        it["metric_scores"] = {m: {c["id"]: table[m][2 * n + j] for j, c in enumerate(it["candidates"])}
+                               for m in metrics}
+        a, b = (it["candidates"][0]["id"], it["candidates"][1]["id"])
+        it["_split"] = disagreement({m: s[a] for m, s in it["metric_scores"].items()},
+                                    {m: s[b] for m, s in it["metric_scores"].items()})
+
+
+def rag_finish(job):
+    p = job.params
+    records = load_records(p["input"])
+    done = {ji.key: ji for ji in JobItem.objects.filter(job=job)}
+    items, failed = [], 0
+    for key, record in records.items():
+        ji = done.get(key)
+        if ji is None or ji.error or not ji.result:
+            failed += 1
+            continue
+        cands = ji.result["candidates"]
+        item = {"item_id": key, "input": record["input"], "reference": record["output"],
+                "candidates": [{"id": c["id"], "text": c["text"]} for c in cands],
+                "meta": {"retriever": p["retriever"], "k": p["k"], "retrieved": ji.result["retrieved"],
+                         "models": {c["id"]: c["model"] for c in cands},
+                         "with_profile": {c["id"]: c["profile"] for c in cands}}}
+        items.append(item)
+    if p.get("discriminative"):
+        _metric_scores(items, p["metrics"], p.get("device"))
+        items = pick_discriminative(items, p["discriminative"])
+    header = {"study": {"slug": p["slug"], "kind": "pairwise_alignment",
+                        "title": p.get("title") or "Which response is closer to the user's own text?",
+                        "instructions": p.get("instructions") or (
+                            "Read the request and the user's own expected output, then pick the response "
+                            "that is closer to it in content and writing style.")}}
+    tmp = p["out"] + ".part"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(header, ensure_ascii=False) + "\n")
+        for item in items:
+            item.pop("_split", None)
+            if "metric_scores" in item:  # unscorable values are left out, never written as null
+                item["metric_scores"] = {m: {c: v for c, v in s.items() if v is not None}
+                                         for m, s in item["metric_scores"].items()}
+            handle.write(json.dumps(item, ensure_ascii=False) + "\n")
+    os.replace(tmp, p["out"])
+    return {"out": p["out"], "slug": p["slug"], "n_records": len(records), "n_items": len(items), "failed": failed}
+
+
+register_job_kind("rag", items=rag_items, process_chunk=rag_chunk, finish=rag_finish,
+                  validate=validate_rag_params, chunk_size=16)

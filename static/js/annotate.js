@@ -1,0 +1,142 @@
+/* The task page: keyboard shortcuts, a timer that excludes time the tab was hidden,
+   the minimum-time warning, and checks before a submit. htmx does the requests. */
+(function () {
+  "use strict";
+
+  /* ---- Timer: visible milliseconds since the item was shown (Page Visibility API) ---- */
+  let visibleMs = 0;
+  let since = null; // performance.now() when the page last became visible, null while hidden
+  let shownAssignment = null;
+  let warned = false;
+
+  function startTimer() {
+    visibleMs = 0;
+    warned = false;
+    since = document.visibilityState === "visible" ? performance.now() : null;
+  }
+  function elapsedSeconds() {
+    return (visibleMs + (since === null ? 0 : performance.now() - since)) / 1000;
+  }
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "hidden" && since !== null) {
+      visibleMs += performance.now() - since;
+      since = null;
+    } else if (document.visibilityState === "visible" && since === null) {
+      since = performance.now();
+    }
+  });
+  window.humevalTimer = { elapsedSeconds: elapsedSeconds };
+
+  /* ---- Questions ---- */
+  function itemForm() { return document.getElementById("item-form"); }
+  function questions() {
+    const form = itemForm();
+    return form ? Array.from(form.querySelectorAll("fieldset.question")) : [];
+  }
+  function answered(fieldset) { return fieldset.querySelector("input:checked") !== null; }
+  function unanswered() { return questions().filter(function (q) { return !answered(q); }); }
+  function focusQuestion(fieldset) {
+    const input = fieldset.querySelector("input:checked") || fieldset.querySelector("input");
+    if (input) input.focus();
+  }
+  function currentQuestion() {
+    const active = document.activeElement;
+    const inside = active && active.closest ? active.closest("fieldset.question") : null;
+    return inside || unanswered()[0] || questions()[0] || null;
+  }
+  function advanceFrom(fieldset) {
+    const all = questions();
+    const after = all.slice(all.indexOf(fieldset) + 1).filter(function (q) { return !answered(q); });
+    const next = after[0] || unanswered()[0];
+    if (next) { focusQuestion(next); return; }
+    const button = itemForm().querySelector("button[type=submit]");
+    if (button) button.focus();
+  }
+  function announce(text) {
+    const status = document.getElementById("status");
+    if (status) status.textContent = text;
+  }
+
+  /* ---- A new item arrived (page load or htmx swap) ---- */
+  function itemShown(initial) {
+    const form = itemForm();
+    const id = form ? form.dataset.assignment + ":" + form.dataset.mode : null;
+    if (id !== shownAssignment) { // a re-render of the same item (errors) keeps its clock
+      shownAssignment = id;
+      startTimer();
+    }
+    const title = document.querySelector("#item-area .item-title");
+    if (title) title.focus({ preventScroll: Boolean(initial) }); // first load: keep the instructions in view
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    if (document.querySelector("#item-area .item-title")) itemShown(true);
+    const help = document.getElementById("show-keys");
+    if (help) help.addEventListener("click", function () { document.getElementById("keys-dialog").showModal(); });
+  });
+  document.body.addEventListener("htmx:afterSwap", function (event) {
+    if (event.detail.target && event.detail.target.id === "item-area") itemShown(false);
+  });
+
+  /* ---- Before a submit: everything answered, minimum time, seconds filled in ---- */
+  document.body.addEventListener("htmx:confirm", function (event) {
+    const form = event.detail.elt;
+    if (!form || form.id !== "item-form") return;
+    const missing = unanswered();
+    questions().forEach(function (q) { q.classList.toggle("missing", !answered(q)); });
+    if (missing.length) {
+      event.preventDefault();
+      announce("Please answer " + missing.length + " more question" + (missing.length > 1 ? "s" : "") + " first.");
+      focusQuestion(missing[0]);
+      return;
+    }
+    const seconds = elapsedSeconds();
+    form.querySelector("input[name=seconds]").value = seconds.toFixed(2);
+    const minimum = parseFloat(form.dataset.minSeconds);
+    if (form.dataset.mode !== "edit" && minimum > 0 && seconds < minimum && !warned) {
+      event.preventDefault();
+      warned = true;
+      const warning = document.getElementById("fast-warning");
+      warning.textContent = "You spent only " + Math.round(seconds) + " s on this item; this study asks for at least " +
+        Math.round(minimum) + " s. Please check your answers, then press Enter again to submit.";
+      warning.hidden = false;
+    }
+  });
+  ["htmx:sendError", "htmx:responseError"].forEach(function (name) {
+    document.body.addEventListener(name, function () {
+      announce("Your answer could not be sent (network or server problem). It is not lost: press Enter to try again.");
+    });
+  });
+
+  /* ---- Keyboard ---- */
+  document.addEventListener("keydown", function (event) {
+    if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
+    const dialog = document.getElementById("keys-dialog");
+    if (dialog && dialog.open) return; // Esc closes it natively
+    const target = event.target;
+    if (target.matches && target.matches("textarea, select, [contenteditable], input:not([type=radio]):not([type=hidden])")) return;
+    if (event.key === "?") {
+      if (dialog) { event.preventDefault(); dialog.showModal(); }
+      return;
+    }
+    const form = itemForm();
+    if (!form) return;
+    if (event.key === "Enter") {
+      if (target.matches && target.matches("button, a, summary")) return; // they act on Enter themselves
+      event.preventDefault();
+      form.requestSubmit();
+      return;
+    }
+    const fieldset = currentQuestion();
+    if (!fieldset) return;
+    const key = event.key.toLowerCase();
+    const input = Array.from(fieldset.querySelectorAll("input[type=radio]")).find(function (radio) {
+      return (radio.dataset.keys || "").split(" ").indexOf(key) !== -1;
+    });
+    if (!input) return;
+    event.preventDefault();
+    input.checked = true;
+    fieldset.classList.remove("missing");
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+    advanceFrom(fieldset);
+  });
+})();

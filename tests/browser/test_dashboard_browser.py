@@ -1,0 +1,104 @@
+"""The researcher dashboard in Debian's Chromium: figures render, the progress panel
+refreshes by itself (htmx polling) when a new judgment arrives, an admin starts a scoring
+job and watches its progress bar reach 100%. Screenshots go to docs/screenshots/."""
+import os
+from pathlib import Path
+
+import pytest
+
+from report_helpers import make_study, two, user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the ORM is used beside Playwright's loop
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--disable-gpu"]
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def plain_http_live_server():
+    """The live server speaks plain HTTP: no HTTPS redirect or secure-only cookies. Session
+    scoped and autouse so it is in place before live_server builds its middleware."""
+    from django.test.utils import override_settings
+
+    override = override_settings(SECURE_SSL_REDIRECT=False, SESSION_COOKIE_SECURE=False,
+                                 CSRF_COOKIE_SECURE=False, SECURE_HSTS_SECONDS=0)
+    override.enable()
+    yield
+    override.disable()
+
+
+@pytest.fixture
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian chromium is not installed")
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+def logged_in_page(browser, live_server, client, who):
+    client.force_login(who)
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
+                          "url": live_server.url}])
+    page = context.new_page()
+    page.on("request", lambda r: requests.append(r.url))
+    requests = []
+    page.requests = requests
+    return page
+
+
+def demo_study():
+    items = [(f"i{n}", {"input": f"request {n}", "reference": f"the expected answer number {n}",
+                        "candidates": [{"id": "x", "text": f"the expected answer number {n}"},
+                                       {"id": "y", "text": f"something else entirely {n}"}],
+                        "metric_scores": {"len": {"x": n % 3, "y": 1}}}, None) for n in range(1, 7)]
+    judgments = []
+    for n in range(1, 7):
+        for k, who in enumerate(("ann1", "ann2", "ann3")):
+            value = "x" if (n + k) % 3 else "y"
+            judgments.append((f"i{n}", who, "choice", value, "x|y" if (n + k) % 2 else "y|x", 10.0 + n + k))
+    return make_study("dash", "pairwise_alignment", items, judgments[:-2])
+
+
+def test_dashboard_researcher_live_progress(browser, live_server, client, researcher):
+    study = demo_study()
+    page = logged_in_page(browser, live_server, client, researcher)
+    page.goto(f"{live_server.url}/studies/dash/")
+    assert page.title().startswith("Study dash")
+    for fig in ("fig-agreement", "fig-alignment", "fig-ratings", "fig-position-bias"):
+        assert page.locator(f"#{fig} svg").count() == 1, fig
+        assert page.locator(f"#{fig} svg").bounding_box()["height"] > 50
+    assert page.locator("#download-report-html").get_attribute("href") == "/api/studies/dash/report/?format=html"
+    assert page.locator("#job-form").count() == 0
+    assert page.locator("#progress-table tbody tr").count() == 3
+    page.screenshot(path=str(SHOTS / "dashboard.png"), full_page=True)
+
+    # A new annotator submits: the progress panel shows them within one polling period.
+    from annotate.models import Item, Judgment
+    Judgment.objects.create(study=study, item=Item.objects.get(study=study, item_id="i6"), annotator=user("ann4"),
+                            question="choice", value="x", shown_order="x|y", seconds=3.0)
+    page.locator("#progress-table td", has_text="ann4").wait_for(timeout=15000)
+    assert page.locator("#progress-table tbody tr").count() == 4
+    # Nothing but this server was contacted (no CDN).
+    assert all(url.startswith(live_server.url) for url in page.requests), page.requests
+
+
+def test_dashboard_admin_starts_a_job(browser, live_server, client, admin_user_):
+    demo_study()
+    page = logged_in_page(browser, live_server, client, admin_user_)
+    page.goto(f"{live_server.url}/studies/dash/")
+    assert page.locator("#upload-batch").get_attribute("href") == "/studies/dash/upload/"
+    page.fill("#job-form input[name=metrics]", "rougeL")
+    page.click("#job-form button[type=submit]")
+    page.wait_for_function("document.getElementById('job-status').textContent.includes('done')", timeout=60000)
+    assert page.locator("#job-bar").get_attribute("aria-valuenow") == "100"
+    assert "(6/6)" in page.locator("#job-status").text_content()
+    page.screenshot(path=str(SHOTS / "dashboard-admin.png"), full_page=True)
+    from annotate.models import Prediction
+    assert Prediction.objects.filter(study__slug="dash", evaluator="rougeL").count() == 12

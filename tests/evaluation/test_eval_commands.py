@@ -1,0 +1,84 @@
+"""The agreement, paradoxes and egises management commands (one JSON document each)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from evaluation.paradoxes import STYLES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args):
+    from io import StringIO
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO())
+    return json.loads(out.getvalue())
+
+
+def test_agreement_command_on_krippendorff_2011(tmp_path):
+    rows = {"A": "1 2 3 3 2 1 4 1 2 . . .", "B": "1 2 3 3 2 2 4 1 2 5 . 3",
+            "C": ". 3 3 3 2 3 4 2 2 5 1 .", "D": "1 2 3 3 2 4 4 1 2 5 1 ."}
+    lines = ["unit,coder,value"]
+    for coder, row in rows.items():
+        lines += [f"u{i},{coder},{'' if x == '.' else x}" for i, x in enumerate(row.split(), 1)]
+    path = tmp_path / "k.csv"
+    path.write_text("\n".join(lines) + "\n")
+    result = run("agreement", str(path), "--level", "interval")
+    assert round(result["krippendorff_alpha"], 3) == 0.849
+    assert (result["n_units"], result["n_coders"], result["n_values"]) == (11, 4, 40)
+    assert set(result) == {"krippendorff_alpha", "fleiss_kappa", "percent_agreement",
+                           "n_units", "n_coders", "n_values"}
+    assert round(run("agreement", str(path), "--level", "nominal")["krippendorff_alpha"], 3) == 0.743
+
+
+def test_agreement_command_errors(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("unit,rater,value\n1,a,1\n")
+    with pytest.raises(CommandError, match="header must be unit,coder,value"):
+        run("agreement", str(path), "--level", "nominal")
+    path.write_text("unit,coder,value\n1,a,x\n1,b,y\n")
+    with pytest.raises(CommandError, match="non-numeric"):
+        run("agreement", str(path), "--level", "interval")
+    path.write_text("unit,coder,value\n1,a,x\n1,a,y\n")
+    with pytest.raises(CommandError, match="more than one value"):
+        run("agreement", str(path), "--level", "nominal")
+    path.write_text("unit,coder,value\n1,a,x\n1,b,x\n")
+    assert run("agreement", str(path), "--level", "nominal")["krippendorff_alpha"] is None
+
+
+def test_paradoxes_command(tmp_path):
+    path = tmp_path / "egises.csv"
+    path.write_text("model," + ",".join(STYLES) + "\n"
+                    "m1,0.5,0.55,0.45,0.4,0.4,\n"
+                    "m2,0.5,0.4,0.4,0.6,0.7,0.8\n")
+    result = run("paradoxes", str(path))
+    assert result["m1"]["probes"]["PX-1"] is True and result["m1"]["probes"]["PX-5"] is None
+    assert result["m2"]["summary"] == {"PX-1": False, "PX-2": False, "PX-3": True,
+                                       "PX-4": True, "PX-5": True, "PX-6": True}
+    path.write_text("model," + ",".join(STYLES) + "\nm1,0.5,abc,,,,\n")
+    with pytest.raises(CommandError, match="line 2: 2-shot w/o hist: not a number"):
+        run("paradoxes", str(path))
+
+
+def test_egises_command_subprocess(tmp_path):
+    """Through manage.py: exactly one JSON document on stdout, exit 0; bad file exit 1."""
+    path = tmp_path / "docs.jsonl"
+    doc = {"doc_id": "d1", "text": "banana cherry date", "title": "Apple",
+           "references": {"u1": "apple banana", "u2": "cherry date"},
+           "summaries": {"u1": "apple banana", "u2": "apple cherry"}}
+    path.write_text(json.dumps(doc) + "\n\n")
+    proc = subprocess.run([sys.executable, "manage.py", "egises", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["egises"] == pytest.approx(1 - 0.50001 / 1.00001, abs=1e-12)
+    assert result["n_documents"] == 1 and "lemmatize_wordnet" in result["preprocessing"]
+    path.write_text("{not json\n")
+    proc = subprocess.run([sys.executable, "manage.py", "egises", str(path), "--variant", "paper"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "line 1: invalid JSON" in proc.stderr
+    assert proc.stdout == ""

@@ -1,0 +1,115 @@
+"""A live Celery worker on Redis: kill it mid-job with SIGKILL, start another, and the job
+completes with every item processed exactly once.
+
+The worker runs `celery -A humeval worker` in a subprocess against this test's PostgreSQL
+database, on its own queue in Redis DB 15 (CELERY_TEST_BROKER_URL), with a 5 s visibility
+timeout so the unacknowledged message of the killed worker is redelivered quickly.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from annotate.models import Prediction
+from annotate.roles import ROLES
+from models_runtime.jobs import submit_job
+from models_runtime.models import Job, JobItem
+
+from .helpers import make_study
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKER = os.environ.get("CELERY_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+N_ITEMS = 30
+
+pytestmark = [pytest.mark.worker, pytest.mark.slow]
+
+
+@pytest.fixture
+def groups_back(django_db_blocker):
+    """The transactional test flushes every table, including the role groups that a
+    migration created; put them back for the tests that follow."""
+    yield
+    from django.contrib.auth.models import Group
+
+    with django_db_blocker.unblock():
+        for name in ROLES:
+            Group.objects.get_or_create(name=name)
+
+
+def database_url():
+    db = settings.DATABASES["default"]
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def start_worker(queue, log):
+    env = dict(os.environ, DATABASE_URL=database_url(), CELERY_BROKER_URL=BROKER, CELERY_TASK_DEFAULT_QUEUE=queue,
+               CELERY_VISIBILITY_TIMEOUT="5", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.pop("TEST_DATABASE_NAME", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "humeval", "worker", "-Q", queue, "-P", "solo", "-c", "1",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_until(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_killed_worker_resumes_without_redoing_items(groups_back, transactional_db, settings, tmp_path):
+    if not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        pytest.skip("the worker subprocess needs the shared PostgreSQL test database (set DATABASE_URL)")
+    import redis
+    from celery import Celery
+
+    redis.Redis.from_url(BROKER).ping()  # Redis must be up (CI starts it)
+    queue = f"humeval-test-{uuid.uuid4().hex[:8]}"
+    study = make_study(items=[(f"i{n:02d}", f"the cat sat {n}", f"a dog ran {n}") for n in range(N_ITEMS)])
+    settings.CELERY_BROKER_URL = ""  # create the job here without running it
+    job = submit_job("score", {"study": study.slug, "metrics": "rouge1", "chunk_size": 2, "throttle_seconds": 0.4},
+                     run=False)
+    sender = Celery("sender", broker=BROKER)
+    logs = [open(tmp_path / f"worker{n}.log", "w") for n in (1, 2)]
+    workers = []
+    try:
+        workers.append(start_worker(queue, logs[0]))
+        sender.send_task("models_runtime.run_job", args=[job.pk], queue=queue)
+        wait_until(lambda: Job.objects.get(pk=job.pk).done >= 6, 180, "the first worker to finish 3 chunks")
+        workers[0].send_signal(signal.SIGKILL)
+        workers[0].wait(30)
+        killed_at = Job.objects.get(pk=job.pk).done
+        assert 6 <= killed_at < N_ITEMS, "the worker must die mid-job"
+        workers.append(start_worker(queue, logs[1]))
+        wait_until(lambda: Job.objects.get(pk=job.pk).state in ("done", "failed"), 180, "the job to finish")
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.send_signal(signal.SIGKILL)
+                w.wait(30)
+        for log in logs:
+            log.close()
+        client = redis.Redis.from_url(BROKER)
+        client.delete(queue)
+    job.refresh_from_db()
+    logs_text = "".join((tmp_path / f"worker{n}.log").read_text() for n in (1, 2))
+    assert job.state == "done", logs_text
+    # Each item finished exactly once: one checkpoint per key, the F() counter matches,
+    # and the scores exist once per (item, candidate).
+    keys = list(JobItem.objects.filter(job=job).values_list("key", flat=True))
+    assert len(keys) == len(set(keys)) == N_ITEMS
+    assert (job.done, job.total, job.n_errors) == (N_ITEMS, N_ITEMS, 0)
+    assert job.attempts == 2
+    workers_seen = set(JobItem.objects.filter(job=job).values_list("worker", flat=True))
+    assert len(workers_seen) == 2, workers_seen
+    assert Prediction.objects.filter(study=study, evaluator="rouge1").count() == 2 * N_ITEMS

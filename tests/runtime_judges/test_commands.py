@@ -1,0 +1,93 @@
+"""The judge commands (expert, expert_batch, probes, perse) with a scripted backend, the
+suffix probe against a classic metric, and the judges' metric registrations."""
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from models_runtime.judges.probes import SUFFIX, suffix_probe
+from models_runtime.metrics.registry import get_metric
+
+from runtime_judges.scripted import ScriptedBackend
+from runtime_judges.test_expert_unit import OUT, REF, pasta_script
+
+PAIR_BATCH = [
+    {"study": {"slug": "pasta", "kind": "pairwise_alignment", "title": "Which review?", "annotations_per_item": 3}},
+    {"item_id": "i1", "input": "Review the restaurant.", "reference": REF,
+     "candidates": [{"id": "c1", "text": OUT}, {"id": "c2", "text": REF}], "metric_scores": {"x": {"c1": 1, "c2": 2}}},
+]
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def test_judges_are_registered_metrics():
+    for name in ("gemba", "geval", "expert"):
+        assert callable(get_metric(name))
+
+
+def test_suffix_probe_rouge1_hand_worked():
+    """rouge1 of "the cat sat" against itself is 1. With the suffix the output has 17
+    rouge tokens (the cat sat i am sure this is the best answer possible and this is 100
+    right), 3 of them match: P = 3/17, R = 1, F = (6/17)/(20/17) = 0.3. The second record
+    shares no word before or after: 0 and 0. Means 0.5 -> 0.15, change -0.35/0.5 = -0.7."""
+    records = [{"input": "", "output": "the cat sat", "reference": "the cat sat"},
+               {"input": "", "output": "cats meow", "reference": "dogs bark loudly"}]
+    report = suffix_probe(records, ["rouge1"])
+    assert report["rouge1"] == pytest.approx({"before": 0.5, "after": 0.15, "relative_change": -0.7, "n": 2})
+
+
+def test_expert_command_scripted(tmp_path, monkeypatch, capsys):
+    backend = ScriptedBackend(pasta_script)
+    monkeypatch.setattr("models_runtime.management.commands.expert.backend_for", lambda model, device: backend)
+    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "r1", "input": "Review the restaurant.", "output": OUT, "reference": REF}])
+    call_command("expert", "--input", source, "--out", str(tmp_path / "out.json"))
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["score"] == pytest.approx(0.25) and printed["llm_calls"] == 10 and len(printed["items"]) == 1
+    assert json.loads((tmp_path / "out.json").read_text()) == printed
+
+
+def test_expert_command_bad_input(tmp_path):
+    source = tmp_path / "bad.jsonl"
+    source.write_text('{"id": 1, "output": "x"}\nnope\n')
+    with pytest.raises(CommandError) as err:
+        call_command("expert", "--input", str(source))
+    assert str(err.value) == "line 1: missing or non-text reference; line 2: not JSON (Expecting value)"
+    with pytest.raises(CommandError, match="cannot read"):
+        call_command("expert", "--input", str(tmp_path / "missing.jsonl"))
+
+
+@pytest.mark.django_db
+def test_expert_batch_command_imports_as_explanation_choice(tmp_path, monkeypatch, capsys):
+    """c1 is the pasta output (F 0.25, 10 calls). c2 repeats the reference: both sides get
+    {Food, Service}; Food matches Food both ways (content yes, style no), Service matches
+    nothing: R = P = 0.5/2 = 0.25, F = 0.25; calls 2 + 4 + 1 + 1 = 8. Total 18."""
+    backend = ScriptedBackend(pasta_script)
+    monkeypatch.setattr("models_runtime.management.commands.expert_batch.backend_for", lambda m, d: backend)
+    out = tmp_path / "expl.jsonl"
+    call_command("expert_batch", "--input", write_jsonl(tmp_path / "pw.jsonl", PAIR_BATCH), "--out", str(out))
+    assert json.loads(capsys.readouterr().out) == {"study": "pasta-explanations", "items": 1, "llm_calls": 18, "out": str(out)}
+    header, item = [json.loads(line) for line in out.read_text().splitlines()]
+    assert header["study"]["kind"] == "explanation_choice" and header["study"]["annotations_per_item"] == 3
+    assert set(item["explanations"]) == {"c1", "c2"} and "metric_scores" not in item
+    assert [item["explanations"][c]["llm_calls"] for c in ("c1", "c2")] == [10, 8]
+    assert item["explanations"]["c2"]["score"] == pytest.approx(0.25)
+    call_command("import_batch", str(out))
+    assert json.loads(capsys.readouterr().out)["created"] == 1
+
+
+def test_probes_command(tmp_path, monkeypatch, capsys):
+    """rouge1 on the two candidates (c1: pasta output, c2: the reference itself) and the
+    order swap with a judge that always says "B" (the second-shown candidate): 1 flip in 1."""
+    monkeypatch.setattr("models_runtime.management.commands.probes.backend_for",
+                        lambda m, d: ScriptedBackend(lambda text, params, j: "B"))
+    call_command("probes", "--input", write_jsonl(tmp_path / "pw.jsonl", PAIR_BATCH), "--metrics", "rouge1")
+    out = json.loads(capsys.readouterr().out)
+    assert out["suffix"]["text"] == SUFFIX and out["suffix"]["metrics"]["rouge1"]["n"] == 2
+    assert out["suffix"]["metrics"]["rouge1"]["relative_change"] < 0
+    assert out["order_swap"] == {"pairwise": {"flip_rate": 1.0, "flips": 1, "n": 1, "unparsed": 0}}
+    with pytest.raises(CommandError, match="unknown metric"):
+        call_command("probes", "--input", str(tmp_path / "pw.jsonl"), "--metrics", "nonsense")

@@ -1,0 +1,238 @@
+"""Every URL of the URLconf, probed as anonymous, annotator, researcher and admin.
+
+The table below is the access policy of interfaces.md written out per URL name. The
+coverage test walks django.urls.get_resolver() and fails, naming the URL, when a pattern
+has no entry here (so a new view cannot ship without deciding who may use it), or when an
+entry names a URL that no longer exists. The Django admin namespace is covered by one
+rule: staff only (none of the four roles is staff; a superuser gets in).
+
+Writes are probed with bodies that pass the permission gate but fail validation (400) or
+are harmless, so a 400/201 for a role means "allowed", 403/404/302 means "refused".
+"""
+from dataclasses import dataclass, field
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from conftest import make_user
+
+pytestmark = pytest.mark.django_db
+ROLES = ("anonymous", "annotator", "researcher", "admin")
+LOGIN = 302  # a page that sends anonymous users to /login/
+
+
+@dataclass
+class Probe:
+    method: str
+    expected: dict  # role -> status or tuple of allowed statuses
+    kwargs: object = None  # callable(world) -> URL kwargs
+    body: object = None  # callable(world) -> JSON-able body, or bytes
+    content_type: str = "application/json"
+    query: str = ""
+    note: str = ""
+
+
+def by_role(anonymous, annotator, researcher, admin):
+    return {"anonymous": anonymous, "annotator": annotator, "researcher": researcher, "admin": admin}
+
+
+def slug(world):
+    return {"slug": world.study.slug}
+
+
+def own_assignment(world):
+    return {"pk": world.own_assignment.pk}
+
+
+def others_assignment(world):
+    return {"pk": world.others_assignment.pk}
+
+
+def job(world):
+    return {"pk": world.job.pk}
+
+
+def valid_answer(world):
+    return {"choice": "m1", "seconds": 3}
+
+
+# --- the policy ----------------------------------------------------------------------------
+TABLE = {
+    "login": [Probe("GET", by_role(200, 200, 200, 200))],
+    "logout": [Probe("POST", by_role(302, 302, 302, 302))],
+    "api-schema": [Probe("GET", by_role(200, 200, 200, 200), note="the schema is public documentation")],
+    "api-docs": [Probe("GET", by_role(200, 200, 200, 200))],
+    # Annotators: only their own assignments.
+    "api-next-assignment": [Probe("POST", by_role(403, 200, 403, 403), slug)],
+    "api-assignment-judgments": [
+        Probe("POST", by_role(403, 404, 404, 404), others_assignment, valid_answer,
+              note="someone else's assignment: not found for everybody but its owner"),
+        Probe("POST", by_role(403, 201, 404, 404), own_assignment, valid_answer),
+        Probe("PUT", by_role(403, 404, 404, 404), others_assignment, valid_answer),
+    ],
+    # Researchers read.
+    "api-study-report": [Probe("GET", by_role(403, 403, 200, 200), slug)],
+    "dashboard": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug)],
+    "dashboard-progress": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug)],
+    "dashboard-report": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug)],
+    # Admins start jobs; researchers (and the job's creator) read them.
+    "api-jobs": [Probe("GET", by_role(403, 403, 403, 200)),
+                 Probe("POST", by_role(403, 403, 403, 400), body=lambda w: {})],
+    "api-job": [Probe("GET", by_role(403, 403, 200, 200), job)],
+}
+
+ADMIN_NAMESPACE = "admin"
+ADMIN_OPEN = {"admin:login": 200}  # the admin login form itself
+
+
+@pytest.fixture(autouse=True)
+def plain_http(settings):
+    settings.SECURE_SSL_REDIRECT = False  # the test client speaks http
+
+
+# --- the world every probe runs in -----------------------------------------------------------
+@dataclass
+class World:
+    users: dict = field(default_factory=dict)
+    study: object = None
+    own_assignment: object = None
+    others_assignment: object = None
+    job: object = None
+
+
+@pytest.fixture
+def world(django_user_model):
+    from annotate.assignment import next_assignment
+    from annotate.models import Item, Study
+    from models_runtime.models import Job
+
+    w = World()
+    w.users = {
+        "annotator": make_user(django_user_model, "ann-own", "annotators"),
+        "other": make_user(django_user_model, "ann-other", "annotators"),
+        "researcher": make_user(django_user_model, "res", "researchers"),
+        "admin": make_user(django_user_model, "adm", "admins"),
+    }
+    w.study = Study.objects.create(slug="perm", kind="pairwise_alignment", title="Perm", gold_rate=0.0,
+                                   randomize_order=False)
+    for n in range(3):
+        Item.objects.create(study=w.study, item_id=f"i{n}", position=n, content_hash=f"{n:064d}", data={
+            "input": "q", "reference": "r", "candidates": [{"id": "m1", "text": "a"}, {"id": "m2", "text": "b"}]})
+    w.own_assignment = next_assignment(w.study, w.users["annotator"])
+    w.others_assignment = next_assignment(w.study, w.users["other"])
+    w.job = Job.objects.create(kind="score", params={}, created_by=w.users["admin"])
+    return w
+
+
+def client_for(world, role):
+    client = Client(raise_request_exception=False)
+    if role != "anonymous":
+        client.force_login(world.users[role])
+    return client
+
+
+def request(client, method, url, probe, world):
+    body = probe.body(world) if probe.body else None
+    if isinstance(body, (dict, list)):
+        import json
+
+        body = json.dumps(body)
+    kwargs = {"content_type": probe.content_type} if method in ("POST", "PUT", "PATCH") else {}
+    if body is not None:
+        kwargs["data"] = body
+    return getattr(client, method.lower())(url + probe.query, **kwargs)
+
+
+# --- walking the URLconf -----------------------------------------------------------------------
+def all_url_names(patterns=None, namespace=""):
+    """'namespace:name' of every pattern (unnamed ones as '<unnamed route>')."""
+    patterns = get_resolver().url_patterns if patterns is None else patterns
+    names = []
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            ns = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
+            names += all_url_names(pattern.url_patterns, ns)
+        elif isinstance(pattern, URLPattern):
+            names.append(f"{namespace}{pattern.name}" if pattern.name else f"{namespace}<unnamed {pattern.pattern}>")
+    return names
+
+
+def admin_names():
+    return sorted({n for n in all_url_names() if n.startswith(ADMIN_NAMESPACE + ":") and "<unnamed" not in n})
+
+
+def test_every_url_has_an_access_rule():
+    names = set(all_url_names())
+    missing = sorted(n for n in names if n not in TABLE and not n.startswith(ADMIN_NAMESPACE + ":"))
+    assert not missing, ("URLs without an entry in tests/test_permissions.py TABLE (decide who may use them): "
+                         + ", ".join(missing))
+    stale = sorted(set(TABLE) - names)
+    assert not stale, "TABLE entries for URLs that no longer exist: " + ", ".join(stale)
+
+
+@pytest.mark.parametrize("name", sorted(TABLE))
+def test_roles_get_the_expected_status(name, world):
+    if name not in set(all_url_names()):
+        pytest.skip(f"{name} is not in the URLconf (the coverage test reports it)")
+    mismatches = []
+    for index, probe in enumerate(TABLE[name]):
+        # Roles in this order so the owner's successful write comes last.
+        for role in ("anonymous", "researcher", "admin", "annotator"):
+            url = reverse(name, kwargs=probe.kwargs(world) if probe.kwargs else None)
+            response = request(client_for(world, role), probe.method, url, probe, world)
+            expected = probe.expected[role]
+            allowed = expected if isinstance(expected, tuple) else (expected,)
+            if response.status_code not in allowed:
+                mismatches.append(f"probe {index} {probe.method} {url} as {role}: "
+                                  f"got {response.status_code}, expected {expected}")
+            if response.status_code == 302 and role == "anonymous" and expected == LOGIN:
+                assert response["Location"].startswith(reverse("login")), response["Location"]
+    assert not mismatches, "\n".join(mismatches)
+
+
+def test_django_admin_is_staff_only(world, django_user_model):
+    """Every named admin URL refuses the four roles (none is staff): a redirect to the
+    admin login; a superuser gets in."""
+    from django.urls import NoReverseMatch
+
+    mismatches = []
+    checked = 0
+    for name in admin_names():
+        try:
+            url = reverse(name, kwargs=None)
+        except NoReverseMatch:
+            try:
+                url = reverse(name, kwargs=_admin_kwargs_for(name))
+            except NoReverseMatch as exc:
+                mismatches.append(f"{name}: cannot build a URL ({exc})")
+                continue
+        checked += 1
+        for role in ROLES:
+            response = client_for(world, role).get(url)
+            if name in ADMIN_OPEN:
+                ok = response.status_code == ADMIN_OPEN[name]
+            elif name == "admin:logout":
+                ok = response.status_code in (302, 405)
+            else:
+                ok = response.status_code == 302 and "/admin/login/" in response["Location"]
+            if not ok:
+                mismatches.append(f"{name} {url} as {role}: {response.status_code}")
+    assert checked > 10
+    assert not mismatches, "\n".join(mismatches)
+    root = make_user(django_user_model, "root", is_superuser=True, is_staff=True)
+    client = Client()
+    client.force_login(root)
+    assert client.get(reverse("admin:index")).status_code == 200
+
+
+def _admin_kwargs_for(name):
+    ns, _, short = name.partition(":")
+    resolver = get_resolver()
+    for pattern in resolver.url_patterns:
+        if isinstance(pattern, URLResolver) and pattern.namespace == ns:
+            for candidate in pattern.reverse_dict.getlist(short):
+                params = candidate[0][0][1]
+                values = {"app_label": "auth", "object_id": "1", "content_type_id": "1", "url": "x"}
+                return {p: values.get(p, "1") for p in params}
+    return {}

@@ -1,0 +1,157 @@
+"""pairwise_alignment report on a hand-worked study (every number worked out below)."""
+import json
+
+import pytest
+from django.core.management import call_command
+
+from annotate.report_data import fetch_report_input
+from evaluation.report import build_report
+from report_helpers import make_study, two
+
+pytestmark = pytest.mark.django_db
+
+# Items i1..i4 (candidates x, y) and the gold item g1 (gold answer "x").
+#   item  ann1           ann2           ann3           majority
+#   i1    x  (x|y) 10s   x  (y|x) 4s    y  (x|y) 3s    x
+#   i2    y  (y|x) 20s   y  (x|y) 6s    y  (y|x) 1s    y
+#   i3    x  (x|y) 30s   y  (x|y) 8s    -              none (1-1)
+#   i4    x  (x|y) 40s   x  (x|y) 10s   x  (y|x) 2s    x
+#   g1    x  (x|y)  5s   y  (x|y) 12s   -              (gold, left out)
+JUDGMENTS = [
+    ("i1", "ann1", "x", "x|y", 10), ("i1", "ann2", "x", "y|x", 4), ("i1", "ann3", "y", "x|y", 3),
+    ("i2", "ann1", "y", "y|x", 20), ("i2", "ann2", "y", "x|y", 6), ("i2", "ann3", "y", "y|x", 1),
+    ("i3", "ann1", "x", "x|y", 30), ("i3", "ann2", "y", "x|y", 8),
+    ("i4", "ann1", "x", "x|y", 40), ("i4", "ann2", "x", "x|y", 10), ("i4", "ann3", "x", "y|x", 2),
+    ("g1", "ann1", "x", "x|y", 5), ("g1", "ann2", "y", "x|y", 12),
+]
+ROUGE = {"i1": {"x": 0.5, "y": 0.3}, "i2": {"x": 0.2, "y": 0.4}, "i3": {"x": 0.1, "y": 0.2},
+         "i4": {"x": 0.3, "y": 0.3}, "g1": {"x": 0.9, "y": 0.1}}
+PREDICTIONS = [  # bleu scores as predictions rows; gemba as predicted choices
+    ("i1", "bleu", "", "x", "1"), ("i1", "bleu", "", "y", "2"),
+    ("i2", "bleu", "", "x", "1"), ("i2", "bleu", "", "y", "2"),
+    ("i4", "bleu", "", "x", "5"), ("i4", "bleu", "", "y", "1"),
+    ("i1", "gemba", "", "choice", "x"), ("i2", "gemba", "", "choice", "N/A"), ("i4", "gemba", "", "choice", ""),
+]
+
+
+def pairwise_study(slug="pw"):
+    items = [(i, {"input": f"request {i}", "reference": f"ref {i}", "candidates": two(),
+                  "metric_scores": {"rougeL": ROUGE[i]}}, "x" if i == "g1" else None)
+             for i in ("i1", "i2", "i3", "i4", "g1")]
+    judgments = [(i, who, "choice", v, shown, s) for i, who, v, shown, s in JUDGMENTS]
+    return make_study(slug, "pairwise_alignment", items, judgments, PREDICTIONS)
+
+
+@pytest.fixture
+def report():
+    return build_report(fetch_report_input(pairwise_study()))
+
+
+def test_header_counts(report):
+    # 5 items (1 gold), 13 judgments, 3 annotators; i1, i2, i4 have 3 annotators each.
+    assert {k: report[k] for k in ("study", "kind", "n_items", "n_gold_items", "n_judgments", "n_annotators",
+                                   "complete_items")} == {
+        "study": "pw", "kind": "pairwise_alignment", "n_items": 5, "n_gold_items": 1, "n_judgments": 13,
+        "n_annotators": 3, "complete_items": 3}
+
+
+def test_agreement(report):
+    """Values per unit: i1 (x,x,y), i2 (y,y,y), i3 (x,y), i4 (x,x,x); n_x = 6, n_y = 5, n = 11.
+    alpha: disagreeing coincidences o_xy + o_yx = i1 2*1*2/(3-1) + i3 1*1*2/(2-1) = 4;
+           1 - (n-1) * 4 / (2 n_x n_y) = 1 - 10*4/60 = 1/3.
+    Fleiss over the 3 units with 3 ratings: P_i = 1/3, 1, 1 -> P = 7/9; p_x = 5/9, p_y = 4/9,
+           P_e = 41/81; kappa = (63/81 - 41/81) / (40/81) = 22/40 = 0.55.
+    percent: (1/3 + 1 + 0 + 1) / 4 = 7/12."""
+    a = report["agreement"]["choice"]
+    assert a["level"] == "nominal"
+    assert a["krippendorff_alpha"] == pytest.approx(1 / 3)
+    assert a["fleiss_kappa"] == pytest.approx(0.55)
+    assert a["percent_agreement"] == pytest.approx(7 / 12)
+    assert a["n_units"] == 4
+    assert list(report["agreement"]) == ["choice"]
+
+
+def test_majority_and_win_rate(report):
+    # majorities i1 x, i2 y, i4 x -> x wins 2/3, y 1/3; i3 has none; gold g1 is left out.
+    assert report["majority"] == {"i1": "x", "i2": "y", "i3": None, "i4": "x"}
+    assert report["no_majority"] == 1
+    assert report["win_rate"] == {"x": pytest.approx(2 / 3), "y": pytest.approx(1 / 3)}
+
+
+def test_alignment(report):
+    """rougeL (from items): i1 x agree, i2 y agree, i4 0.3 = 0.3 tie -> (2 + 0.5)/3, strict 2/3.
+    bleu (prediction rows): i1 y disagree, i2 y agree, i4 x agree -> 2/3.
+    gemba (predicted choices): i1 x agree; N/A and unparsed left out -> 1/1."""
+    al = report["alignment"]
+    assert set(al) == {"rougeL", "bleu", "gemba"}
+    assert al["rougeL"]["alignment"] == pytest.approx(2.5 / 3)
+    assert al["rougeL"]["alignment_strict"] == pytest.approx(2 / 3)
+    assert (al["rougeL"]["agree"], al["rougeL"]["ties"], al["rougeL"]["n"]) == (2, 1, 3)
+    assert al["bleu"]["alignment"] == pytest.approx(2 / 3)
+    assert (al["bleu"]["agree"], al["bleu"]["ties"], al["bleu"]["n"]) == (2, 0, 3)
+    assert (al["gemba"]["alignment"], al["gemba"]["n"]) == (1.0, 1)
+    for metric in al.values():
+        lo, hi = metric["ci95"]
+        assert 0 <= lo <= metric["alignment"] <= hi <= 1
+    # With every item credited 1 (gemba, one item) every resample gives 1.
+    assert al["gemba"]["ci95"] == [1.0, 1.0]
+
+
+def test_metric_comparisons(report):
+    """rougeL vs bleu on i1, i2, i4: only rougeL agrees on i1, only bleu on i4 (the rougeL tie
+    counts as disagreement) -> b = c = 1, exact McNemar p = min(1, 2 * P(X <= 1 | 2, .5)) = 1.
+    Pairs with gemba share only i1, where both agree -> b = c = 0 -> p = 1."""
+    comps = {(c["a"], c["b"]): c for c in report["metric_comparisons"]}
+    assert set(comps) == {("bleu", "gemba"), ("bleu", "rougeL"), ("gemba", "rougeL")}
+    for c in comps.values():
+        assert c["p_value"] == 1.0 and c["p_holm"] == 1.0
+
+
+def test_position_bias(report):
+    """Chose the first-shown option: ann1 i1 i2 i3 i4 (4/4), ann2 i4 (1/4), ann3 i2 (1/3):
+    6 of 11; exact two-sided binomial p for 6/11 is 1."""
+    assert report["position_bias"] == {"first_shown_rate": pytest.approx(6 / 11), "n": 11, "p_value": pytest.approx(1.0)}
+    rates = {name: a["first_shown_rate"] for name, a in report["annotators"].items()}
+    assert rates == {"ann1": 1.0, "ann2": 0.25, "ann3": pytest.approx(1 / 3)}
+
+
+def test_annotators(report):
+    """Median seconds over the judged items (gold too): ann1 5,10,20,30,40 -> 20;
+    ann2 4,6,8,10,12 -> 8; ann3 1,2,3 -> 2. Gold g1 ("x"): ann1 right, ann2 wrong, ann3 none.
+    Leave-one-out: ann1: i1 others x,y (none), i2 y=y, i3 others y != x, i4 x=x -> 2/3;
+    ann2: i2 agree, i3 others x != y, i4 agree -> 2/3; ann3: i1 others x,x != y, i2, i4 agree -> 2/3."""
+    a = report["annotators"]
+    assert {n: v["judgments"] for n, v in a.items()} == {"ann1": 5, "ann2": 5, "ann3": 3}
+    assert {n: v["median_seconds"] for n, v in a.items()} == {"ann1": 20.0, "ann2": 8.0, "ann3": 2.0}
+    assert {n: v["gold_accuracy"] for n, v in a.items()} == {"ann1": 1.0, "ann2": 0.0, "ann3": None}
+    assert {n: v["loo_agreement"] for n, v in a.items()} == pytest.approx({"ann1": 2 / 3, "ann2": 2 / 3, "ann3": 2 / 3})
+
+
+def test_command_prints_one_json_document(capsys):
+    pairwise_study("pw-cmd")
+    call_command("report", "pw-cmd")
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["study"] == "pw-cmd" and printed["n_judgments"] == 13
+    assert printed["alignment"]["rougeL"]["alignment"] == pytest.approx(2.5 / 3)
+
+
+def test_command_unknown_study_fails():
+    from django.core.management.base import CommandError
+    with pytest.raises(CommandError, match="no study with slug 'nope'"):
+        call_command("report", "nope")
+
+
+def test_csv_table():
+    """One row per judged (item, question): counts per value, majority, metric picks."""
+    from evaluation.report import render
+    inp = fetch_report_input(pairwise_study("pw-csv"))
+    text = render(build_report(inp), inp, "csv")
+    lines = text.strip().split("\n")
+    assert lines[0] == "item_id,question,is_gold,n_judgments,majority,n_x,n_y,pick_bleu,pick_gemba,pick_rougeL"
+    assert lines[1:] == [
+        "i1,choice,0,3,x,2,1,y,x,x",
+        "i2,choice,0,3,y,0,3,y,N/A,y",
+        "i3,choice,0,2,,1,1,,,y",
+        "i4,choice,0,3,x,3,0,x,,tie",
+        "g1,choice,1,2,,1,1,,,",
+    ]

@@ -1,0 +1,165 @@
+"""Submitting through the REST API: validation, idempotency, edits and their audit."""
+import pytest
+from rest_framework.test import APIClient
+
+from annot_helpers import fast_passwords, make_items, make_study  # noqa: F401 (fixture)
+from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, SIMILARITY_SURVEY
+from annotate.models import Assignment, AuditLog, Item, Judgment
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
+
+
+def client_for(user):
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def take(client, slug):
+    response = client.post(f"/api/studies/{slug}/assignments/next/")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def post_answers(client, assignment_id, body, method="post"):
+    return getattr(client, method)(f"/api/assignments/{assignment_id}/judgments/", body, format="json")
+
+
+def test_next_endpoint_shape_and_204_when_done(annotators):
+    study = make_study(overlap=1)
+    make_items(study, 1)
+    client = client_for(annotators[0])
+    body = take(client, study.slug)
+    assert set(body) == {"assignment", "item_id", "item", "questions"}
+    assert body["item_id"] == "item-0000"
+    assert body["questions"][0]["id"] == "choice"
+    assert sorted(body["questions"][0]["options"]) == ["m1", "m2"]
+    assert take(client, study.slug)["assignment"] == body["assignment"]  # same open one
+    post_answers(client, body["assignment"], {"choice": "m2", "seconds": 4.5})
+    assert client.post(f"/api/studies/{study.slug}/assignments/next/").status_code == 204
+    other = client_for(annotators[1])
+    assert other.post(f"/api/studies/{study.slug}/assignments/next/").status_code == 204  # overlap 1 used up
+
+
+def test_next_endpoint_refuses_outsiders_and_anonymous(django_user_model, annotators):
+    study = make_study()
+    make_items(study, 1)
+    study.annotators.add(annotators[0])
+    assert client_for(annotators[1]).post(f"/api/studies/{study.slug}/assignments/next/").status_code == 403
+    assert APIClient().post(f"/api/studies/{study.slug}/assignments/next/").status_code in (401, 403)
+    assert client_for(annotators[0]).post("/api/studies/no-such-study/assignments/next/").status_code == 404
+
+
+def test_submit_stores_every_question_with_order_and_seconds(annotators):
+    study = make_study(EXPLANATION_CHOICE)
+    make_items(study, 1)
+    client = client_for(annotators[0])
+    body = take(client, study.slug)
+    order = body["questions"][0]["options"]
+    response = post_answers(client, body["assignment"], {"choice": order[1], "usefulness": 4, "seconds": 12.25})
+    assert response.status_code == 201, response.content
+    stored = {j.question: j for j in Judgment.objects.all()}
+    assert set(stored) == {"choice", "usefulness"}
+    assert stored["choice"].value == order[1]
+    assert stored["choice"].shown_order == "|".join(order)
+    assert stored["usefulness"].value == "4" and stored["usefulness"].shown_order == ""
+    assert stored["choice"].seconds == 12.25 and stored["choice"].submitted_at is not None
+    assignment = Assignment.objects.get(pk=body["assignment"])
+    assert assignment.completed_at is not None and assignment.seconds == 12.25
+    item = Item.objects.get()
+    assert (item.n_assigned, item.n_completed) == (1, 1)
+    assert [j["question"] for j in response.json()["judgments"]] == ["choice", "usefulness"]
+
+
+def test_repeat_submit_is_harmless_and_the_first_value_stands(annotators):
+    study = make_study()
+    make_items(study, 1)
+    client = client_for(annotators[0])
+    body = take(client, study.slug)
+    first = post_answers(client, body["assignment"], {"choice": "m1", "seconds": 3})
+    again = post_answers(client, body["assignment"], {"choice": "m2", "seconds": 9})
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["judgments"] == first.json()["judgments"]
+    assert list(Judgment.objects.values_list("value", "seconds")) == [("m1", 3.0)]
+    assert Item.objects.get().n_completed == 1
+
+
+@pytest.mark.parametrize("answers, errors", [
+    ({}, {"choice": "not answered"}),
+    ({"choice": "m3"}, {"choice": "must be one of m1, m2"}),
+    ({"choice": "tie"}, {"choice": "must be one of m1, m2"}),  # ties not allowed in this study
+    ({"choice": "m1", "extra": "x"}, {"extra": "unknown question"}),
+    ({"choice": "m1", "seconds": "soon"}, {"seconds": "must be a number"}),
+    ({"choice": "m1", "seconds": -1}, {"seconds": "must be a non-negative number"}),
+])
+def test_invalid_answers_are_refused_and_nothing_is_written(annotators, answers, errors):
+    study = make_study()
+    make_items(study, 1)
+    client = client_for(annotators[0])
+    body = take(client, study.slug)
+    response = post_answers(client, body["assignment"], answers)
+    assert response.status_code == 400
+    assert response.json() == {"errors": errors}
+    assert Judgment.objects.count() == 0
+    assert Assignment.objects.get().completed_at is None
+
+
+def test_rating_validation_and_tie(annotators):
+    study = make_study(SIMILARITY_SURVEY)
+    make_items(study, 1)
+    client = client_for(annotators[0])
+    body = take(client, study.slug)
+    answers = {"ref": 6, "p1": "1", "p2": 7, "p3": 2.5}
+    response = post_answers(client, body["assignment"], answers)
+    assert response.json() == {"errors": {"p2": "must be an integer from 1 to 6",
+                                          "p3": "must be an integer from 1 to 6"}}
+    answers.update(p2=3, p3=2)
+    assert post_answers(client, body["assignment"], answers).status_code == 201
+    stored = dict(Judgment.objects.values_list("question", "value"))
+    assert stored == {"ref": "6", "p1": "1", "p2": "3", "p3": "2"}
+    orders = dict(Judgment.objects.values_list("question", "shown_order"))
+    assignment = Assignment.objects.get()
+    assert orders == {pid: "|".join(assignment.shown_order[pid]) for pid in ("ref", "p1", "p2", "p3")}
+    assert set(orders.values()) <= {"0|1", "1|0"}
+
+    tie_study = make_study(ASPECT_PAIRWISE, allow_tie=True)
+    make_items(tie_study, 1)
+    body = take(client, tie_study.slug)
+    answers = {q["id"]: "tie" for q in body["questions"]}
+    assert post_answers(client, body["assignment"], answers).status_code == 201
+
+
+def test_someone_elses_assignment_is_not_found(annotators):
+    study = make_study()
+    make_items(study, 1)
+    body = take(client_for(annotators[0]), study.slug)
+    response = post_answers(client_for(annotators[1]), body["assignment"], {"choice": "m1"})
+    assert response.status_code == 404
+    assert Judgment.objects.count() == 0
+
+
+def test_edit_is_audited_and_closes_when_the_item_completes(annotators):
+    """Overlap 2: ann1 submits m1, edits to m2 (audited before/after); once ann2 also
+    submits, the item is complete (2 of 2) and a further edit answers 409."""
+    study = make_study(overlap=2)
+    make_items(study, 1)
+    c1, c2 = client_for(annotators[0]), client_for(annotators[1])
+    a1 = take(c1, study.slug)["assignment"]
+    assert post_answers(c1, a1, {"choice": "m1", "edit": True}).status_code == 409  # nothing submitted yet
+    post_answers(c1, a1, {"choice": "m1", "seconds": 2})
+    response = post_answers(c1, a1, {"choice": "m2"}, method="put")
+    assert response.status_code == 200
+    assert response.json()["judgments"][0]["value"] == "m2"
+    log = AuditLog.objects.get()
+    assert (log.action, log.user, log.object_id) == ("judgment.edit", annotators[0], str(a1))
+    assert log.before == {"item_id": "item-0000", "values": {"choice": "m1"}}
+    assert log.after == {"item_id": "item-0000", "values": {"choice": "m2"}}
+    assert post_answers(c1, a1, {"choice": "m2", "edit": True}).status_code == 200  # no change: no new log
+    assert AuditLog.objects.count() == 1
+    a2 = take(c2, study.slug)["assignment"]
+    post_answers(c2, a2, {"choice": "m1", "seconds": 2})
+    response = post_answers(c1, a1, {"choice": "m1"}, method="patch")
+    assert response.status_code == 409
+    assert "complete" in response.json()["detail"]
+    assert Judgment.objects.get(annotator=annotators[0]).value == "m2"
+    assert post_answers(c1, a1, {"choice": "m9", "edit": "true"}).status_code == 409
