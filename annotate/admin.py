@@ -1,3 +1,71 @@
+"""Django admin for every annotate model (the web pages cover annotation and reports)."""
 from django.contrib import admin
 
-# Register your models here.
+from .models import Assignment, AuditLog, Batch, Item, Judgment, Prediction, Study
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ("slug", "kind", "title", "annotations_per_item", "allow_tie", "created_at")
+    list_filter = ("kind",)
+    search_fields = ("slug", "title")
+    filter_horizontal = ("annotators",)
+
+
+@admin.register(Batch)
+class BatchAdmin(admin.ModelAdmin):
+    list_display = ("id", "study", "source", "created", "skipped", "uploaded_by", "created_at")
+    list_filter = ("study",)
+    raw_id_fields = ("uploaded_by",)
+    readonly_fields = ("sha256", "created", "skipped", "created_at")
+
+
+@admin.register(Item)
+class ItemAdmin(admin.ModelAdmin):
+    list_display = ("item_id", "study", "position", "is_gold", "n_assigned", "n_completed")
+    list_filter = ("study", "is_gold")
+    search_fields = ("item_id",)
+    raw_id_fields = ("batch",)
+    readonly_fields = ("content_hash",)
+    list_select_related = ("study",)
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ("id", "study", "item", "annotator", "created_at", "expires_at", "completed_at", "seconds")
+    list_filter = ("study",)
+    search_fields = ("item__item_id", "annotator__username")
+    raw_id_fields = ("item", "annotator")
+    list_select_related = ("study", "item", "annotator")
+
+
+@admin.register(Judgment)
+class JudgmentAdmin(admin.ModelAdmin):
+    list_display = ("id", "study", "item", "annotator", "question", "value", "seconds", "submitted_at")
+    list_filter = ("study", "question")
+    search_fields = ("item__item_id", "annotator__username", "value")
+    raw_id_fields = ("item", "assignment", "annotator")
+    list_select_related = ("study", "item", "annotator")
+
+
+@admin.register(Prediction)
+class PredictionAdmin(admin.ModelAdmin):
+    list_display = ("id", "study", "item", "evaluator", "annotator", "question", "value")
+    list_filter = ("study", "evaluator")
+    search_fields = ("item__item_id", "evaluator", "annotator")
+    raw_id_fields = ("item",)
+    list_select_related = ("study", "item")
+
+
+@admin.register(AuditLog)
+class AuditLogAdmin(admin.ModelAdmin):
+    list_display = ("id", "created_at", "study", "user", "action", "object_type", "object_id")
+    list_filter = ("action",)
+    search_fields = ("object_id", "user__username")
+    readonly_fields = ("study", "user", "action", "object_type", "object_id", "before", "after", "created_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -105,7 +105,7 @@ def _free_items(study, user, gold):
     items = Item.objects.filter(study=study, is_gold=gold).exclude(pk__in=mine)
     if not gold:
         items = items.filter(n_assigned__lt=study.annotations_per_item)
-    return items.order_by("-n_assigned", "-n_completed", "position", "id")
+    return items.order_by("-n_assigned", "position", "id")  # matches item_pool_idx
 
 
 class _NoRow(Exception):
@@ -162,8 +162,10 @@ def next_assignment(study, user, now=None):
     if not can_annotate(user, study):
         raise NotAllowed(f"{user} may not annotate {study.slug}")
     now = now or timezone.now()
-    with _serialized():  # own transaction: its item locks are released before we pick
-        reclaim_expired(study, now)
+    expired = Assignment.objects.filter(study=study, completed_at__isnull=True, expires_at__lte=now)
+    if expired.exists():  # cheap check first: usually there is nothing to reclaim
+        with _serialized():  # own transaction: its item locks are released before we pick
+            reclaim_expired(study, now)
     with _serialized():
         get_user_model().objects.select_for_update().filter(pk=user.pk).first()
         current = open_assignment(study, user, now)

@@ -15,7 +15,7 @@ from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from .batch_format import BatchInvalid, ErrorList
+from .batch_format import BatchInvalid, ErrorList, unstorable_text
 from .judgments_csv import (JUDGMENT_COLUMNS, PREDICTION_COLUMNS, REQUIRED_JUDGMENT_CELLS,
                             REQUIRED_PREDICTION_CELLS, parse_seconds, parse_timestamp, read_rows)
 from .kinds import TWO_CANDIDATE_KINDS, questions_for
@@ -76,6 +76,10 @@ def _parse(binary_file, columns, required, errors):
             errors.add(line, row)
             continue
         row = {k: v.strip() for k, v in row.items()}
+        unstorable = next(((c, r) for c, r in ((c, unstorable_text(v)) for c, v in row.items()) if r), None)
+        if unstorable:
+            errors.add(line, f"{unstorable[0]}: {unstorable[1]}")
+            continue
         empty = [c for c in required if not row[c]]
         if empty:
             errors.add(line, f"empty {', '.join(empty)}")

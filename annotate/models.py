@@ -67,7 +67,8 @@ class Item(models.Model):
     class Meta:
         ordering = ["study_id", "position"]
         constraints = [models.UniqueConstraint(fields=["study", "item_id"], name="item_unique_in_study")]
-        indexes = [models.Index(fields=["study", "is_gold", "n_assigned"], name="item_pool_idx")]
+        # The assignment engine's scan: fullest free items first, then import order.
+        indexes = [models.Index(fields=["study", "is_gold", "-n_assigned", "position", "id"], name="item_pool_idx")]
 
     def __str__(self):
         return f"{self.study_id}:{self.item_id}"

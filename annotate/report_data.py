@@ -2,65 +2,74 @@
 metric scores, ExPerT scores, judgments, usernames, predictions) with values_list, never
 one query per item, so a study with 100,000 judgments reports within the 3 s budget.
 
-Only the parts of an item's JSON that the report needs are read: candidate ids as text,
-and on PostgreSQL the metric and ExPerT scores unnested into rows by jsonb_each (other
-databases read those JSON keys and flatten them here). Texts are read only for
+Only the parts of an item's JSON that the report needs are read: candidate ids and
+ExPerT scores as text, metric_scores as JSON text parsed here in one pass. Texts are read only for
 similarity_survey studies, whose EGISES-HJ needs them.
 """
+import json
+
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection
+from django.db.models import F, TextField
+from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KT
 
 from annotate import kinds
 from annotate.models import Judgment, Prediction
-from evaluation.report.inputs import ReportInput
+from evaluation.report.inputs import ReportInput, to_float
 
-PG_SCORES = """
-SELECT i.id, m.key, c.key, c.value #>> '{}'
-FROM annotate_item i
-CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(i.data -> 'metric_scores') = 'object'
-                                   THEN i.data -> 'metric_scores' ELSE '{}'::jsonb END) AS m
-CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(m.value) = 'object' THEN m.value ELSE '{}'::jsonb END) AS c
-WHERE i.study_id = %s
-"""
-PG_EXPERT = """
-SELECT i.id, e.key, e.value ->> 'score'
-FROM annotate_item i
-CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(i.data -> 'explanations') = 'object'
-                                   THEN i.data -> 'explanations' ELSE '{}'::jsonb END) AS e
-WHERE i.study_id = %s AND jsonb_typeof(e.value) = 'object'
-"""
+PG_EXPERT_SCORE = ("annotate_item.data -> 'explanations' -> (annotate_item.data -> 'candidates' -> {k} ->> 'id')"
+                   " ->> 'score'")
 
 
-def _rows(sql, params):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
-def _metric_score_rows(study):
-    """[(item pk, metric, candidate id, value text)] of the items' metric_scores."""
+def _json_text(key):
+    """One top-level JSON key of an item as text (PostgreSQL: parsed here in one pass,
+    much cheaper than a JSON converter per row), or the decoded value elsewhere."""
     if connection.vendor == "postgresql":
-        return _rows(PG_SCORES, [study.pk])
-    out = []
-    for pk, scores in study.items.exclude(data__metric_scores=None).values_list("id", "data__metric_scores"):
-        for metric, by_candidate in (scores or {}).items() if isinstance(scores, dict) else []:
-            for candidate, value in (by_candidate or {}).items() if isinstance(by_candidate, dict) else []:
-                out.append((pk, metric, candidate, value))
-    return out
+        return RawSQL(f"(annotate_item.data -> %s)::text", [key], output_field=TextField())
+    return F(f"data__{key}")
 
 
-def _expert_rows(study):
-    """[(item pk, candidate id, ExPerT score)] of explanation_choice items."""
+def _decoded(value):
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _expert_columns():
+    """The ExPerT score of each candidate's explanation."""
     if connection.vendor == "postgresql":
-        return _rows(PG_EXPERT, [study.pk])
-    out = []
-    for pk, explanations in study.items.values_list("id", "data__explanations"):
-        for candidate, explanation in (explanations or {}).items() if isinstance(explanations, dict) else []:
-            if isinstance(explanation, dict):
-                out.append((pk, candidate, explanation.get("score")))
-    return out
+        return {f"r_e{k}": RawSQL(PG_EXPERT_SCORE.format(k=k), [], output_field=TextField()) for k in (0, 1)}
+    return {"r_explanations": F("data__explanations")}
+
+
+def _score_arrays(candidates, metric_scores):
+    """Long arrays (item index, metric, candidate id, value) of the items' metric_scores,
+    for the two candidates of each item. On PostgreSQL `metric_scores` are JSON texts,
+    decoded with one json.loads of the whole column."""
+    texts = [m if m is not None else "null" for m in metric_scores]
+    if texts and all(isinstance(t, str) for t in texts):
+        metric_scores = json.loads("[" + ",".join(texts) + "]")
+    by_metric = {}
+    for index, (scores, first, second) in enumerate(zip(metric_scores, candidates[:, 0].tolist(),
+                                                        candidates[:, 1].tolist())):
+        if not isinstance(scores, dict):
+            continue
+        for metric, by_candidate in scores.items():
+            if isinstance(by_candidate, dict):
+                rows = by_metric.setdefault(metric, ([], [], []))
+                rows[0].append(index)
+                rows[1].append(by_candidate.get(first))
+                rows[2].append(by_candidate.get(second))
+    items, metrics, cands, values = [], [], [], []
+    for metric, (index, first, second) in by_metric.items():
+        index = np.asarray(index, dtype=np.int64)
+        items += [index, index]
+        metrics.append(np.full(2 * len(index), metric, dtype=object))
+        cands += [candidates[index, 0], candidates[index, 1]]
+        values += [to_float(first), to_float(second)]
+    if not items:
+        return None, None, None, None
+    return np.concatenate(items), np.concatenate(metrics), np.concatenate(cands), np.concatenate(values)
 
 
 class _Index:
@@ -84,14 +93,18 @@ def fetch_report_input(study):
     kind = study.kind
     columns = {}
     if kind in kinds.TWO_CANDIDATE_KINDS:
-        columns = {"r_a": KT("data__candidates__0__id"), "r_b": KT("data__candidates__1__id")}
+        columns.update(r_a=KT("data__candidates__0__id"), r_b=KT("data__candidates__1__id"))
+    if kind in kinds.PAIRWISE_KINDS:
+        columns.update(r_scores=_json_text("metric_scores"))
+    if kind == kinds.EXPLANATION_CHOICE:
+        columns.update(_expert_columns())
     if kind == kinds.SIMILARITY_SURVEY:
-        columns = {"r_document": "data__document", "r_users": "data__users", "r_pairs": "data__pairs"}
-    items_qs = study.items.order_by("position", "id")
-    expressions = {k: v for k, v in columns.items() if not isinstance(v, str)}
-    fields = [k if k in expressions else v for k, v in columns.items()]
-    items = list(items_qs.annotate(**expressions).values_list("id", "item_id", "is_gold", *fields))
-    index = _Index(_column(items, 0))
+        columns.update(r_document=F("data__document"), r_users=F("data__users"), r_pairs=F("data__pairs"))
+    items = list(study.items.order_by("position", "id").annotate(**columns)
+                 .values_list("id", "item_id", "is_gold", *columns))
+    col = {name: 3 + k for k, name in enumerate(columns)}
+    pks = _column(items, 0)
+    index = _Index(pks)
     item_ids = _column(items, 1)
     is_gold = np.array(_column(items, 2), dtype=bool)
     gold = [None] * len(items)
@@ -103,16 +116,27 @@ def fetch_report_input(study):
     candidates = item_data = None
     if kind in kinds.TWO_CANDIDATE_KINDS:
         candidates = np.empty((len(items), 2), dtype=object)
-        candidates[:, 0] = _column(items, 3)
-        candidates[:, 1] = _column(items, 4)
+        candidates[:, 0] = _column(items, col["r_a"])
+        candidates[:, 1] = _column(items, col["r_b"])
     if kind == kinds.SIMILARITY_SURVEY:
-        item_data = [{"document": row[3] or {}, "users": row[4] or [], "pairs": row[5] or []} for row in items]
-
-    scores = _metric_score_rows(study) if kind in kinds.PAIRWISE_KINDS else []
-    expert = _expert_rows(study) if kind == kinds.EXPLANATION_CHOICE else []
+        item_data = [{"document": row[col["r_document"]] or {}, "users": row[col["r_users"]] or [],
+                      "pairs": row[col["r_pairs"]] or []} for row in items]
+    scores = (_score_arrays(candidates, _column(items, col["r_scores"])) if "r_scores" in col
+              else (None, None, None, None))
+    expert = []
+    if "r_e0" in col:
+        for k in (0, 1):
+            expert += [(row[0], c, row[col[f"r_e{k}"]]) for row, c in zip(items, candidates[:, k])
+                       if row[col[f"r_e{k}"]] is not None]
+    elif "r_explanations" in col:
+        for row in items:
+            for candidate, explanation in (_decoded(row[col["r_explanations"]]) or {}).items():
+                if isinstance(explanation, dict):
+                    expert.append((row[0], candidate, explanation.get("score")))
 
     want_time = kind == kinds.ASPECT_PAIRWISE
-    rows = list(Judgment.objects.filter(study=study).order_by("id").values_list(
+    judgments = Judgment.objects.filter(study=study)
+    rows = list((judgments.order_by("id") if want_time else judgments).values_list(
         "item_id", "annotator_id", "question", "value", "shown_order", "seconds",
         *(["submitted_at"] if want_time else [])))
     user_ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
@@ -139,8 +163,7 @@ def fetch_report_input(study):
         j_question=_column(rows, 2), j_value=_column(rows, 3), j_shown=_column(rows, 4),
         j_seconds=np.array([np.nan if r[5] is None else r[5] for r in rows], dtype=float),
         j_time=j_time,
-        s_item=index(r[0] for r in scores), s_metric=_column(scores, 1), s_candidate=_column(scores, 2),
-        s_value=_column(scores, 3),
+        s_item=scores[0], s_metric=scores[1], s_candidate=scores[2], s_value=scores[3],
         e_item=index(r[0] for r in expert), e_candidate=_column(expert, 1), e_value=_column(expert, 2),
         p_item=index(r[0] for r in preds), p_evaluator=_column(preds, 1), p_annotator=_column(preds, 2),
         p_question=_column(preds, 3), p_value=_column(preds, 4),

@@ -123,7 +123,7 @@ def submit(assignment_id, user, answers, seconds=None, now=None):
         seconds = parse_seconds(seconds)
         if seconds is None:
             seconds = max(0.0, (now - assignment.created_at).total_seconds())
-        Judgment.objects.bulk_create([
+        judgments = Judgment.objects.bulk_create([
             Judgment(study=study, item=item, assignment=assignment, annotator=user, question=qid, value=value,
                      shown_order=judgment_shown_order(assignment.shown_order, qid), seconds=seconds,
                      submitted_at=now)
@@ -132,7 +132,7 @@ def submit(assignment_id, user, answers, seconds=None, now=None):
         assignment.completed_at, assignment.seconds = now, seconds
         assignment.save(update_fields=["completed_at", "seconds"])
         Item.objects.filter(pk=item.pk).update(n_completed=F("n_completed") + 1)
-        return assignment, stored_judgments(assignment), True
+        return assignment, judgments, True
 
 
 def can_edit(assignment):

@@ -88,7 +88,11 @@ def interval_case(repeats, tmpdir):
     child = PKG_CHILD.replace("__LIMIT__", str(4 * 2**30))
     proc = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True,
                           text=True, timeout=600)
+    other_levels = {f"ours_{level}_s": best_of(
+        lambda level=level: krippendorff_alpha(u, c, values, level), repeats)[0]
+        for level in ("ordinal", "ratio")}
     return {"case": "interval 5 x 20,000, 1,000 distinct values", "judgments": len(u),
+            **other_levels,
             "distinct_values": int(len(np.unique(values))), "ours_s": ours_s,
             "ours_peak_mb": peak / 2**20, "alpha": ours.value,
             "krippendorff_pkg": (proc.stdout.strip() or proc.stderr.strip()[-300:])}

@@ -10,6 +10,7 @@ between runs on the same machine.
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,6 +31,9 @@ def main():
     parser.add_argument("--max-new-tokens", type=int, default=24)
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--batch-sizes", default="1,4,16")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="batch sizes are measured in interleaved rounds (1, 4, 16, 1, 4, 16, ...) so that "
+                             "load changes on a shared machine hit all of them; the median is reported")
     args = parser.parse_args()
 
     import django
@@ -48,21 +52,27 @@ def main():
     params = SamplingParams(max_new_tokens=args.max_new_tokens)
     backend.batch_size = 1
     backend.generate(prompts[:1], SamplingParams(max_new_tokens=4))  # warm-up
-    runs = []
-    for size in [int(s) for s in args.batch_sizes.split(",")]:
-        backend.batch_size = size
-        t0 = time.perf_counter()
-        out = backend.generate(prompts, params)
-        seconds = time.perf_counter() - t0
-        tokens = sum(g.tokens_out for gens in out for g in gens)
-        runs.append({"batch_size": size, "seconds": round(seconds, 3), "tokens_out": tokens,
-                     "tokens_per_second": round(tokens / seconds, 2)})
+    sizes = [int(s) for s in args.batch_sizes.split(",")]
+    measured = {size: [] for size in sizes}
+    tokens = {}
+    for _ in range(args.rounds):
+        for size in sizes:
+            backend.batch_size = size
+            t0 = time.perf_counter()
+            out = backend.generate(prompts, params)
+            seconds = time.perf_counter() - t0
+            tokens[size] = sum(g.tokens_out for gens in out for g in gens)
+            measured[size].append(tokens[size] / seconds)
+    runs = [{"batch_size": size, "tokens_out": tokens[size],
+             "tokens_per_second_each_round": [round(v, 2) for v in measured[size]],
+             "tokens_per_second": round(statistics.median(measured[size]), 2)} for size in sizes]
     reference = runs[0]["tokens_per_second"]
     for run in runs:
         run["speedup_vs_batch_1"] = round(run["tokens_per_second"] / reference, 2)
     print(json.dumps({"model": "smollm2 (SmolLM2-135M-Instruct Q4_1 GGUF, de-quantized)", "device": args.device,
                       "torch_threads": torch.get_num_threads(), "load_seconds": round(load_seconds, 1),
-                      "prompts": args.prompts, "max_new_tokens": args.max_new_tokens, "runs": runs}, indent=2))
+                      "prompts": args.prompts, "max_new_tokens": args.max_new_tokens, "rounds": args.rounds,
+                      "runs": runs}, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+"""humeval statistics engine: plain NumPy/SciPy functions, no Django (see README.md)."""

@@ -224,3 +224,6 @@ def leave_one_out_agreement(units, coders, values):
         label: (float(n_agree[i] / n_def[i]) if n_def[i] else None)
         for i, label in enumerate(c.coder_labels.tolist())
     }
+
+
+pairwise_kappa = pairwise_cohen_kappa  # the name statistics.md uses

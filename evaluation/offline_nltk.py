@@ -57,12 +57,14 @@ def _install(target: Path) -> None:
             continue
         dst = target / src.name
         if not dst.exists() or dst.stat().st_size != src.stat().st_size:
-            tmp = dst.with_name(dst.name + ".part")
+            tmp = dst.with_name(f"{dst.name}.{os.getpid()}.part")
             shutil.copyfile(src, tmp)
             os.replace(tmp, dst)
     lexnames = target / "lexnames"
     if not lexnames.exists() or lexnames.read_text() != _lexnames_text():
-        lexnames.write_text(_lexnames_text())
+        tmp = lexnames.with_name(f"lexnames.{os.getpid()}.part")
+        tmp.write_text(_lexnames_text())
+        os.replace(tmp, lexnames)
 
 
 def ensure_wordnet() -> str:

@@ -39,7 +39,8 @@ def reviewer_prior(judgments):
     judgments: [(item, annotator, chosen_position, time)] where chosen_position is the
     position (e.g. "A"/"B" or 1/2) of the candidate the annotator chose and time is any
     comparable submit time. Each judgment is predicted by the same annotator's earliest
-    judgment on another item (ties in time: smallest item id as text). An annotator with
+    judgment on another item (ties in time: smallest item id as text; a judgment with
+    time None counts as later than every timed one). An annotator with
     no other judgment gets "N/A".
     """
     by_annotator = {}
@@ -47,7 +48,7 @@ def reviewer_prior(judgments):
         by_annotator.setdefault(annotator, []).append((time, str(item), item, position))
     predictions = {}
     for annotator, rows in by_annotator.items():
-        rows.sort(key=lambda r: (r[0], r[1]))
+        rows.sort(key=lambda r: (r[0] is None, r[0], r[1]))  # no time: after all timed ones
         for _, _, item, _ in rows:
             other = next((r for r in rows if r[2] != item), None)
             predictions[(item, annotator)] = other[3] if other else NOT_AVAILABLE

@@ -22,7 +22,7 @@ def factorize(x):
         except TypeError:  # mixed types (e.g. int and str) cannot be sorted together
             labels, codes = np.unique(arr.astype(str), return_inverse=True)
         return labels, codes.ravel()
-    if arr.dtype.kind in "iub" and arr.size:
+    if arr.dtype.kind in "iu" and arr.size:
         lo, hi = int(arr.min()), int(arr.max())
         if hi - lo <= 4 * arr.size + 1024:  # small integer range: counting, no sort
             shifted = arr.astype(np.int64) - lo

@@ -9,8 +9,12 @@ duplicates.
 """
 from annotate.models import Item, Prediction, Study
 
+from .egises_scores import EVALUATOR as EGISES, egises_scores
 from .jobs import JobParamsError, register_job_kind
 from .metrics.registry import get_metric
+
+# Metrics computed over the whole study once every item is done (they need user groups).
+STUDY_METRICS = {EGISES}
 
 DEFAULT_METRICS = ["rouge1", "rougeL", "bleu", "meteor", "bertscore"]
 
@@ -25,7 +29,8 @@ def parse_metrics(value):
     if not names:
         raise JobParamsError("no metrics given (e.g. --metrics rougeL,bleu)")
     for name in names:
-        get_metric(name)  # raises UnknownMetric with the known names
+        if name not in STUDY_METRICS:
+            get_metric(name)  # raises UnknownMetric with the known names
     return list(dict.fromkeys(names))
 
 
@@ -38,10 +43,12 @@ def validate_score_params(params):
         raise JobParamsError(f"study {slug!r} does not exist")
     if not study.items.exists():
         raise JobParamsError(f"study {slug!r} has no items")
+    metrics = parse_metrics(params.get("metrics") or DEFAULT_METRICS)
     first = study.items.first().data
-    if not isinstance(first.get("candidates"), list):
-        raise JobParamsError(f"study {slug!r} is {study.kind}: its items have no candidates to score")
-    out = dict(params, study=slug, metrics=parse_metrics(params.get("metrics") or DEFAULT_METRICS))
+    if not isinstance(first.get("candidates"), list) and set(metrics) - STUDY_METRICS:
+        raise JobParamsError(f"study {slug!r} is {study.kind}: its items have no candidates to score "
+                             f"(only {', '.join(sorted(STUDY_METRICS))} applies)")
+    out = dict(params, study=slug, metrics=metrics)
     out.pop("slug", None)
     return out
 
@@ -69,6 +76,8 @@ def score_chunk(job, keys):
     rows = []
     per_item = {key: {} for key in keys}
     for metric in job.params["metrics"]:
+        if metric in STUDY_METRICS:
+            continue
         fn = get_metric(metric)
         model = job.params.get("encoder") if getattr(fn, "model_kind", "llm") == "encoder" else job.params.get("model")
         scores = fn(records, model=model or None, device=job.params.get("device"))
@@ -84,10 +93,24 @@ def score_chunk(job, keys):
     return per_item
 
 
+def store_egises(study_slug):
+    items = list(Item.objects.filter(study__slug=study_slug).order_by("position"))
+    rows, summary = egises_scores(items)
+    Prediction.objects.bulk_create(
+        [Prediction(study_id=item.study_id, item=item, evaluator=EGISES, annotator="", question=question,
+                    value=format_score(value)) for item, question, value in rows],
+        update_conflicts=True, unique_fields=["item", "evaluator", "annotator", "question"], update_fields=["value"])
+    return summary
+
+
 def score_finish(job):
+    extra = store_egises(job.params["study"]) if EGISES in job.params["metrics"] else None
     n = Prediction.objects.filter(study__slug=job.params["study"], evaluator__in=job.params["metrics"],
                                   annotator="").count()
-    return {"study": job.params["study"], "metrics": job.params["metrics"], "n_scores": n}
+    result = {"study": job.params["study"], "metrics": job.params["metrics"], "n_scores": n}
+    if extra is not None:
+        result[EGISES] = extra
+    return result
 
 
 register_job_kind("score", items=score_items, process_chunk=score_chunk, finish=score_finish,

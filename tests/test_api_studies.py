@@ -158,3 +158,14 @@ def test_upload_form(client, admin_user_, annotators):
     assert client.get("/studies/form-study/upload/").status_code == 403
     client.logout()
     assert client.get("/batches/upload/").status_code == 302
+
+
+def test_django_admin_lists_every_annotate_model(client, django_user_model):
+    superuser = django_user_model.objects.create_superuser("root-admin", password=None)
+    import_batch_bytes(jsonl(header("adm", "pairwise_alignment"), pairwise("a", metric_scores={"b": {"m1": 1}})))
+    client.force_login(superuser)
+    for model in ("study", "batch", "item", "assignment", "judgment", "prediction", "auditlog"):
+        response = client.get(f"/admin/annotate/{model}/")
+        assert response.status_code == 200, model
+    item = Item.objects.get()
+    assert client.get(f"/admin/annotate/item/{item.pk}/change/").status_code == 200

@@ -281,7 +281,7 @@ def test_command_prints_json_and_lists_errors(tmp_path):
         "line 3: expected a JSON object, got str"]
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_command_in_a_real_process(tmp_path):
     """stdout holds exactly one JSON document; on failure exit 1 and `line N:` lines on stderr."""
     db = settings.DATABASES["default"]

@@ -163,3 +163,55 @@ def test_edit_is_audited_and_closes_when_the_item_completes(annotators):
     assert "complete" in response.json()["detail"]
     assert Judgment.objects.get(annotator=annotators[0]).value == "m2"
     assert post_answers(c1, a1, {"choice": "m9", "edit": "true"}).status_code == 409
+
+
+def test_annotator_quality_gold_accuracy_and_median_seconds(annotators):
+    """ann1 answers 3 gold items (gold choice m1): m1, m1, m2 -> 2/3 correct; with one
+    real item, its item times are 10, 20, 40, 5 seconds -> median (10 + 20) / 2 = 15.0."""
+    from annotate.assignment import next_assignment
+    from annotate.quality import annotator_quality
+    from annotate.submission import submit
+
+    study = make_study(overlap=1, gold_rate=0.0)
+    make_items(study, 1)
+    gold_items = make_items(study, 3, gold={"choice": "m1"})
+    user = annotators[0]
+    for seconds, item, value in zip((10, 20, 40), gold_items, ("m1", "m1", "m2")):
+        a = Assignment.objects.create(study=study, item=item, annotator=user, shown_order={})
+        submit(a.pk, user, {"choice": value}, seconds=seconds)
+    a = next_assignment(study, user)
+    submit(a.pk, user, {"choice": "m2"}, seconds=5)
+    quality = annotator_quality(study)["ann1"]
+    assert quality["gold_checked"] == 3 and quality["gold_correct"] == 2
+    assert quality["gold_accuracy"] == pytest.approx(2 / 3)
+    assert quality["median_seconds"] == 15.0
+    assert quality["items"] == 4 and quality["judgments"] == 4
+
+
+def test_quality_page_is_for_researchers_only(client, annotators, researcher):
+    study = make_study()
+    client.force_login(annotators[0])
+    assert client.get(f"/annotate/{study.slug}/quality/").status_code == 403
+    client.force_login(researcher)
+    assert client.get(f"/annotate/{study.slug}/quality/").status_code == 200
+
+
+def test_instructions_markdown_cannot_inject_markup():
+    from annotate.rendering import render_markdown
+
+    html = render_markdown('**Bold** <img src=x onerror=alert(1)> [x](javascript:alert(1)) [ok](https://e.org)')
+    assert "<strong>Bold</strong>" in html
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert 'href="#"' in html and "javascript:" not in html
+    assert 'href="https://e.org"' in html
+
+
+def test_home_lists_studies_with_progress(client, annotators):
+    study = make_study(overlap=1)
+    make_items(study, 2)
+    client.force_login(annotators[0])
+    assert client.get("/").status_code == 200
+    response = client.get("/")
+    assert [(r["done"], r["assigned"], r["total"]) for r in response.context["rows"]] == [(0, 0, 2)]
+    client.logout()
+    assert client.get("/")["Location"].startswith("/login/")

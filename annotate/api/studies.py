@@ -99,11 +99,11 @@ class StudyListView(APIView):
     def get_permissions(self):
         return [IsAdminRole()] if self.request.method == "POST" else [IsAuthenticated()]
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="studies_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
         return Response([study_json(s) for s in visible_studies(request.user)])
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="studies_create", request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
     def post(self, request):
         """Body: the header's study object, e.g. {"slug", "kind", "title", ...}."""
         fields = request.data
@@ -119,7 +119,7 @@ class StudyListView(APIView):
 
 
 class StudyDetailView(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="studies_retrieve", responses={200: OpenApiTypes.OBJECT})
     def get(self, request, slug):
         study = get_object_or_404(visible_studies(request.user), slug=slug)
         return Response(study_json(study))

@@ -57,7 +57,7 @@ def header(inp):
 
 
 def question_rows(js, question):
-    return js.where(js.question == question)
+    return js.of_question(question)
 
 
 def agreement(js, level, value_names):
@@ -152,8 +152,7 @@ def loo_agreement(js, n_questions):
     """{coder code: agreement with the leave-one-out majority}; units = (item, question)."""
     if not len(js):
         return {}
-    labels, q = np.unique(js.question, return_inverse=True)
-    units = js.item * len(labels) + q.ravel()
+    units = js.item * max(len(js.question_names), 1) + js.qcode
     return leave_one_out_agreement(units, js.coder, js.vcode)
 
 
@@ -208,7 +207,8 @@ def base_report(inp, questions, primary_question):
     report["agreement"] = {q: agreement(question_rows(js, q), level, inp.value_names) for q, level in questions}
     choices = [q for q, level in questions if level == NOMINAL]
     if choices:
-        report["position_bias"], first_rates = position_bias_part(js.where(np.isin(js.question, choices)),
+        codes = [k for k, q in enumerate(js.question_names.tolist()) if q in choices]
+        report["position_bias"], first_rates = position_bias_part(js.where(np.isin(js.qcode, codes)),
                                                                   len(inp.annotator_names))
     else:
         report["position_bias"], first_rates = empty_bias(), {}

@@ -21,11 +21,14 @@ def objects(values):
 
 
 def codes_of(values):
-    """(sorted distinct labels, integer code per element) of an object array."""
-    if len(values) == 0:
-        return objects([]), np.zeros(0, dtype=np.int64)
-    labels, codes = np.unique(values, return_inverse=True)
-    return labels, codes.ravel().astype(np.int64)
+    """(sorted distinct labels, integer code per element) of an object array; a dict pass,
+    which beats sorting a large array of Python strings."""
+    seen = {}
+    first = np.fromiter((seen.setdefault(v, len(seen)) for v in values.tolist()), dtype=np.int64, count=len(values))
+    labels = sorted(seen, key=str)
+    rank = np.empty(len(labels), dtype=np.int64)
+    rank[[seen[v] for v in labels]] = np.arange(len(labels))
+    return objects(labels), rank[first] if len(values) else first
 
 
 def to_float(values):
@@ -106,6 +109,7 @@ class ReportInput:
             setattr(self, name, objects(value if value is not None else []))
         self.annotator_names, self.j_coder = codes_of(self.j_annotator)
         self.value_names, self.j_vcode = codes_of(self.j_value)
+        self.question_names, self.j_qcode = codes_of(self.j_question)
 
     @property
     def n_items(self):
@@ -123,20 +127,29 @@ class Judgments:
     item: np.ndarray
     coder: np.ndarray
     vcode: np.ndarray
+    qcode: np.ndarray
     annotator: np.ndarray
     question: np.ndarray
     value: np.ndarray
     shown: np.ndarray
     seconds: np.ndarray
     time: np.ndarray
+    question_names: np.ndarray = None  # labels of qcode
 
     @classmethod
     def of(cls, inp, mask):
-        return cls(inp.j_item[mask], inp.j_coder[mask], inp.j_vcode[mask], inp.j_annotator[mask],
-                   inp.j_question[mask], inp.j_value[mask], inp.j_shown[mask], inp.j_seconds[mask], inp.j_time[mask])
+        return cls(inp.j_item[mask], inp.j_coder[mask], inp.j_vcode[mask], inp.j_qcode[mask], inp.j_annotator[mask],
+                   inp.j_question[mask], inp.j_value[mask], inp.j_shown[mask], inp.j_seconds[mask], inp.j_time[mask],
+                   question_names=inp.question_names)
 
     def where(self, mask):
-        return Judgments(*(getattr(self, f)[mask] for f in self.__dataclass_fields__))
+        rows = {f: getattr(self, f)[mask] for f in self.__dataclass_fields__ if f != "question_names"}
+        return Judgments(**rows, question_names=self.question_names)
+
+    def of_question(self, question):
+        """The rows of one question (compared by code, not by string)."""
+        names = self.question_names.tolist()
+        return self.where(self.qcode == (names.index(question) if question in names else -1))
 
     def __len__(self):
         return len(self.item)

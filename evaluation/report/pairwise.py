@@ -5,7 +5,7 @@ import numpy as np
 from evaluation.alignment import TIE, compare_metrics, metric_alignment, win_rate
 
 from .common import NOMINAL, base_report, clean, majority, question_rows
-from .inputs import to_float
+from .inputs import codes_of, to_float
 
 CHOICE = "choice"
 MISSING_PICKS = ("", "N/A")
@@ -48,8 +48,9 @@ def metric_picks(inp, extra=None):
     unparsed predictions left out)."""
     item, metric, candidate, value = score_rows(inp)
     by_metric = {}
-    for name in np.unique(metric).tolist() if len(metric) else []:
-        mask = metric == name
+    names, code = codes_of(metric)
+    for k, name in enumerate(names.tolist()):
+        mask = code == k
         by_metric[str(name)] = picks_from_scores(inp, item[mask], candidate[mask], value[mask])
     for name, (e_item, e_candidate, e_value) in (extra or {}).items():
         if name not in by_metric and len(e_item):

@@ -70,9 +70,11 @@ def profile_for(history, index, k):
     return (earlier + later)[:k]
 
 
-def perse_predict(study, backend, *, k=1, evaluator="perse-smollm2", max_new_tokens=8, max_chars=1500, batched=True):
-    """Predict every non-gold judgment of `study` and store the predictions (idempotent:
-    re-running replaces this evaluator's values). Returns counts."""
+def perse_predict(study, backend, *, k=1, evaluator="perse-smollm2", max_new_tokens=8, max_chars=1500, batched=True,
+                  annotators=None):
+    """Predict every non-gold judgment of `study` (of `annotators` usernames only, when
+    given) and store the predictions (idempotent: re-running replaces this evaluator's
+    values). Returns counts."""
     from annotate.models import Judgment, Prediction
 
     if study.kind != ASPECT_PAIRWISE:
@@ -82,6 +84,8 @@ def perse_predict(study, backend, *, k=1, evaluator="perse-smollm2", max_new_tok
     aspects = {a["key"]: a["question"] for a in study_aspects(study.config)}
     judgments = (Judgment.objects.filter(study=study, item__is_gold=False, question__in=list(aspects))
                  .select_related("item", "annotator").order_by("submitted_at", "id"))
+    if annotators is not None:
+        judgments = judgments.filter(annotator__username__in=list(annotators))
     histories = defaultdict(list)
     for j in judgments:
         histories[(j.annotator.username, j.question)].append(j)
@@ -100,8 +104,10 @@ def perse_predict(study, backend, *, k=1, evaluator="perse-smollm2", max_new_tok
     values = [parse_answer(text, item.data) for (_, _, item), text in zip(jobs, texts)]
 
     with transaction.atomic():
-        existing = {(p.item_id, p.annotator, p.question): p for p in
-                    Prediction.objects.filter(study=study, evaluator=evaluator)}
+        existing = Prediction.objects.filter(study=study, evaluator=evaluator)
+        if annotators is not None:
+            existing = existing.filter(annotator__in=list(annotators))
+        existing = {(p.item_id, p.annotator, p.question): p for p in existing}
         create, update = [], []
         for (username, aspect, item), value in zip(jobs, values):
             row = existing.get((item.id, username, aspect))

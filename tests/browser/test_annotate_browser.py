@@ -224,7 +224,8 @@ def test_aspect_pairwise_with_the_keyboard_and_narrow_screen(django_user_model, 
 
 def test_minimum_time_warning_and_hidden_tab_time(django_user_model, live_server, new_page):
     """min_seconds 2: an answer after <2 s is held back with a warning; Enter again sends
-    it. The tab is then 'hidden' for ~1.5 s on the next item; that time is not counted."""
+    it. The tab is then 'hidden' for 1.5 s on the next item: the stored seconds are at
+    least the 2.2 s visible and at most the wall time minus the hidden 1.5 s (0.1 slack)."""
     user = annotator(django_user_model)
     study_with_item(PAIRWISE_ALIGNMENT, PAIRWISE_DATA, min_seconds=2, n=2)
     page = new_page()
@@ -238,19 +239,19 @@ def test_minimum_time_warning_and_hidden_tab_time(django_user_model, live_server
     press(page, "Enter")
     page.wait_for_selector("#edit-previous")
     assert Judgment.objects.count() == 1
-    # second item: hide the tab for 1.5 s of the ~2.5 s it is shown
+    # second item: hide the tab for 1.5 s of the ~3.7 s it is shown (visible ~2.2 s > minimum)
     started = time.monotonic()
     set_visibility = ("s => { Object.defineProperty(document, 'visibilityState', {value: s, configurable: true});"
                       " document.dispatchEvent(new Event('visibilitychange')); }")
     page.evaluate(set_visibility, "hidden")
     time.sleep(1.5)
     page.evaluate(set_visibility, "visible")
-    time.sleep(1.0)
+    time.sleep(2.2)
     press(page, "2", "Enter")
     wall = time.monotonic() - started
     wait_done(page)
     second = Judgment.objects.filter(annotator=user).order_by("-id").first()
-    assert 0.9 <= second.seconds <= wall - 1.4, (second.seconds, wall)
+    assert 2.0 <= second.seconds <= wall - 1.4, (second.seconds, wall)
 
 
 def test_double_submit_and_audited_edit(django_user_model, live_server, new_page):

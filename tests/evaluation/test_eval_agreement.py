@@ -240,3 +240,42 @@ def test_cohen_matches_sklearn(pairs):
         assert ours is None
     else:
         assert ours == pytest.approx(cohen_kappa_score(a, b), abs=1e-9)
+
+
+def _brute_majority(values):
+    from collections import Counter
+    counts = Counter(values).most_common()
+    if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
+        return None
+    return counts[0][0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.none(), st.sampled_from("abc")), min_size=4, max_size=4),
+                min_size=1, max_size=10))
+def test_leave_one_out_and_majority_match_brute_force(rows):
+    """rows[unit][coder]: compare against direct Counter-based definitions."""
+    from evaluation.majority import majority_labels
+
+    units, coders, values = [], [], []
+    for unit, row in enumerate(rows):
+        for coder, x in enumerate(row):
+            if x is not None:
+                units.append(unit)
+                coders.append(coder)
+                values.append(x)
+    expected = {}
+    for coder in set(coders):
+        hits = []
+        for unit, row in enumerate(rows):
+            if row[coder] is None:
+                continue
+            others = [x for c, x in enumerate(row) if c != coder and x is not None]
+            majority = _brute_majority(others)
+            if majority is not None:
+                hits.append(row[coder] == majority)
+        expected[coder] = sum(hits) / len(hits) if hits else None
+    assert leave_one_out_agreement(units, coders, values) == pytest.approx(expected)
+    present = {u: [x for x in row if x is not None] for u, row in enumerate(rows)}
+    assert majority_labels(units, values) == {
+        u: _brute_majority(xs) for u, xs in present.items() if xs}

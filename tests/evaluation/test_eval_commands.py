@@ -82,3 +82,16 @@ def test_egises_command_subprocess(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "line 1: invalid JSON" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_evaluation_never_imports_django():
+    """Import every module of ours in a fresh interpreter: Django must stay unloaded."""
+    modules = ["agreement", "alignment", "bootstrap", "correlation", "egises", "expert_score",
+               "jsd", "majority", "offline_nltk", "paradoxes", "perdoc", "position_bias",
+               "tabulate", "text"]
+    code = ("import sys\n" + "".join(f"import evaluation.{m}\n" for m in modules)
+            + "print(any(name.split('.')[0] == 'django' for name in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"

@@ -46,6 +46,9 @@ def test_reviewer_prior_uses_earliest_other_judgment():
             ("i1", "ann2", "A", 5)]
     assert reviewer_prior(rows) == {("i1", "ann1"): "B", ("i2", "ann1"): "A",
                                     ("i3", "ann1"): "A", ("i1", "ann2"): "N/A"}
+    # Missing times sort after timed judgments; equal times go by item id.
+    rows = [("i2", "a", "B", None), ("i3", "a", "A", 4), ("i1", "a", "B", 4)]
+    assert reviewer_prior(rows) == {("i1", "a"): "A", ("i3", "a"): "B", ("i2", "a"): "B"}
 
 
 def test_expert_scores_hand_example():

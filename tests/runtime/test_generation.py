@@ -152,3 +152,22 @@ def test_discriminative_selection_by_hand():
     assert [i["item_id"] for i in pick_discriminative(items, 2)] == ["y", "z"]
     assert [i["item_id"] for i in pick_discriminative(items, 1)] == ["z"]
     assert disagreement({"m": None, "n": 1.0}, {"m": 2.0, "n": 0.5}) == (0, 1)  # None: no vote
+
+
+def test_generate_icopernicus_passes_its_arguments(monkeypatch, tmp_path):
+    import models_runtime.icopernicus as ico
+
+    seen = {}
+
+    def fake(input_path, models, out_batch, out_table, slug, **kwargs):
+        seen.update(input=input_path, models=models, out_batch=out_batch, out_table=out_table, slug=slug, **kwargs)
+        return {"documents": 1, "items": 1}
+
+    monkeypatch.setattr(ico, "run_icopernicus", fake)
+    stdout = StringIO()
+    call_command("generate", "icopernicus", "--input", "in.jsonl", "--models", "smollm2,other", "--out-batch", "b.jsonl",
+                 "--out-table", "t.csv", "--slug", "ico", "--device", "cpu", stdout=stdout, stderr=StringIO())
+    assert json.loads(stdout.getvalue()) == {"documents": 1, "items": 1}
+    assert (seen["input"], seen["models"], seen["out_batch"], seen["out_table"], seen["slug"], seen["device"]) == (
+        "in.jsonl", "smollm2,other", "b.jsonl", "t.csv", "ico", "cpu")
+    assert callable(seen["progress"])

@@ -91,3 +91,25 @@ def test_probes_command(tmp_path, monkeypatch, capsys):
     assert out["order_swap"] == {"pairwise": {"flip_rate": 1.0, "flips": 1, "n": 1, "unparsed": 0}}
     with pytest.raises(CommandError, match="unknown metric"):
         call_command("probes", "--input", str(tmp_path / "pw.jsonl"), "--metrics", "nonsense")
+
+
+@pytest.mark.django_db
+def test_expert_batch_and_perse_as_jobs(tmp_path, monkeypatch, annotators):
+    """Both judge runs also exist as resumable job kinds (run in process without a broker)."""
+    from models_runtime.jobs import submit_job
+
+    from runtime_judges.test_perse import make_study
+
+    monkeypatch.setattr("models_runtime.judges.jobs._backend", lambda params: ScriptedBackend(
+        lambda text, p, j: "Plot A" if "reader" in text else pasta_script(text, p, j)))
+    out = tmp_path / "expl.jsonl"
+    job = submit_job("expert_batch", {"input": write_jsonl(tmp_path / "pw.jsonl", PAIR_BATCH), "out": str(out)})
+    assert job.state == "done", job.errors
+    assert job.result == {"study": "pasta-explanations", "items": 1, "failed": 0, "llm_calls": 18, "out": str(out)}
+    assert len(out.read_text().splitlines()) == 2
+
+    study, _ = make_study(annotators)
+    job = submit_job("perse", {"study": study.slug, "k": 2})
+    assert job.state == "done", job.errors
+    assert job.result == {"study": study.slug, "evaluator": "perse-smollm2", "predictions": 6, "unparsed": 0}
+    assert (job.total, job.done) == (2, 2)  # ann1 and ann2

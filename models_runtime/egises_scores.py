@@ -1,0 +1,83 @@
+"""EGISES-JSD as stored metric scores, wherever a study has user groups.
+
+EGISES needs several readers of one document, so it is computed over the whole study
+(not per chunk), after the per-item metrics:
+- `similarity_survey` items (a document, two users, a reference pair and model pairs):
+  each model pair gets DEGRESS of that document (question = pair id), and the result
+  gives the corpus EGISES per (model, prompt style).
+- pairwise items whose `meta` has `doc_id` and `user` (one item per reader of a
+  document; document text = `meta.document`, else the item's `input`): each candidate
+  id gets, on each item, DEGRESS of its document for that candidate's outputs across the
+  document's readers; the result gives the corpus EGISES per candidate id.
+Stored values are DEGRESS (higher = more personalized, the metric convention of the
+reports); EGISES = 1 - mean DEGRESS (lower = better) is in the job result. Items
+without a group are left without a score and counted.
+"""
+from collections import defaultdict
+
+from evaluation.egises import egises
+
+EVALUATOR = "egises_jsd"
+
+
+def _doc(doc_id, text, title, references, summaries):
+    return {"doc_id": doc_id, "text": text, "title": title, "references": references, "summaries": summaries}
+
+
+def survey_documents(items):
+    """{(model, style): [(item, pair id, document dict)]} from similarity_survey items."""
+    groups = defaultdict(list)
+    for item in items:
+        data = item.data
+        users = data.get("users") or []
+        ref = next((p for p in data.get("pairs", []) if p.get("source") == "reference"), None)
+        if ref is None or len(users) != 2:
+            continue
+        document = data.get("document") or {}
+        for pair in data.get("pairs", []):
+            if pair.get("source") != "model":
+                continue
+            doc = _doc(item.item_id, document.get("text", ""), document.get("title"),
+                       dict(zip(users, ref["texts"])), dict(zip(users, pair["texts"])))
+            groups[(pair.get("model", ""), pair.get("prompt_style", ""))].append((item, pair["id"], doc))
+    return groups
+
+
+def pairwise_documents(items):
+    """{candidate id: [(items of the document, document dict)]} from items with meta doc_id/user."""
+    by_doc = defaultdict(list)
+    for item in items:
+        meta = item.meta or {}
+        if meta.get("doc_id") is not None and meta.get("user") is not None:
+            by_doc[str(meta["doc_id"])].append(item)
+    groups = defaultdict(list)
+    for doc_id, members in by_doc.items():
+        if len({str(i.meta["user"]) for i in members}) < 2:
+            continue
+        first = members[0]
+        text = (first.meta or {}).get("document") or first.data.get("input", "")
+        references = {str(i.meta["user"]): i.data.get("reference", "") for i in members}
+        for cid in {c["id"] for i in members for c in i.data.get("candidates", [])}:
+            summaries = {str(i.meta["user"]): next((c["text"] for c in i.data["candidates"] if c["id"] == cid), "")
+                         for i in members}
+            groups[cid].append((members, _doc(doc_id, text, None, references, summaries)))
+    return groups
+
+
+def egises_scores(items):
+    """-> (rows [(item, question, degress or None)], summary). `items`: Item objects."""
+    rows, summary, scored = [], {}, set()
+    for (model, style), entries in survey_documents(items).items():
+        for item, pair_id, doc in entries:
+            rows.append((item, pair_id, egises([doc])["degress"]))
+            scored.add(item.pk)
+        corpus = egises([doc for _, _, doc in entries])
+        summary.setdefault(model, {})[style] = corpus["egises"]
+    for cid, entries in pairwise_documents(items).items():
+        for members, doc in entries:
+            degress = egises([doc])["degress"]
+            for item in members:
+                rows.append((item, cid, degress))
+                scored.add(item.pk)
+        summary[cid] = egises([doc for _, doc in entries])["egises"]
+    return rows, {"egises": summary, "items_without_group": sum(1 for i in items if i.pk not in scored)}

@@ -1,0 +1,73 @@
+"""The admin batch upload form in Debian's Chromium: a bad file shows every `line N:` error
+and writes nothing; a good file loads and links to the new study."""
+import json
+import os
+
+import pytest
+
+from annotate.models import Item, Study
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the ORM is used beside Playwright's loop
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--disable-gpu"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def plain_http_live_server():
+    from django.test.utils import override_settings
+
+    override = override_settings(SECURE_SSL_REDIRECT=False, SESSION_COOKIE_SECURE=False,
+                                 CSRF_COOKIE_SECURE=False, SECURE_HSTS_SECONDS=0)
+    override.enable()
+    yield
+    override.disable()
+
+
+@pytest.fixture
+def page(live_server, client, django_user_model):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian chromium is not installed")
+    from django.contrib.auth.models import Group
+
+    admin = django_user_model.objects.create_user("upload-admin")
+    admin.groups.add(Group.objects.get(name="admins"))
+    client.force_login(admin)
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        context = chromium.new_context()
+        context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
+        yield context.new_page()
+        chromium.close()
+
+
+def batch(*items):
+    head = {"study": {"slug": "browser-upload", "kind": "aspect_pairwise", "title": "Plots"}}
+    return ("\n".join(json.dumps(o) for o in (head, *items)) + "\n").encode()
+
+
+def plot(item_id, premise="A premise."):
+    return {"item_id": item_id, "premise": premise,
+            "candidates": [{"id": "a", "text": "Plot one."}, {"id": "b", "text": "Plot two."}]}
+
+
+def test_upload_form_in_a_browser(page, live_server):
+    page.goto(f"{live_server.url}/batches/upload/")
+    page.set_input_files("#batch", files=[{"name": "bad.jsonl", "mimeType": "application/x-ndjson",
+                                           "buffer": batch(plot("p1"), plot("p2", premise=""), plot("p1"))}])
+    page.click("#upload-submit")
+    page.wait_for_selector("#upload-errors", timeout=30000)
+    errors = page.locator("#upload-errors li").all_inner_texts()
+    assert errors == ["line 3: 'premise' must be a non-empty string", "line 4: duplicate item_id 'p1' (first on line 2)"]
+    assert Study.objects.count() == 0
+
+    page.set_input_files("#batch", files=[{"name": "good.jsonl", "mimeType": "application/x-ndjson",
+                                           "buffer": batch(plot("p1"), plot("p2"))}])
+    page.click("#upload-submit")
+    page.wait_for_selector("#upload-result", timeout=30000)
+    assert "2 new items" in page.locator("#upload-result").inner_text()
+    assert page.locator("#upload-result a").get_attribute("href") == "/studies/browser-upload/"
+    assert Item.objects.filter(study__slug="browser-upload").count() == 2

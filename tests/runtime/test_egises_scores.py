@@ -1,0 +1,65 @@
+"""EGISES-JSD stored as scores where user groups exist (hand-worked, two readers).
+
+With two users, the softmax over k != j has one term, so soft = 1 and
+DEGRESS(d) = (min(s_ref, s_model) + 1e-5) / (max(s_ref, s_model) + 1e-5), where s is the
+JSD between the two users' texts. References "apple banana" / "cherry grape" share no
+word: s_ref = 1. Summaries "apple banana" / "apple banana": s_model = 0 -> DEGRESS =
+1e-5 / (1 + 1e-5). Summaries "apple banana" / "apple cherry": p = (1/2, 1/2, 0),
+q = (1/2, 0, 1/2), m = (1/2, 1/4, 1/4), KL(p||m) = 1/2 log2(2) = 1/2 = KL(q||m), JSD = 1/2
+-> DEGRESS = (0.5 + 1e-5) / (1 + 1e-5).
+"""
+import json
+
+import pytest
+
+from annotate.importing import import_batch_bytes
+from models_runtime.jobs import submit_job
+
+from .helpers import scores
+
+pytestmark = pytest.mark.django_db
+FLAT = 1e-5 / (1 + 1e-5)
+HALF = (0.5 + 1e-5) / (1 + 1e-5)
+
+
+def load(lines):
+    return import_batch_bytes(("\n".join(json.dumps(x) for x in lines) + "\n").encode()).study
+
+
+def test_pairwise_items_grouped_by_document_and_user(settings):
+    settings.CELERY_BROKER_URL = ""
+    header = {"study": {"slug": "eg-pairs", "kind": "pairwise_alignment", "title": "t", "instructions": "i"}}
+    items = [
+        {"item_id": "u1", "input": "fruit news today", "reference": "apple banana", "meta": {"doc_id": "d1", "user": "u1"},
+         "candidates": [{"id": "a", "text": "apple banana"}, {"id": "b", "text": "apple banana"}]},
+        {"item_id": "u2", "input": "fruit news today", "reference": "cherry grape", "meta": {"doc_id": "d1", "user": "u2"},
+         "candidates": [{"id": "a", "text": "apple banana"}, {"id": "b", "text": "apple cherry"}]},
+        {"item_id": "alone", "input": "x", "reference": "y", "candidates": [{"id": "a", "text": "p"}, {"id": "b", "text": "q"}]},
+    ]
+    study = load([header] + items)
+    job = submit_job("score", {"study": study.slug, "metrics": "egises_jsd,rouge1"})
+    assert job.state == "done", job.errors
+    assert scores(study, "egises_jsd") == pytest.approx({("u1", "a"): FLAT, ("u2", "a"): FLAT,
+                                                         ("u1", "b"): HALF, ("u2", "b"): HALF})
+    assert job.result["egises_jsd"]["egises"] == pytest.approx({"a": 1 - FLAT, "b": 1 - HALF})
+    assert job.result["egises_jsd"]["items_without_group"] == 1
+    assert scores(study, "rouge1")[("alone", "a")] == 0.0
+
+
+def test_similarity_survey_pairs(settings):
+    settings.CELERY_BROKER_URL = ""
+    header = {"study": {"slug": "eg-survey", "kind": "similarity_survey", "title": "t", "instructions": "i"}}
+    item = {"item_id": "doc1", "document": {"id": "doc1", "text": "fruit market report"}, "users": ["u1", "u2"],
+            "pairs": [{"id": "ref", "source": "reference", "texts": ["apple banana", "cherry grape"]},
+                      {"id": "p1", "source": "model", "model": "m", "prompt_style": "C-0-shot",
+                       "texts": ["apple banana", "apple cherry"]},
+                      {"id": "p2", "source": "model", "model": "m", "prompt_style": "C-2-shot w/o hist",
+                       "texts": ["apple banana", "apple banana"]}]}
+    study = load([header, item])
+    job = submit_job("score", {"study": study.slug, "metrics": "egises_jsd"})
+    assert job.state == "done", job.errors
+    assert scores(study, "egises_jsd") == pytest.approx({("doc1", "p1"): HALF, ("doc1", "p2"): FLAT})
+    assert job.result["egises_jsd"]["egises"]["m"] == pytest.approx({"C-0-shot": 1 - HALF, "C-2-shot w/o hist": 1 - FLAT})
+    from models_runtime.jobs import JobParamsError
+    with pytest.raises(JobParamsError, match="no candidates to score"):
+        submit_job("score", {"study": study.slug, "metrics": "rouge1"})

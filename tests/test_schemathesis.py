@@ -1,0 +1,73 @@
+"""Schemathesis against the OpenAPI schema at /api/schema/, through the WSGI app in-process:
+generated requests for every operation, as a superuser (deepest code paths) and as an
+annotator, must never get a 5xx. Path slugs point at a real study half of the time so the
+handlers behind the 404 are exercised too. Bounded: a few examples per operation."""
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from conftest import make_user
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+MAX_EXAMPLES = 15
+SLUG = "st-study"
+
+
+@pytest.fixture
+def keep_test_connection():
+    """A raw WSGI call closes the database connection at request end (Django's
+    close_old_connections), which would end the test transaction; the test client
+    disconnects the same handler, and so do we."""
+    from django.core import signals
+    from django.db import close_old_connections
+
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def api_schema(settings, django_user_model, keep_test_connection):
+    from django.core.wsgi import get_wsgi_application
+    from rest_framework.authtoken.models import Token
+
+    from annotate.assignment import next_assignment
+    from annotate.importing import import_batch_bytes
+
+    settings.SECURE_SSL_REDIRECT = False
+    root = make_user(django_user_model, "st-root", is_superuser=True, is_staff=True)
+    annotator = make_user(django_user_model, "st-ann", "annotators")
+    import json
+
+    lines = [{"study": {"slug": SLUG, "kind": "explanation_choice", "title": "ST", "annotations_per_item": 2}}]
+    for n in range(3):
+        lines.append({"item_id": f"s{n}", "input": "q", "reference": "r",
+                      "candidates": [{"id": "m1", "text": "a"}, {"id": "m2", "text": "b"}],
+                      "explanations": {c: {"score": 0.5, "aspects_reference": [], "aspects_generated": [],
+                                           "matches": []} for c in ("m1", "m2")},
+                      "metric_scores": {"rougeL": {"m1": 0.2, "m2": 0.4}}})
+    import_batch_bytes("\n".join(json.dumps(line) for line in lines).encode())
+    from annotate.models import Study
+
+    next_assignment(Study.objects.get(slug=SLUG), annotator)
+    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application())
+    schema.tokens = {"root": Token.objects.create(user=root).key, "annotator": Token.objects.create(user=annotator).key}
+    return schema
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@schema.parametrize()
+@settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+def test_no_server_errors(case, api_schema):
+    if case.path_parameters and "slug" in case.path_parameters and hash(repr(case.body)) % 2 == 0:
+        case.path_parameters["slug"] = SLUG
+    for who in ("root", "annotator"):
+        response = case.call(headers={"Authorization": f"Token {api_schema.tokens[who]}"})
+        assert response.status_code < 500, (
+            f"{case.method} {case.formatted_path} as {who} -> {response.status_code}\n"
+            f"body={case.body!r} query={case.query!r}\n{response.text[:2000]}")
