@@ -6,7 +6,7 @@ items/s for both modes and the speed-up ratio (target: batching >= 3x). The gene
 cache is off so neither mode answers from the other's results. Timings on a shared
 machine are noisy: read the ratio, and re-run when the machine is quiet.
 
-    .venv/bin/python bench/expert_bench.py [--items 4] [--device cpu|cuda] [--batch-size 16]
+    .venv/bin/python bench/expert_bench.py [--items 4] [--device cpu|cuda] [--batch-size 16] [--threads N]
 """
 import argparse
 import json
@@ -52,7 +52,11 @@ def main():
     parser.add_argument("--batch-size", type=int, default=16, help="backend batch size of the batched mode")
     parser.add_argument("--extract-tokens", type=int, default=96)
     parser.add_argument("--judge-tokens", type=int, default=48)
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+        torch.set_num_threads(args.threads)
 
     settings.HUMEVAL_GENERATION_CACHE = ""  # measure generation, not the cache
     from models_runtime.backends.registry import get_backend
@@ -77,6 +81,7 @@ def main():
     calls_s = sum(i["llm_calls"] for i in single) / len(records)
     result = {
         "items": len(records), "device": args.device, "batch_size": args.batch_size,
+        "torch_threads": __import__("torch").get_num_threads(),
         "max_new_tokens": {"extract": args.extract_tokens, "judge": args.judge_tokens}, "max_attempts": 2,
         "llm_calls_per_item": {"batched": calls_b, "one_at_a_time": calls_s, "paper": 18.6},
         "seconds": {"batched": round(t_batched, 2), "one_at_a_time": round(t_single, 2)},

@@ -51,7 +51,8 @@ RETRYABLE_STATUS = {502, 503, 504}
 # --- database and Django-side steps (run in a child process with its own settings) ----
 
 def server_env(db_url):
-    env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "TEST_DATABASE_NAME"}}
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DEBUG", "TEST_DATABASE_NAME", "DJANGO_ALLOW_ASYNC_UNSAFE"}}
     env.update({
         "DATABASE_URL": db_url, "DEBUG": "0", "HUMEVAL_INSECURE_HTTP": "1",
         "SECRET_KEY": env.get("LOAD_SECRET_KEY") or secrets.token_urlsafe(50),
@@ -257,6 +258,8 @@ class Stats:
     latencies: list = field(default_factory=list)  # seconds, every request that got an answer
     errors: list = field(default_factory=list)  # (status or exception name, path)
     retryable: int = 0  # 502/503/504 or connection failures, retried
+    retry_reasons: dict = field(default_factory=dict)  # status or exception name -> count
+    ack_times: list = field(default_factory=list)  # monotonic time of every acknowledged submit
     retry_windows: list = field(default_factory=list)  # (first retryable t, recovered t)
     acks: list = field(default_factory=list)  # [username, item_id, question, value]
     cycles: int = 0
@@ -294,6 +297,7 @@ async def call(client, stats, method, path, token, json_body=None, retry_until=N
                 stats.retry_windows.append((outage_started, time.monotonic()))
             return response
         stats.retryable += 1
+        stats.retry_reasons[str(failure)] = stats.retry_reasons.get(str(failure), 0) + 1
         outage_started = outage_started or time.monotonic()
         if retry_until is None or time.monotonic() > retry_until:
             stats.errors.append((str(failure), path))
@@ -329,6 +333,7 @@ async def annotator_loop(client, stats, username, token, slug, deadline, retry_g
         stored = {j["question"]: j["value"] for j in sub.json()["judgments"]}
         for question in payload["questions"]:
             stats.acks.append([username, payload["item_id"], question["id"], stored[question["id"]]])
+        stats.ack_times.append(time.monotonic())
         stats.cycles += 1
 
 
@@ -365,7 +370,8 @@ def summarize(stats):
                        "max": _ms(max(lat) if lat else None), "mean": _ms(statistics.fmean(lat) if lat else None)},
         "errors": len(stats.errors), "error_examples": stats.errors[:5],
         "error_rate": round(len(stats.errors) / stats.requests, 6) if stats.requests else None,
-        "retryable_answers": stats.retryable, "drained_clients": stats.drained_clients,
+        "retryable_answers": stats.retryable, "retry_reasons": stats.retry_reasons,
+        "drained_clients": stats.drained_clients,
     }
 
 
@@ -376,7 +382,7 @@ def _ms(seconds):
 # --- the whole run -------------------------------------------------------------------
 
 def run(annotators=200, duration=120.0, items=None, overlap=3, workers=3, threads=8, base_url=None,
-        baseline_cycles=20, keep_db=False, during=None, retry_grace=0.0, log=print):
+        baseline_cycles=20, keep_db=False, during=None, retry_grace=0.0, log=print, server_extra_env=None):
     """Sets up, loads, checks, tears down. Returns the summary dict (see module docstring)."""
     base_url = base_url or os.environ.get("DATABASE_URL") or DEFAULT_DB_URL
     items = items or max(50, annotators * 20)
@@ -393,7 +399,7 @@ def run(annotators=200, duration=120.0, items=None, overlap=3, workers=3, thread
         tokens = dict(sorted(setup["tokens"].items()))
         ref_user = next(iter(tokens))
         ref_token = tokens.pop(ref_user)
-        server = start_server(db_url, workers, threads)
+        server = start_server(db_url, workers, threads, server_extra_env)
         log(f"gunicorn {server.url}: {workers} workers x {threads} threads; reference run")
         reference = asyncio.run(_reference(server.url, ref_user, ref_token, setup["slug"], baseline_cycles))
         log(f"load: {len(tokens)} annotators for {duration:.0f} s")
@@ -408,10 +414,13 @@ def run(annotators=200, duration=120.0, items=None, overlap=3, workers=3, thread
             summary["ratio_throughput_vs_single_client"] = round(
                 summary["req_per_s"] / reference["req_per_s"], 2)
         summary.update({"annotators": len(tokens), "duration_s": duration, "items": items, "overlap": overlap,
-                        "gunicorn": {"workers": workers, "threads": threads},
+                        "gunicorn": {"workers": workers, "threads": threads, "env": server_extra_env or {}},
                         "recovery_windows_s": [round(b - a, 2) for a, b in stats.retry_windows]})
         if during:
             summary["during"] = stats.during_result
+            fault_end = (stats.during_result or {}).get("ended_at")
+            if fault_end:
+                summary["submits_after_fault"] = sum(1 for t in stats.ack_times if t > fault_end)
         summary["ok"] = verdict(summary)
         return summary
     finally:
@@ -462,13 +471,16 @@ def main(argv=None):
     parser.add_argument("--baseline-cycles", type=int, default=20)
     parser.add_argument("--database-url", default=None, help="server to create the run's database on")
     parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument("--conn-max-age", type=int, default=0, help="DB_CONN_MAX_AGE of the server (0 = a "
+                        "connection per request)")
     parser.add_argument("--django-task", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.django_task:
         return _django_main(args.django_task)
     summary = run(args.annotators, args.duration, args.items, args.overlap, args.workers, args.threads,
                   args.database_url, args.baseline_cycles, args.keep_db,
-                  log=lambda msg: print(msg, file=sys.stderr, flush=True))
+                  log=lambda msg: print(msg, file=sys.stderr, flush=True),
+                  server_extra_env={"DB_CONN_MAX_AGE": str(args.conn_max_age)})
     print(json.dumps(summary, indent=2))
     return 0 if summary["ok"] else 1
 

@@ -41,7 +41,7 @@ class JobListView(APIView):
             return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(job_json(job), status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="jobs_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
         jobs = Job.objects.all()[:50]
         return Response({"jobs": [job_json(j) for j in jobs]})

@@ -108,11 +108,23 @@ def submit_job(kind, params, user=None, run=True, on_progress=None):
 
         task_id = f"humeval-job-{job.pk}"
         Job.objects.filter(pk=job.pk).update(celery_task_id=task_id)
-        transaction.on_commit(lambda: run_job_task.apply_async(args=[job.pk], task_id=task_id))
+        transaction.on_commit(lambda: _enqueue(run_job_task, job, task_id))
     else:
         run_job(job.pk, on_progress=on_progress)
     job.refresh_from_db()
     return job
+
+
+def _enqueue(task, job, task_id):
+    """Send the job to the broker; if the broker cannot be reached (Redis down), the job
+    fails at once with a clear reason instead of staying queued forever."""
+    try:
+        task.apply_async(args=[job.pk], task_id=task_id)
+    except Exception as exc:  # kombu/redis connection errors have no common base class
+        Job.objects.filter(pk=job.pk).update(
+            state=Job.FAILED, finished_at=timezone.now(),
+            errors=[{"error": f"could not reach the task broker (CELERY_BROKER_URL): {exc}; "
+                              "start Redis and submit the job again"}])
 
 
 def worker_name():

@@ -9,7 +9,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_manage(*args, **env):
-    full_env = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "HUMEVAL_INSECURE_HTTP"}}
+    # DJANGO_ALLOW_ASYNC_UNSAFE: set by the browser tests (tests/browser/annot_browser.py) in this process.
+    full_env = {k: v for k, v in os.environ.items()
+                if k not in {"DEBUG", "HUMEVAL_INSECURE_HTTP", "DJANGO_ALLOW_ASYNC_UNSAFE"}}
     full_env.update(env)
     return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=full_env,
                           capture_output=True, text=True, timeout=120)

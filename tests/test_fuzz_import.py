@@ -233,3 +233,67 @@ def test_known_hostile_lines_are_refused_with_line_numbers():
     assert_clean_refusal(info.value, before)
     lines_reported = {int(e.split(":")[0].split()[1]) for e in info.value.errors if e.startswith("line ")}
     assert {2, 3, 4, 5} <= lines_reported, info.value.errors
+
+
+# --- predictions CSV -------------------------------------------------------------------------
+
+PREDICTION_COLUMNS = ["study", "item_id", "evaluator", "annotator", "question", "value"]
+prediction_cell = {
+    "study": st.sampled_from(["fj", "fj", "nope"]) | nasty_text,
+    "item_id": st.sampled_from(["j1", "j2", "zz"]) | nasty_text,
+    "evaluator": st.sampled_from(["rougeL", "perse"]) | nasty_text,
+    "annotator": st.sampled_from(["", "ann1"]) | nasty_text,
+    "question": st.sampled_from(["m1", "m2", "choice"]) | nasty_text,
+    "value": st.sampled_from(["0.3", "m1", "N/A", "", "nan", "inf", "1e309"]) | nasty_text,
+}
+
+
+@st.composite
+def predictions_file(draw):
+    columns = draw(st.one_of(st.just(PREDICTION_COLUMNS), st.permutations(PREDICTION_COLUMNS)))
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(columns)
+    for _ in range(draw(st.integers(0, 4))):
+        writer.writerow([draw(prediction_cell[c]) for c in columns])
+    return out.getvalue().encode("utf-8", "surrogatepass")
+
+
+@FUZZ
+@given(data=predictions_file())
+def test_predictions_import_never_crashes_and_refusals_write_nothing(judged_study, data):
+    from annotate.judgments_io import import_predictions
+
+    before = counts()
+    try:
+        import_predictions(io.BytesIO(data), source="fuzz")
+    except BatchInvalid as exc:
+        event("refused")
+        assert_clean_refusal(exc, before)
+        return
+    event("accepted")
+
+
+# --- the REST door: any body gets a 4xx with reasons, never a 500 ------------------------------
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=batch_file())
+def test_batch_endpoint_answers_4xx_for_any_refused_body(admin_client_, data):
+    before = counts()
+    response = admin_client_.post("/api/studies/fz-a/batches/", data=data, content_type="application/x-ndjson")
+    assert response.status_code in (201, 400), (response.status_code, response.content[:500])
+    if response.status_code == 400:
+        errors = response.json()["errors"]
+        assert errors and all(e.startswith(("line ", "... and ")) for e in errors)
+        assert counts() == before
+
+
+@pytest.fixture
+def admin_client_(admin_user_, settings):
+    from django.test import Client
+
+    settings.SECURE_SSL_REDIRECT = False
+    client = Client(raise_request_exception=False)
+    client.force_login(admin_user_)
+    return client

@@ -28,9 +28,10 @@ class Probe:
     expected: dict  # role -> status or tuple of allowed statuses
     kwargs: object = None  # callable(world) -> URL kwargs
     body: object = None  # callable(world) -> JSON-able body, or bytes
-    content_type: str = "application/json"
+    content_type: str = "application/json"  # "form" = an HTML form post
     query: str = ""
     note: str = ""
+    after: object = None  # callable(world): extra assertions once every role was probed
 
 
 def by_role(anonymous, annotator, researcher, admin):
@@ -47,6 +48,16 @@ def own_assignment(world):
 
 def others_assignment(world):
     return {"pk": world.others_assignment.pk}
+
+
+def hidden(world):
+    return {"slug": world.hidden.slug}
+
+
+def nothing_written_for_other(world):
+    from annotate.models import Judgment
+
+    assert not Judgment.objects.filter(assignment=world.others_assignment).exists()
 
 
 def job(world):
@@ -80,6 +91,38 @@ TABLE = {
     "api-jobs": [Probe("GET", by_role(403, 403, 403, 200)),
                  Probe("POST", by_role(403, 403, 403, 400), body=lambda w: {})],
     "api-job": [Probe("GET", by_role(403, 403, 200, 200), job)],
+    "home": [Probe("GET", by_role(LOGIN, 200, 200, 200))],
+    # Studies: everyone signed in lists what they may see; a study listing other
+    # annotators is invisible to the rest; only admins create and load.
+    "api-studies": [Probe("GET", by_role(403, 200, 200, 200)),
+                    Probe("POST", by_role(403, 403, 403, 400), body=lambda w: {})],
+    "api-study": [Probe("GET", by_role(403, 200, 200, 200), slug),
+                  Probe("GET", by_role(403, 404, 200, 200), hidden)],
+    "api-study-batches": [Probe("POST", by_role(403, 403, 403, 400), slug, body=lambda w: b"not json",
+                                content_type="application/x-ndjson")],
+    "api-study-predictions": [Probe("POST", by_role(403, 403, 403, 400), slug, body=lambda w: b"bad",
+                                    content_type="text/csv")],
+    "api-study-judgments": [Probe("GET", by_role(403, 403, 200, 200), slug)],
+    "study-upload": [Probe("GET", by_role(LOGIN, 403, 403, 200), slug)],
+    "batch-upload": [Probe("GET", by_role(LOGIN, 403, 403, 200))],
+    # Task pages: annotators of the study only.
+    "annotate-task": [Probe("GET", by_role(LOGIN, 200, 403, 403), slug),
+                      Probe("GET", by_role(LOGIN, 403, 403, 403), hidden)],
+    "annotate-next": [Probe("POST", by_role(LOGIN, 200, 403, 403), slug, content_type="form")],
+    "annotate-submit": [
+        Probe("POST", by_role(LOGIN, 200, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.others_assignment.pk},
+              lambda w: {"choice": "m1", "seconds": "3"}, content_type="form", after=nothing_written_for_other,
+              note="someone else's item: the page just moves on, nothing is stored"),
+        Probe("POST", by_role(LOGIN, 200, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.own_assignment.pk},
+              lambda w: {"choice": "m1", "seconds": "3"}, content_type="form"),
+    ],
+    "annotate-edit": [
+        Probe("GET", by_role(LOGIN, 404, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.others_assignment.pk}),
+        Probe("POST", by_role(LOGIN, 404, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.others_assignment.pk},
+              lambda w: {"choice": "m2"}, content_type="form", after=nothing_written_for_other),
+        Probe("GET", by_role(LOGIN, 200, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.own_assignment.pk}),
+    ],
+    "annotate-quality": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug)],
 }
 
 ADMIN_NAMESPACE = "admin"
@@ -89,6 +132,7 @@ ADMIN_OPEN = {"admin:login": 200}  # the admin login form itself
 @pytest.fixture(autouse=True)
 def plain_http(settings):
     settings.SECURE_SSL_REDIRECT = False  # the test client speaks http
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast test users
 
 
 # --- the world every probe runs in -----------------------------------------------------------
@@ -98,6 +142,7 @@ class World:
     study: object = None
     own_assignment: object = None
     others_assignment: object = None
+    hidden: object = None  # a study listing only the other annotator
     job: object = None
 
 
@@ -121,6 +166,8 @@ def world(django_user_model):
             "input": "q", "reference": "r", "candidates": [{"id": "m1", "text": "a"}, {"id": "m2", "text": "b"}]})
     w.own_assignment = next_assignment(w.study, w.users["annotator"])
     w.others_assignment = next_assignment(w.study, w.users["other"])
+    w.hidden = Study.objects.create(slug="perm-hidden", kind="pairwise_alignment", title="Hidden", gold_rate=0.0)
+    w.hidden.annotators.set([w.users["other"]])
     w.job = Job.objects.create(kind="score", params={}, created_by=w.users["admin"])
     return w
 
@@ -134,6 +181,8 @@ def client_for(world, role):
 
 def request(client, method, url, probe, world):
     body = probe.body(world) if probe.body else None
+    if probe.content_type == "form":
+        return getattr(client, method.lower())(url + probe.query, data=body or {})
     if isinstance(body, (dict, list)):
         import json
 
@@ -188,6 +237,8 @@ def test_roles_get_the_expected_status(name, world):
                                   f"got {response.status_code}, expected {expected}")
             if response.status_code == 302 and role == "anonymous" and expected == LOGIN:
                 assert response["Location"].startswith(reverse("login")), response["Location"]
+        if probe.after:
+            probe.after(world)
     assert not mismatches, "\n".join(mismatches)
 
 

@@ -92,6 +92,8 @@ def _render_next(request, study, notice=None, previous=None):
     """The partial for the user's current/next item (or the done message)."""
     assignment = next_assignment(study, request.user)
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
+    if previous is not None:
+        previous.item.refresh_from_db(fields=["n_completed"])  # the submit just bumped it
     context.update(notice=notice, previous=previous if previous is not None and can_edit(previous) else None,
                    progress=progress(study, request.user), oob=True)
     return render(request, "annotate/_item.html", context)

@@ -20,7 +20,9 @@ EXTRACT = (
     "Split the text below into its atomic aspects: each distinct point, fact, opinion or "
     "stylistic trait it contains. For each aspect give a short title, a one-sentence "
     "description, and the sentences of the text that show it, copied exactly.\n"
-    'Answer with a JSON list: [{{"aspect": "title", "description": "...", "evidence": ["sentence"]}}]\n\n'
+    'Answer with a JSON list only. For the text "The hotel was quiet. Staff were rude." the answer is:\n'
+    '[{{"aspect": "Noise", "description": "the hotel is quiet", "evidence": ["The hotel was quiet."]}}, '
+    '{{"aspect": "Staff", "description": "the staff are rude", "evidence": ["Staff were rude."]}}]\n\n'
     "Request the text answers: {input}\n\nText: {text}"
 )
 MATCH = (

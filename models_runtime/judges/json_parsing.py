@@ -19,32 +19,31 @@ class ParseError(ValueError):
     """The text holds no usable JSON of the expected shape."""
 
 
-def _balanced_spans(text, opener):
-    """Yield candidate substrings starting at each `opener` and ending at its matching
-    closer, honouring quoted strings (single or double)."""
-    closer = "]" if opener == "[" else "}"
-    for start in [i for i, ch in enumerate(text) if ch == opener]:
-        depth, quote, escaped = 0, None, False
-        for i in range(start, len(text)):
-            ch = text[i]
-            if quote:
-                if escaped:
-                    escaped = False
-                elif ch == "\\":
-                    escaped = True
-                elif ch == quote:
-                    quote = None
-                continue
-            if ch in "\"'" and not _inside_word(text, i):
-                quote = ch
-            elif ch in "[{":
-                depth += 1
-            elif ch in "]}":
-                depth -= 1
-                if depth == 0:
-                    if ch == closer:
-                        yield text[start:i + 1]
-                    break
+def _span_at(text, start):
+    """The substring from the bracket at `start` to its matching closer, honouring quoted
+    strings (single or double); None when the text ends first (a truncated value) or the
+    brackets do not pair up."""
+    closers, quote, escaped = [], None, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+            continue
+        if ch in "\"'" and not _inside_word(text, i):
+            quote = ch
+        elif ch in "[{":
+            closers.append("]" if ch == "[" else "}")
+        elif ch in "]}":
+            if not closers or closers.pop() != ch:
+                return None
+            if not closers:
+                return text[start:i + 1]
+    return None
 
 
 def _inside_word(text, i):
@@ -72,22 +71,55 @@ def _loads(candidate):
     return value if isinstance(value, (list, dict)) else None
 
 
+def _repair_truncated(text):
+    """A JSON value cut off by the token limit: keep the longest prefix that ends just
+    before a comma or after a closing bracket, close its open brackets, and parse that.
+    Only complete members survive; None when no prefix parses."""
+    cuts, stack, quote, escaped = [], [], None, False
+    for i, ch in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+            continue
+        if ch == '"':
+            quote = ch
+        elif ch in "[{":
+            stack.append("]" if ch == "[" else "}")
+        elif ch in "]}":
+            if not stack:
+                return None
+            stack.pop()
+            if not stack:
+                return None  # balanced: not a truncation
+            cuts.append((i + 1, list(stack)))
+        elif ch == ",":
+            cuts.append((i, list(stack)))
+    for end, open_brackets in reversed(cuts):
+        value = _loads(text[:end] + "".join(reversed(open_brackets)))
+        if value is not None:
+            return value
+    return None
+
+
 def extract_json(text, kind=None):
     """The first JSON value of `kind` ("array", "object", or None for either) in `text`.
 
-    Raises ParseError when nothing parses. Code fences are searched first."""
+    Raises ParseError when nothing parses. Code fences are searched first; a value cut
+    off at the end of the text is repaired by dropping its incomplete last element."""
     if not isinstance(text, str):
         raise ParseError("not a text")
     sources = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    openers = {"array": "[", "object": "{", None: None}[kind]
+    openers = {"array": "[", "object": "{", None: "[{"}[kind]
     for source in sources:
-        starts = sorted(((source.find(o), o) for o in ([openers] if openers else ["[", "{"])
-                         if source.find(o) >= 0))
-        for _, opener in starts:
-            for candidate in _balanced_spans(source, opener):
-                value = _loads(candidate)
-                if value is not None:
-                    return value
+        for start in [i for i, ch in enumerate(source) if ch in openers]:
+            span = _span_at(source, start)
+            value = _loads(span) if span else _repair_truncated(source[start:])
+            if value is not None and (kind is None or isinstance(value, list if kind == "array" else dict)):
+                return value
     raise ParseError(f"no JSON {kind or 'value'} found")
 
 
@@ -113,12 +145,12 @@ def _text(value):
 def parse_aspects(text):
     """Aspect extraction: a list of {aspect, description, evidence: [sentences]}.
 
-    Accepts a bare list or {"aspects": [...]}; evidence may be one string. Aspects with
+    Accepts a bare list, {"aspects": [...]}, or one aspect object; evidence may be one string. Aspects with
     no title are dropped, and repeated titles (case-insensitive) keep the first.
     Raises ParseError when no aspect survives."""
     value = extract_json(text)
     if isinstance(value, dict):
-        value = value.get("aspects", value.get("Aspects"))
+        value = value.get("aspects", value.get("Aspects")) if "aspect" not in value else [value]
     if not isinstance(value, list):
         raise ParseError("expected a list of aspects")
     aspects, seen = [], set()

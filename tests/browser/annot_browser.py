@@ -26,8 +26,10 @@ def plain_http_live_server():
     override.disable()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    """One browser per test module: Playwright's sync API cannot run while another
+    module's sync_playwright() is still open, so it is closed at the end of the module."""
     sync_api = pytest.importorskip("playwright.sync_api")
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian chromium is not installed")

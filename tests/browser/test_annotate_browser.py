@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from annot_browser import chromium, new_page, plain_http_live_server  # noqa: F401 (fixtures)
-from annot_helpers import explanation, make_person
+from annot_helpers import empty_tables_after_module, explanation, make_person  # noqa: F401 (fixture)
 from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from annotate.models import Assignment, AuditLog, Item, Judgment, Study
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True),
+              pytest.mark.usefixtures("empty_tables_after_module")]
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 PASSWORD = "correct-horse-battery"
@@ -149,6 +150,7 @@ def test_pairwise_alignment_with_the_keyboard(django_user_model, live_server, ne
     assert judgments["choice"].shown_order == "|".join(shown)
     assert 0 < judgments["choice"].seconds < 60
     assert page.locator("#progress").inner_text().startswith("1 done")
+    assert page.locator("#edit-previous").count() == 0  # overlap 1: the item is complete, no edits
     page.screenshot(path=str(SCREENSHOTS / "annotate-done.png"), full_page=True)
     page.goto(f"{live_server.url}/")
     assert page.locator("table.studies tbody tr").nth(1).locator("td").nth(0).inner_text() == "1"
@@ -237,7 +239,8 @@ def test_minimum_time_warning_and_hidden_tab_time(django_user_model, live_server
     page.screenshot(path=str(SCREENSHOTS / "annotate-min-time-warning.png"), full_page=True)
     assert Judgment.objects.count() == 0
     press(page, "Enter")
-    page.wait_for_selector("#edit-previous")
+    page.wait_for_function("() => document.querySelector('.item-title').textContent.trim() === 'Item 2'")
+    assert page.locator("#edit-previous").count() == 0  # overlap 1: that item is complete
     assert Judgment.objects.count() == 1
     # second item: hide the tab for 1.5 s of the ~3.7 s it is shown (visible ~2.2 s > minimum)
     started = time.monotonic()
@@ -278,3 +281,24 @@ def test_double_submit_and_audited_edit(django_user_model, live_server, new_page
     log = AuditLog.objects.get()
     assert (log.before["values"], log.after["values"]) == ({"choice": shown[0]}, {"choice": shown[1]})
     assert "edit was saved" in page.locator("#status").inner_text()
+
+
+def test_researcher_sees_annotator_quality(django_user_model, live_server, new_page):
+    """ann answers two gold items (gold choice formal-model): one right, one wrong -> 50%;
+    item times 8 and 12 s -> median 10.0."""
+    from annotate.submission import submit
+
+    user = annotator(django_user_model)
+    make_person("rita", role="researchers", password=PASSWORD)
+    study = study_with_item(PAIRWISE_ALIGNMENT, PAIRWISE_DATA, n=0)
+    for k, (value, seconds) in enumerate((("formal-model", 8), ("styled-model", 12))):
+        item = Item.objects.create(study=study, item_id=f"g{k}", position=k, data=PAIRWISE_DATA, is_gold=True,
+                                   gold={"choice": "formal-model"}, content_hash=f"g{k}")
+        a = Assignment.objects.create(study=study, item=item, annotator=user, shown_order={})
+        submit(a.pk, user, {"choice": value}, seconds=seconds)
+    page = new_page()
+    log_in(page, live_server, "rita")
+    page.get_by_role("link", name="annotator quality").click()
+    cells = page.locator("#quality-table tbody tr").first.locator("td")
+    assert [cells.nth(i).inner_text() for i in range(5)] == ["2", "2", "10.0", "1 / 2", "50%"]
+    page.screenshot(path=str(SCREENSHOTS / "annotate-quality.png"), full_page=True)

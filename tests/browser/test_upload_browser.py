@@ -8,7 +8,6 @@ import pytest
 from annotate.models import Item, Study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the ORM is used beside Playwright's loop
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
@@ -27,7 +26,10 @@ def plain_http_live_server():
 
 
 @pytest.fixture
-def page(live_server, client, django_user_model):
+def page(live_server, client, django_user_model, monkeypatch):
+    # The ORM runs beside Playwright's event loop; set only during this test so the variable
+    # does not leak into other tests' subprocesses (check --deploy refuses it).
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     sync_api = pytest.importorskip("playwright.sync_api")
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian chromium is not installed")

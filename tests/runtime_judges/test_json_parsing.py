@@ -30,6 +30,17 @@ def test_extract_json_kind_and_failures():
             extract_json(bad)
 
 
+@pytest.mark.parametrize("text, expected", [
+    # Cut off by the token limit: the incomplete last member is dropped, brackets closed.
+    ('[{"aspect": "A", "evidence": ["x"]}, {"aspect": "B", "evid', [{"aspect": "A", "evidence": ["x"]}, {"aspect": "B"}]),
+    ('JSON:\n{"aspect": "Room", "description": "clean", "evidence": [{"type": "The room wa',
+     {"aspect": "Room", "description": "clean"}),
+    ('{"reason": "same", "is_matched": true, "matched_aspect": "Fo', {"reason": "same", "is_matched": True}),
+])
+def test_extract_json_repairs_truncation(text, expected):
+    assert extract_json(text) == expected
+
+
 def test_as_bool():
     assert [as_bool(v) for v in [True, "yes", "True.", 1, "no", 0, "false", "maybe", 2, None]] == \
         [True, True, True, True, False, False, False, None, None, None]
@@ -44,7 +55,8 @@ def test_parse_aspects_validates_and_dedupes():
         {"aspect": "Service", "description": "", "evidence": ["Slow."]},
     ]
     assert parse_aspects('{"aspects": [{"aspect": "X"}]}') == [{"aspect": "X", "description": "", "evidence": []}]
-    for bad in ['{"aspect": "X"}', "[]", '[{"description": "no title"}]', "aspects: food, service"]:
+    assert parse_aspects('{"aspect": "X"}') == [{"aspect": "X", "description": "", "evidence": []}]
+    for bad in ['{"type": "X"}', "[]", '[{"description": "no title"}]', "aspects: food, service"]:
         with pytest.raises(ParseError):
             parse_aspects(bad)
 

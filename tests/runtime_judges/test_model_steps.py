@@ -117,7 +117,6 @@ def test_prompt_budget_with_real_tokenizer(smollm2):
         assert len(encode(tok, text)) <= 300 + len(parts)
 
 
-@pytest.mark.django_db
 def test_expert_command_real_model(tmp_path, capsys, smollm2):
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps({"id": "1", "input": "", "output": "Cats sleep a lot.", "reference": "My cat naps."}) + "\n")
@@ -127,3 +126,22 @@ def test_expert_command_real_model(tmp_path, capsys, smollm2):
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"score", "items", "llm_calls"} and len(out["items"]) == 1
     assert out["llm_calls"] == out["items"][0]["llm_calls"] >= 2 and out["score"] == out["items"][0]["score"]
+
+
+@pytest.mark.django_db
+def test_perse_real_model_small_study(smollm2, annotators):
+    """6 predictions (ann1: 3 items x 2 aspects), each a candidate id, N/A or "" (unparseable)."""
+    from annotate.models import Prediction
+    from models_runtime.judges.perse import perse_predict
+
+    from runtime_judges.test_perse import make_study
+
+    study, _ = make_study(annotators)
+    backend = Counting(smollm2)
+    result = perse_predict(study, backend, k=1, evaluator="perse-smollm2", max_new_tokens=6)
+    assert (result["predictions"], result["skipped"], backend.prompts, backend.batches) == (6, 2, 6, 1)
+    values = list(Prediction.objects.filter(evaluator="perse-smollm2").values_list("item__item_id", "value"))
+    assert len(values) == 6
+    for item_id, value in values:
+        assert value in (f"a{item_id[1]}", f"b{item_id[1]}", "N/A", "")
+    assert result["unparsed"] == sum(v == "" for _, v in values)
