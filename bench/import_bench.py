@@ -37,25 +37,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=100_000)
     args = parser.parse_args()
-    base_url = os.environ.get("DATABASE_URL", "")
-    if not base_url.startswith("postgres"):
-        sys.exit("set DATABASE_URL to a PostgreSQL server (the benchmark is about PostgreSQL)")
-    import psycopg
+    from annot_scratch import scratch_database  # the bench/ scratch PostgreSQL database
 
-    server, _, name = base_url.rpartition("/")
-    bench_db = f"{name or 'humeval'}_import_bench"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{bench_db}"')
-        admin.execute(f'CREATE DATABASE "{bench_db}"')
-    os.environ["DATABASE_URL"] = f"{server}/{bench_db}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "humeval.settings")
-    try:
-        run(args.items, f"{server}/{bench_db}")
-    finally:
-        from django.db import connections
-        connections.close_all()
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{bench_db}"')
+    with scratch_database("import_bench") as dsn:
+        run(args.items, dsn)
 
 
 def run(n_items, dsn):

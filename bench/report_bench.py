@@ -114,25 +114,10 @@ def main():
     parser.add_argument("--sizes", default="10000,100000,1000000")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    base_url = os.environ.get("DATABASE_URL", "")
-    if not base_url.startswith("postgres"):
-        sys.exit("set DATABASE_URL to a PostgreSQL server (the benchmark is about PostgreSQL)")
-    import psycopg
+    from annot_scratch import scratch_database  # the bench/ scratch PostgreSQL database
 
-    server, _, name = base_url.rpartition("/")
-    bench_db = f"{name or 'humeval'}_report_bench"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{bench_db}"')
-        admin.execute(f'CREATE DATABASE "{bench_db}"')
-    os.environ["DATABASE_URL"] = f"{server}/{bench_db}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "humeval.settings")
-    try:
+    with scratch_database("report_bench") as dsn:
         run(sizes)
-    finally:
-        from django.db import connections
-        connections.close_all()
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{bench_db}"')
 
 
 if __name__ == "__main__":
