@@ -79,7 +79,7 @@ def reference_fetch(study):
 def measure(n_judgments):
     from annotate.models import Study
     from annotate.report_data import fetch_report_input
-    from evaluation.report import build_report
+    from evaluation.report import build_report, render
 
     study = Study.objects.create(slug=f"bench-{n_judgments}", kind="pairwise_alignment", title="bench")
     populate(study, n_judgments)
@@ -91,9 +91,12 @@ def measure(n_judgments):
     report = build_report(inp)
     stats = time.perf_counter() - start
     total = sql + stats
+    start = time.perf_counter()
+    render(report, inp, "html")
+    html = time.perf_counter() - start
     print(f"{report['n_judgments']:>9} judgments  total {total:7.3f} s  SQL {sql:6.3f} s ({100 * sql / total:4.1f}%)  "
           f"statistics {stats:6.3f} s ({100 * stats / total:4.1f}%)  reference fetchall {reference:6.3f} s  "
-          f"ratio total/reference {total / reference:5.2f}", flush=True)
+          f"ratio total/reference {total / reference:5.2f}  (HTML page +{html:5.3f} s)", flush=True)
     return total
 
 

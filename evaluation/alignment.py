@@ -5,7 +5,7 @@ import math
 import numpy as np
 from scipy.stats import binom
 
-from evaluation.bootstrap import bootstrap_ci
+from evaluation.bootstrap import bootstrap_mean_ci
 
 TIE = "tie"
 
@@ -39,7 +39,7 @@ def metric_alignment(majority, picks, resamples=2000, seed=0):
                 "n": 0, "ci95": None}
     credit = np.array([1.0 if picks[i] == majority[i] else 0.5 if picks[i] == TIE else 0.0
                        for i in items])
-    ci = bootstrap_ci(lambda idx: float(credit[idx].mean()), n, resamples, seed)
+    ci = bootstrap_mean_ci(credit, resamples, seed)
     return {"alignment": float(credit.mean()), "alignment_strict": agree / n,
             "agree": int(agree), "ties": int(ties), "n": n, "ci95": ci}
 

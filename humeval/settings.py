@@ -167,8 +167,12 @@ HUMEVAL_ASSIGNMENT_TIMEOUT_MINUTES = int(os.environ.get("HUMEVAL_ASSIGNMENT_TIME
 #                           {"backend": "openai", "base_url": "...", "model": "...", "api_key_env": "..."}}
 HUMEVAL_MODELS_JSON = os.environ.get("HUMEVAL_MODELS", "")
 HUMEVAL_ENCODER_PATH = os.environ.get("HUMEVAL_ENCODER_PATH", "")  # empty = embedded MiniLM
-HUMEVAL_GENERATION_CACHE = Path(os.environ.get("HUMEVAL_GENERATION_CACHE", VAR_DIR / "generation-cache.sqlite3"))
+# Path of the SQLite generation cache; HUMEVAL_GENERATION_CACHE="" turns the cache off.
+HUMEVAL_GENERATION_CACHE = os.environ.get("HUMEVAL_GENERATION_CACHE", str(VAR_DIR / "generation-cache.sqlite3"))
 HUMEVAL_DEVICE = os.environ.get("HUMEVAL_DEVICE", "")  # "", "cpu" or "cuda"
+# CPU threads torch uses for local models (0: torch's default, one per core). Set it to the
+# cores a worker really has: on a shared machine torch's default oversubscribes and crawls.
+HUMEVAL_TORCH_THREADS = int(os.environ.get("HUMEVAL_TORCH_THREADS", "0") or 0)
 
 # Production hardening (DEBUG off): secure cookies and HSTS unless explicitly disabled
 # (e.g. the loopback test server that speaks plain HTTP).

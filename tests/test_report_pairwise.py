@@ -155,3 +155,28 @@ def test_csv_table():
         "i4,choice,0,3,x,3,0,x,,tie",
         "g1,choice,1,2,,1,1,,,",
     ]
+
+
+def test_pairwise_kappa_lists_pairs_with_ten_shared_items():
+    """Twelve items z01..z12 and a gold item everyone answers differently (left out).
+        ann1: x x x x x x y y y y y y     ann2: x x x x y y y y y y y y
+        ann3: x x x x x y y y y x - -     (10 items)
+    ann1-ann2: po = 10/12, pe = 6/12*4/12 + 6/12*8/12 = 1/2, kappa = 2/3.
+    ann1-ann3 (z01..z10): po = 8/10, pe = .6*.6 + .4*.4 = .52, kappa = .28/.48 = 7/12.
+    ann2-ann3 (z01..z10): po = 8/10, pe = .4*.6 + .6*.4 = .48, kappa = .32/.52 = 8/13.
+    Listed lowest first; the pairs in the small fixture study (< 10 shared) are not listed."""
+    answers = {"ann1": "xxxxxxyyyyyy", "ann2": "xxxxyyyyyyyy", "ann3": "xxxxxyyyyx"}
+    ids = [f"z{k:02d}" for k in range(1, 13)]
+    items = [(i, {"input": i, "reference": "r", "candidates": two()}, None) for i in ids]
+    items.append(("g1", {"input": "g", "reference": "r", "candidates": two()}, "x"))
+    judgments = [(ids[k], who, "choice", v, "x|y", 5) for who, row in answers.items() for k, v in enumerate(row)]
+    judgments += [("g1", "ann1", "choice", "x", "x|y", 5), ("g1", "ann2", "choice", "y", "x|y", 5),
+                  ("g1", "ann3", "choice", "y", "x|y", 5)]
+    report = build_report(fetch_report_input(make_study("kappa", "pairwise_alignment", items, judgments)))
+    assert report["pairwise_kappa"]["choice"] == [
+        {"a": "ann1", "b": "ann3", "kappa": pytest.approx(7 / 12)},
+        {"a": "ann2", "b": "ann3", "kappa": pytest.approx(8 / 13)},
+        {"a": "ann1", "b": "ann2", "kappa": pytest.approx(2 / 3)},
+    ]
+    small = build_report(fetch_report_input(pairwise_study("pw-small")))
+    assert small["pairwise_kappa"] == {"choice": []}

@@ -79,6 +79,7 @@ def test_html_report_has_every_figure_with_caption():
     # Each SVG's ids are prefixed with its figure name, so no id repeats across figures.
     ids = [part.split('"', 1)[0] for part in text.split(' id="')[1:]]
     assert len(ids) == len(set(ids))
+    assert "No annotator pair shares 10 or more units" in text  # pairwise kappa: 3 pairs, < 10 shared
 
 
 def test_html_report_for_other_kinds_has_histograms():

@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 
 from evaluation.agreement import (fleiss_kappa, krippendorff_alpha, leave_one_out_agreement,
-                                  percent_agreement)
+                                  pairwise_cohen_kappa, percent_agreement)
 from evaluation.majority import majority_labels
 from evaluation.position_bias import position_bias
 
@@ -192,6 +192,18 @@ def annotators_part(inp, js, primary_question, first_rates, n_questions):
     }
 
 
+def pairwise_kappa_part(js, annotator_names, min_shared=10):
+    """[{"a", "b", "kappa"}] for annotator pairs sharing >= min_shared units of one question,
+    lowest kappa first so that outliers top the list (statistics.md: to spot outliers)."""
+    if not len(js):
+        return []
+    kappas = pairwise_cohen_kappa(js.item, js.coder, js.vcode, min_shared)
+    rows = [{"a": str(annotator_names[a]), "b": str(annotator_names[b]), "kappa": clean(k)}
+            for (a, b), k in kappas.items()]
+    return sorted(rows, key=lambda r: (r["kappa"] is None, r["kappa"] if r["kappa"] is not None else 0.0,
+                                       r["a"], r["b"]))
+
+
 def value_counts(js):
     """{question: {value: count}} of counted judgments (for the histograms)."""
     out = {}
@@ -205,6 +217,8 @@ def base_report(inp, questions, primary_question):
     report = header(inp)
     js = Judgments.of(inp, inp.counted())
     report["agreement"] = {q: agreement(question_rows(js, q), level, inp.value_names) for q, level in questions}
+    report["pairwise_kappa"] = {q: pairwise_kappa_part(question_rows(js, q), inp.annotator_names)
+                                for q, _ in questions}
     choices = [q for q, level in questions if level == NOMINAL]
     if choices:
         codes = [k for k, q in enumerate(js.question_names.tolist()) if q in choices]

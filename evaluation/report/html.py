@@ -161,12 +161,27 @@ def position_section(r):
     return '<section id="position-bias"><h2>Position bias</h2>' + figure("fig-position-bias", svg, caption) + "</section>"
 
 
+KAPPA_ROWS = 10
+
+
+def pairwise_kappa_table(r):
+    """The lowest pairwise Cohen's kappas per question (outlier pairs first)."""
+    rows = [(q, p["a"], p["b"], p["kappa"]) for q, pairs in r.get("pairwise_kappa", {}).items()
+            for p in pairs[:KAPPA_ROWS]]
+    if not rows:
+        return "<p>No annotator pair shares 10 or more units of one question yet.</p>"
+    return table(["question", "annotator a", "annotator b", "Cohen's kappa"], rows,
+                 caption=f"Lowest {KAPPA_ROWS} Cohen's kappas per question, over annotator pairs sharing "
+                         "at least 10 non-gold items (the full list is in the JSON report).")
+
+
 def annotators_section(r):
     rows = [(n, a["judgments"], a["median_seconds"], a["gold_accuracy"], a["first_shown_rate"], a.get("loo_agreement"))
             for n, a in r["annotators"].items()]
     return ('<section id="annotators"><h2>Annotators</h2>'
             + table(["annotator", "judgments", "median seconds", "gold accuracy", "first-shown rate",
-                     "agreement with leave-one-out majority"], rows) + "</section>")
+                     "agreement with leave-one-out majority"], rows)
+            + "<h3>Pairwise agreement</h3>" + pairwise_kappa_table(r) + "</section>")
 
 
 def similarity_section(r):

@@ -41,6 +41,17 @@ _loaded = {}
 _load_lock = threading.Lock()
 
 
+def apply_torch_threads(torch, threads=None):
+    """Pin torch's CPU threads to settings.HUMEVAL_TORCH_THREADS (0 or unset: torch's
+    default). Returns the thread count torch now uses."""
+    from django.conf import settings
+
+    threads = int(threads if threads is not None else getattr(settings, "HUMEVAL_TORCH_THREADS", 0) or 0)
+    if threads > 0 and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
 def load_model(spec, name, device):
     """(tokenizer, model) on `device`, loaded once per process whatever the cache file."""
     key = (spec.get("path") or spec.get("id"), spec.get("gguf_file"), device)
@@ -66,6 +77,7 @@ class TransformersBackend(CachingBackend):
             "/" + spec["gguf_file"] if spec.get("gguf_file") else "")
         self.device = resolve_device(device)
         self.batch_size = int(spec.get("batch_size", 8))
+        self.threads = apply_torch_threads(torch, spec.get("threads"))
         self.tokenizer, self.model = load_model(spec, name, self.device)
         self._torch = torch
 

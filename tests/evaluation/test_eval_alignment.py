@@ -10,7 +10,7 @@ from statsmodels.stats.multitest import multipletests
 from evaluation.alignment import (
     compare_metrics, holm, mcnemar_exact, metric_alignment, metric_pick, win_rate,
 )
-from evaluation.bootstrap import bootstrap_ci
+from evaluation.bootstrap import bootstrap_ci, bootstrap_mean_ci, resample_blocks
 from evaluation.correlation import correlations, system_correlations
 from evaluation.majority import majority_labels
 from evaluation.position_bias import position_bias, position_bias_by
@@ -54,6 +54,35 @@ def test_bootstrap_ci_matches_a_plain_loop():
     assert bootstrap_ci(lambda idx: float(x[idx].mean()), 10, resamples=500) == expected
     assert bootstrap_ci(lambda idx: 1.0, 0) is None
     assert bootstrap_ci(lambda idx: None, 5) is None
+
+
+def test_row_block_bootstrap_equals_the_plain_loop():
+    """The block path (rows=True) draws the same resamples as one index vector at a time,
+    whatever the block size."""
+    x = np.array([1.0, 0.5, 0.0, 1.0, 1.0, 0.0, 0.5, 1.0, 0.0, 1.0, 1.0])
+    rng = np.random.default_rng(0)
+    means = [x[rng.integers(0, 11, 11)].mean() for _ in range(2000)]
+    expected = np.percentile(means, [2.5, 97.5]).tolist()
+    assert bootstrap_ci(lambda idx: x[idx].mean(axis=1), 11, rows=True) == pytest.approx(expected, abs=1e-12)
+    blocks = [b.shape[0] for b in resample_blocks(11, 2000, 0, block=7)]
+    assert sum(blocks) == 2000 and max(blocks) == 7
+    stacked = np.vstack(list(resample_blocks(11, 50, 0, block=7)))
+    assert (stacked == np.vstack(list(resample_blocks(11, 50, 0)))).all()
+
+
+def test_mean_bootstrap_draws_value_counts():
+    """bootstrap_mean_ci draws how often each distinct value is picked (multinomial), the
+    same distribution as index resampling: here the exact computation, and on 400 items the
+    interval of index resampling to within a few thousandths."""
+    x = np.array([1.0, 0.5, 0.0, 1.0, 1.0, 0.0, 0.5, 1.0, 0.0, 1.0, 1.0])
+    counts = np.random.default_rng(0).multinomial(11, [3 / 11, 2 / 11, 6 / 11], size=2000)
+    expected = np.percentile(counts @ np.array([0.0, 0.5, 1.0]) / 11, [2.5, 97.5]).tolist()
+    assert bootstrap_mean_ci(x) == expected
+    big = np.random.default_rng(3).choice([0.0, 0.5, 1.0], size=400, p=[0.3, 0.1, 0.6])
+    by_index = bootstrap_ci(lambda idx: big[idx].mean(axis=1), 400, resamples=20000, rows=True)
+    assert bootstrap_mean_ci(big, resamples=20000) == pytest.approx(by_index, abs=0.006)
+    assert bootstrap_mean_ci([1.0] * 5) == [1.0, 1.0]
+    assert bootstrap_mean_ci([]) is None
 
 
 @settings(max_examples=60, deadline=None)
