@@ -1,8 +1,9 @@
 """Local causal LMs through Hugging Face transformers: a directory, a GGUF file inside a
 directory (the embedded SmolLM2), or an id already in the local cache. Offline only.
 
-Batched generation with left padding (so every prompt's last token sits at the end of its
-row); the tokenizer's chat template is applied when it has one.
+Batched generation through decoding.decode (shared prompt prefix computed once, finished
+rows retired), or transformers' `generate` on a left-padded batch when a model's spec says
+{"decoding": "generate"}; the tokenizer's chat template is applied when it has one.
 """
 import os
 import threading
@@ -11,6 +12,7 @@ import time
 from .base import Generation, SamplingParams
 from .cached import CachingBackend
 from .config import ModelNotAvailable, resolve_device
+from .decoding import decode
 
 
 def _load(spec, name):
@@ -67,6 +69,14 @@ def load_model(spec, name, device):
         return _loaded[key]
 
 
+def end_of_sequence_ids(tokenizer, model):
+    """Token ids that end an answer: the tokenizer's EOS and the model's generation config."""
+    ids = {tokenizer.eos_token_id}
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids.update(configured if isinstance(configured, (list, tuple)) else [configured])
+    return {i for i in ids if i is not None}
+
+
 class TransformersBackend(CachingBackend):
     def __init__(self, name, spec, device=None, cache=None):
         super().__init__(cache=cache)
@@ -78,7 +88,11 @@ class TransformersBackend(CachingBackend):
         self.device = resolve_device(device)
         self.batch_size = int(spec.get("batch_size", 8))
         self.threads = apply_torch_threads(torch, spec.get("threads"))
+        self.decoding = spec.get("decoding", "shared-prefix")
+        if self.decoding not in ("shared-prefix", "generate"):
+            raise ModelNotAvailable(f"model {name!r}: decoding must be 'shared-prefix' or 'generate', not {self.decoding!r}")
         self.tokenizer, self.model = load_model(spec, name, self.device)
+        self.eos_ids = end_of_sequence_ids(self.tokenizer, self.model)
         self._torch = torch
 
     def render(self, prompt):
@@ -91,14 +105,34 @@ class TransformersBackend(CachingBackend):
         return "\n\n".join(m["content"] for m in prompt)
 
     def _generate_uncached(self, prompts: list, params: SamplingParams) -> list:
-        results = []
-        for start in range(0, len(prompts), self.batch_size):
-            results.extend(self._generate_batch(prompts[start:start + self.batch_size], params))
+        """Prompts of similar length share a batch (sorted by length, answers put back in
+        order), so short prompts are not padded to the longest one of the whole call."""
+        texts = [self.render(p) for p in prompts]
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        results = [None] * len(texts)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            for i, gens in zip(chunk, self._generate_batch([texts[i] for i in chunk], params)):
+                results[i] = gens
         return results
 
-    def _generate_batch(self, prompts, params):
+    def _generate_batch(self, texts, params):
+        if self.decoding == "generate":
+            return self._generate_batch_hf(texts, params)
+        rows = [self.tokenizer(t, add_special_tokens=not self.tokenizer.chat_template)["input_ids"] for t in texts]
+        started = time.perf_counter()
+        decoded = decode(self.model, rows, params.max_new_tokens, self.eos_ids, self.tokenizer.pad_token_id,
+                         samples=params.n, temperature=params.temperature, top_p=params.top_p,
+                         seed=params.seed, device=self.device)
+        seconds = (time.perf_counter() - started) / max(1, len(texts) * params.n)
+        return [[Generation(text=self.tokenizer.decode(d.tokens, skip_special_tokens=True).strip(),
+                            tokens_in=d.tokens_in, tokens_out=len(d.tokens), seconds=seconds) for d in gens]
+                for gens in decoded]
+
+    def _generate_batch_hf(self, texts, params):
+        """transformers' own `generate` on a left-padded batch (HUMEVAL_MODELS
+        {"decoding": "generate"}): the reference the shared-prefix decoder is checked against."""
         torch = self._torch
-        texts = [self.render(p) for p in prompts]
         enc = self.tokenizer(texts, return_tensors="pt", padding=True,
                              add_special_tokens=not self.tokenizer.chat_template).to(self.device)
         sample = params.temperature > 0
@@ -112,13 +146,13 @@ class TransformersBackend(CachingBackend):
         started = time.perf_counter()
         with torch.inference_mode():
             out = self.model.generate(**enc, **kwargs)
-        seconds = (time.perf_counter() - started) / max(1, len(prompts) * params.n)
+        seconds = (time.perf_counter() - started) / max(1, len(texts) * params.n)
         width = enc["input_ids"].shape[1]
         new = out[:, width:]
         tokens_in = enc["attention_mask"].sum(dim=1).tolist()
         eos = self.tokenizer.eos_token_id
         results = []
-        for i in range(len(prompts)):
+        for i in range(len(texts)):
             gens = []
             for j in range(params.n):
                 row = new[i * params.n + j].tolist()
