@@ -66,6 +66,8 @@ def _choose(logits, temperature, top_p, generators):
 def decode(model, rows, max_new_tokens, eos_ids, pad_id, samples=1, temperature=0.0, top_p=1.0,
            seed=0, device="cpu"):
     """Generate for every token row `samples` answers -> [[Decoded] * samples] per row."""
+    if any(len(r) == 0 for r in rows):
+        raise ValueError("cannot decode an empty prompt (0 tokens)")
     n_rows = len(rows) * samples
     prefix = min(common_prefix_length(rows), min(len(r) for r in rows) - 1)
     cache = None

@@ -24,6 +24,8 @@ def test_common_prefix_length():
     assert common_prefix_length([[1, 2, 3], [1, 2, 4], [1, 2]]) == 2
     assert common_prefix_length([[5, 6], [5, 6]]) == 2
     assert common_prefix_length([[1], [2, 3]]) == 0
+    with pytest.raises(ValueError, match="empty prompt"):
+        decode(None, [[1, 2], []], 4, {0}, 0)
 
 
 def test_row_seed_depends_on_the_prompt_and_sample_only():
