@@ -12,6 +12,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
+from humeval.jsonl import json_lines
+
 from .models import Assignment, AuditLog, Batch, Item, Judgment, Prediction, Study
 
 FORMAT = "humeval-study"
@@ -99,13 +101,9 @@ def _values(row, fields):
 
 
 def _read_lines(lines):
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BackupError(f"line {number}: not JSON ({exc.msg})") from None
+    for number, row, error in json_lines(lines):
+        if error:
+            raise BackupError(f"line {number}: not JSON ({error.msg})")
         if not isinstance(row, dict) or "type" not in row:
             raise BackupError(f"line {number}: expected an object with a 'type'")
         yield number, row

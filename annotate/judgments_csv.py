@@ -11,6 +11,8 @@ import json
 import math
 from datetime import datetime, timezone
 
+from humeval.jsonl import json_lines
+
 JUDGMENT_COLUMNS = ("study", "item_id", "annotator", "question", "value", "shown_order", "seconds", "submitted_at")
 PREDICTION_COLUMNS = ("study", "item_id", "evaluator", "annotator", "question", "value")
 REQUIRED_JUDGMENT_CELLS = ("study", "item_id", "annotator", "question", "value")
@@ -71,13 +73,9 @@ def _read_csv(text, columns):
 
 
 def _read_jsonl(text, columns):
-    for line, raw in enumerate(text, 1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            yield line, f"bad JSON: {exc.msg} at column {exc.colno}"
+    for line, obj, error in json_lines(text):
+        if error:
+            yield line, f"bad JSON: {error.msg} at column {error.colno}"
             continue
         if not isinstance(obj, dict):
             yield line, "expected a JSON object"

@@ -15,6 +15,7 @@ import json
 import re
 from itertools import combinations
 
+from humeval.jsonl import json_lines
 from models_runtime.backends.base import SamplingParams
 
 STYLES = ("0-shot", "2-shot w/o hist", "2-shot w/ hist", "C-0-shot", "C-2-shot w/o hist", "C-2-shot w/ hist")
@@ -127,13 +128,9 @@ def read_documents(path):
     """The input JSONL (runtime.md); ValueError lists every bad line."""
     docs, errors = [], []
     with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                doc = json.loads(line)
-            except ValueError as exc:
-                errors.append(f"line {number}: not JSON ({exc.msg})")
+        for number, doc, error in json_lines(handle):
+            if error:
+                errors.append(f"line {number}: not JSON ({error.msg})")
                 continue
             problems = [k for k in ("doc_id", "text", "users") if k not in doc]
             if problems:

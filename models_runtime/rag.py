@@ -11,6 +11,8 @@ import json
 import os
 from pathlib import Path
 
+from humeval.jsonl import json_lines
+
 from .backends.base import SamplingParams
 from .backends.config import model_spec
 from .jobs import ItemError, JobParamsError, register_job_kind
@@ -31,13 +33,9 @@ def read_records(path):
     except OSError as exc:
         raise JobParamsError(f"cannot read {path}: {exc.strerror}") from exc
     with handle:
-        for n, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                errors.append(f"line {n}: not valid JSON ({exc.msg})")
+        for n, record, error in json_lines(handle):
+            if error:
+                errors.append(f"line {n}: not valid JSON ({error.msg})")
                 continue
             if not isinstance(record, dict):
                 errors.append(f"line {n}: expected a JSON object")

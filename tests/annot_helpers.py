@@ -57,9 +57,9 @@ def make_items(study, n, start=0, gold=None):
 
 
 @pytest.fixture
-def fast_passwords(settings):
-    """MD5 hashing for test users: the default PBKDF2 costs ~1 s per user on a busy box."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def plain_http(settings):
+    """The test client speaks http: no redirect to https. (Fast password hashing for
+    every test is set in conftest.py.)"""
     settings.SECURE_SSL_REDIRECT = False
 
 

@@ -7,6 +7,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing():
+    """MD5 instead of PBKDF2 for every test user: the default costs ~1 s a password on a
+    busy box. Session-scoped, so the live server of the browser tests uses it too."""
+    from django.test.utils import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 def make_user(django_user_model, username, role=None, password="pw-" + "x" * 8, **extra):
     from django.contrib.auth.models import Group
 

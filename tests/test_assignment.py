@@ -6,14 +6,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annot_helpers import fast_passwords, make_items, make_person, make_study  # noqa: F401 (fixture)
+from annot_helpers import make_items, make_person, make_study, plain_http  # noqa: F401 (fixture)
 from annotate.assignment import NotAllowed, next_assignment, progress, reclaim_expired
 from annotate.display import assignment_payload
 from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from annotate.models import Assignment, Item
 from annotate.submission import AssignmentGone, submit
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 
 
 @pytest.fixture

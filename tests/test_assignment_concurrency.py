@@ -7,15 +7,15 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from annot_helpers import (empty_tables_after_module, ensure_roles, fast_passwords,  # noqa: F401 (fixtures)
-                          make_items, make_person, make_study)
+from annot_helpers import (empty_tables_after_module, ensure_roles, make_items, make_person,  # noqa: F401 (fixtures)
+                          make_study, plain_http)
 from annotate.assignment import next_assignment
 from annotate.models import Assignment, Item, Judgment
 from annotate.submission import submit
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("fast_passwords", "empty_tables_after_module"),
+    pytest.mark.usefixtures("plain_http", "empty_tables_after_module"),
     pytest.mark.skipif(not settings.IS_POSTGRES, reason="row-lock guarantees are tested on PostgreSQL"),
 ]
 

@@ -15,11 +15,6 @@ from annotate.roles import is_admin, is_annotator, is_researcher
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def fast_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # demo sets 5 passwords a run
-
-
 def run_demo():
     out = io.StringIO()
     call_command("demo", stdout=out)

@@ -13,7 +13,6 @@ A Celery worker killed mid-job is covered by tests/runtime/test_worker.py (the r
 own test: SIGKILL, restart, every item processed once).
 """
 import asyncio
-import importlib.util
 import json
 import os
 import shutil
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from bench_loader import load_bench
 from conftest import make_user
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,13 +31,6 @@ pytestmark = [pytest.mark.faults, pytest.mark.slow, pytest.mark.skipif(
     reason="restarts the shared PostgreSQL/Redis: set HUMEVAL_FAULT_TESTS=1 to run")]
 REDIS_START = ["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", "6379", "--save", "",
                "--appendonly", "no", "--dir", "/var/lib/redis", "--logfile", "/var/log/redis/ci.log"]
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("humeval_load_test", ROOT / "bench" / "load_test.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def pg_cluster():

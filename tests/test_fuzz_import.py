@@ -121,15 +121,23 @@ def assert_clean_refusal(exc, before):
     assert counts() == before, "a refused file wrote to the database"
 
 
+def imported_or_cleanly_refused(before, run_import):
+    """run_import()'s result, or None when it refused the file (then checked by
+    assert_clean_refusal against the row counts `before`)."""
+    try:
+        return run_import()
+    except BatchInvalid as exc:
+        event("refused")
+        assert_clean_refusal(exc, before)
+        return None
+
+
 @FUZZ
 @given(data=batch_file())
 def test_batch_import_never_crashes_and_refusals_write_nothing(data):
     before = counts()
-    try:
-        result = import_batch_bytes(data, source="fuzz")
-    except BatchInvalid as exc:
-        event("refused")
-        assert_clean_refusal(exc, before)
+    result = imported_or_cleanly_refused(before, lambda: import_batch_bytes(data, source="fuzz"))
+    if result is None:
         return
     event(f"accepted, {result.created} created")
     after = counts()
@@ -201,11 +209,8 @@ def judged_study(annotators):
 @given(data=judgments_file())
 def test_judgments_import_never_crashes_and_refusals_write_nothing(judged_study, data):
     before = counts()
-    try:
-        result = import_judgments(io.BytesIO(data), source="fuzz")
-    except BatchInvalid as exc:
-        event("refused")
-        assert_clean_refusal(exc, before)
+    result = imported_or_cleanly_refused(before, lambda: import_judgments(io.BytesIO(data), source="fuzz"))
+    if result is None:
         return
     event(f"accepted, {result['created']} created")
     after = counts()
@@ -264,14 +269,8 @@ def predictions_file(draw):
 def test_predictions_import_never_crashes_and_refusals_write_nothing(judged_study, data):
     from annotate.judgments_io import import_predictions
 
-    before = counts()
-    try:
-        import_predictions(io.BytesIO(data), source="fuzz")
-    except BatchInvalid as exc:
-        event("refused")
-        assert_clean_refusal(exc, before)
-        return
-    event("accepted")
+    if imported_or_cleanly_refused(counts(), lambda: import_predictions(io.BytesIO(data), source="fuzz")) is not None:
+        event("accepted")
 
 
 # --- the REST door: any body gets a 4xx with reasons, never a 500 ------------------------------

@@ -1,22 +1,14 @@
 """The load test of bench/load_test.py, small: 20 annotators for 15 s on gunicorn and a
 fresh PostgreSQL database. Zero errors, zero lost or duplicated judgments, no item over
 its overlap, counters consistent."""
-import importlib.util
 import os
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench_loader import load_bench
+
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not (os.environ.get("DATABASE_URL") or "").startswith("postgres"), reason="needs PostgreSQL (DATABASE_URL)")]
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("humeval_load_test", ROOT / "bench" / "load_test.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_twenty_annotators_for_fifteen_seconds_lose_nothing():

@@ -132,7 +132,6 @@ ADMIN_OPEN = {"admin:login": 200}  # the admin login form itself
 @pytest.fixture(autouse=True)
 def plain_http(settings):
     settings.SECURE_SSL_REDIRECT = False  # the test client speaks http
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast test users
 
 
 # --- the world every probe runs in -----------------------------------------------------------

@@ -43,7 +43,6 @@ def plain_http(settings):
     """The test client speaks http: keep the production SSL redirect out of the way
     (test_plain_http_is_redirected_to_https checks it separately)."""
     settings.SECURE_SSL_REDIRECT = False
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast test users
 
 
 def test_plain_http_is_redirected_to_https(settings):

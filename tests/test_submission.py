@@ -2,11 +2,11 @@
 import pytest
 from rest_framework.test import APIClient
 
-from annot_helpers import fast_passwords, make_items, make_study  # noqa: F401 (fixture)
+from annot_helpers import make_items, make_study, plain_http  # noqa: F401 (fixture)
 from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, SIMILARITY_SURVEY
 from annotate.models import Assignment, AuditLog, Item, Judgment
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 
 
 def client_for(user):

@@ -91,6 +91,22 @@ def errors_response(exc):
     return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
 
 
+LINE_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description='{"errors": ["line N: ..."]}')
+
+
+class UploadView(APIView):
+    """An admin upload of a raw file body: spool it (see `spool`), import it; a refused
+    file (BatchInvalid, nothing written) is answered 400 {"errors": [...]}."""
+
+    permission_classes = [IsAdminRole]
+    parser_classes = [RawBody]
+
+    def handle_exception(self, exc):
+        if isinstance(exc, BatchInvalid):
+            return errors_response(exc)
+        return super().handle_exception(exc)
+
+
 class StudyListView(APIView):
     """GET: the studies you may see. POST (admins): create a study from header fields."""
 
@@ -125,21 +141,15 @@ class StudyDetailView(APIView):
         return Response(study_json(study))
 
 
-class BatchUploadView(APIView):
+class BatchUploadView(UploadView):
     """POST the batch JSONL (application/x-ndjson). 400 {"errors": [...]} writes nothing."""
-
-    permission_classes = [IsAdminRole]
-    parser_classes = [RawBody]
 
     @extend_schema(request={"application/x-ndjson": OpenApiTypes.STR},
                    responses={201: OpenApiResponse(OpenApiTypes.OBJECT, description='{"study", "created", "skipped"}'),
-                              400: OpenApiResponse(OpenApiTypes.OBJECT, description='{"errors": ["line N: ..."]}')})
+                              400: LINE_ERRORS})
     def post(self, request, slug):
-        try:
-            with spool(request) as body:
-                result = import_batch(body, source="api", user=request.user, expected_slug=slug)
-        except BatchInvalid as exc:
-            return errors_response(exc)
+        with spool(request) as body:
+            result = import_batch(body, source="api", user=request.user, expected_slug=slug)
         return Response(result.as_json(), status=status.HTTP_201_CREATED)
 
 
@@ -162,20 +172,14 @@ class JudgmentsExportView(APIView):
         return response
 
 
-class PredictionsUploadView(APIView):
+class PredictionsUploadView(UploadView):
     """POST the predictions CSV (admins); rows must belong to this study."""
-
-    permission_classes = [IsAdminRole]
-    parser_classes = [RawBody]
 
     @extend_schema(request={"text/csv": OpenApiTypes.STR},
                    responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description='{"studies", "created", "updated", "skipped"}'),
-                              400: OpenApiResponse(OpenApiTypes.OBJECT, description='{"errors": ["line N: ..."]}')})
+                              400: LINE_ERRORS})
     def post(self, request, slug):
         get_object_or_404(Study, slug=slug)
-        try:
-            with spool(request) as body:
-                result = import_predictions(body, user=request.user, source="api", only_study=slug)
-        except BatchInvalid as exc:
-            return errors_response(exc)
+        with spool(request) as body:
+            result = import_predictions(body, user=request.user, source="api", only_study=slug)
         return Response(result)

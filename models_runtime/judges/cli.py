@@ -5,6 +5,8 @@ import sys
 
 from django.core.management.base import CommandError
 
+from humeval.jsonl import json_lines
+
 
 def read_jsonl(path, required=()):
     """Rows of a JSONL file; CommandError listing every `line N: ...` problem."""
@@ -14,13 +16,9 @@ def read_jsonl(path, required=()):
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
     with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                errors.append(f"line {number}: not JSON ({exc.msg})")
+        for number, row, error in json_lines(handle):
+            if error:
+                errors.append(f"line {number}: not JSON ({error.msg})")
                 continue
             if not isinstance(row, dict):
                 errors.append(f"line {number}: expected a JSON object")

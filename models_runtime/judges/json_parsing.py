@@ -19,11 +19,11 @@ class ParseError(ValueError):
     """The text holds no usable JSON of the expected shape."""
 
 
-def _span_at(text, start):
-    """The substring from the bracket at `start` to its matching closer, honouring quoted
-    strings (single or double); None when the text ends first (a truncated value) or the
-    brackets do not pair up."""
-    closers, quote, escaped = [], None, False
+def _unquoted(text, start=0, single_quotes=False):
+    """(index, character) for each character of text[start:] outside quoted strings, so
+    brackets and commas inside strings are not taken for structure. Strings are
+    double-quoted, or also single-quoted when asked; backslash escapes are honoured."""
+    quote, escaped = None, False
     for i in range(start, len(text)):
         ch = text[i]
         if quote:
@@ -33,10 +33,19 @@ def _span_at(text, start):
                 escaped = True
             elif ch == quote:
                 quote = None
-            continue
-        if ch in "\"'" and not _inside_word(text, i):
+        elif ch == '"' or (single_quotes and ch == "'" and not _inside_word(text, i)):
             quote = ch
-        elif ch in "[{":
+        else:
+            yield i, ch
+
+
+def _span_at(text, start):
+    """The substring from the bracket at `start` to its matching closer, honouring quoted
+    strings (single or double); None when the text ends first (a truncated value) or the
+    brackets do not pair up."""
+    closers = []
+    for i, ch in _unquoted(text, start, single_quotes=True):
+        if ch in "[{":
             closers.append("]" if ch == "[" else "}")
         elif ch in "]}":
             if not closers or closers.pop() != ch:
@@ -66,7 +75,7 @@ def _loads(candidate):
     literal = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", cleaned)))
     try:
         value = ast.literal_eval(literal)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # {[1]}: unhashable key
         return None
     return value if isinstance(value, (list, dict)) else None
 
@@ -75,19 +84,9 @@ def _repair_truncated(text):
     """A JSON value cut off by the token limit: keep the longest prefix that ends just
     before a comma or after a closing bracket, close its open brackets, and parse that.
     Only complete members survive; None when no prefix parses."""
-    cuts, stack, quote, escaped = [], [], None, False
-    for i, ch in enumerate(text):
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-            continue
-        if ch == '"':
-            quote = ch
-        elif ch in "[{":
+    cuts, stack = [], []
+    for i, ch in _unquoted(text):
+        if ch in "[{":
             stack.append("]" if ch == "[" else "}")
         elif ch in "]}":
             if not stack:
@@ -180,15 +179,21 @@ def find_title(title, titles):
     return None
 
 
-def parse_match(text, titles):
-    """Aspect matching: {reason, is_matched, matched_aspect}. Returns (matched title or
-    None, reason). An unknown `matched_aspect` title is a ParseError (so it is retried)."""
+def _is_matched(text):
+    """(the answer's object, its `is_matched` as a bool): the part every yes/no step shares."""
     value = extract_json(text, "object")
     if not isinstance(value, dict) or "is_matched" not in value:
         raise ParseError("expected an object with is_matched")
-    matched = as_bool(value["is_matched"])
-    if matched is None:
+    decision = as_bool(value["is_matched"])
+    if decision is None:
         raise ParseError("is_matched is not a yes/no value")
+    return value, decision
+
+
+def parse_match(text, titles):
+    """Aspect matching: {reason, is_matched, matched_aspect}. Returns (matched title or
+    None, reason). An unknown `matched_aspect` title is a ParseError (so it is retried)."""
+    value, matched = _is_matched(text)
     reason = _text(value.get("reason"))
     if not matched:
         return None, reason
@@ -200,12 +205,7 @@ def parse_match(text, titles):
 
 def parse_decision(text):
     """Content or style check: {reason, is_matched} -> (bool, reason)."""
-    value = extract_json(text, "object")
-    if not isinstance(value, dict) or "is_matched" not in value:
-        raise ParseError("expected an object with is_matched")
-    decision = as_bool(value["is_matched"])
-    if decision is None:
-        raise ParseError("is_matched is not a yes/no value")
+    value, decision = _is_matched(text)
     return decision, _text(value.get("reason"))
 
 

@@ -1,6 +1,7 @@
 """Fixtures for the annotator browser tests: Debian's Chromium driven by Playwright
 against pytest-django's live server. Kept out of a conftest.py on purpose: a second
 conftest module would shadow tests/conftest.py for modules doing `from conftest import`."""
+import contextlib
 import os
 
 import pytest
@@ -19,17 +20,19 @@ def plain_http_live_server():
     from django.test.utils import override_settings
 
     override = override_settings(SECURE_SSL_REDIRECT=False, SESSION_COOKIE_SECURE=False, CSRF_COOKIE_SECURE=False,
-                                 SECURE_HSTS_SECONDS=0,
-                                 PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"])
+                                 SECURE_HSTS_SECONDS=0)
     override.enable()
     yield
     override.disable()
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    """One browser per test module: Playwright's sync API cannot run while another
-    module's sync_playwright() is still open, so it is closed at the end of the module."""
+@contextlib.contextmanager
+def launched_chromium():
+    """Debian's Chromium under Playwright's sync API; skips the test when either is missing.
+
+    While it is open, Playwright marks an event loop as running in this thread and Django
+    then uses a second database connection; only the first holds the snapshot that
+    serialized_rollback restores. So the database is set up before a browser starts."""
     sync_api = pytest.importorskip("playwright.sync_api")
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian chromium is not installed")
@@ -37,6 +40,23 @@ def chromium():
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def chromium(django_db_setup):
+    """One browser per test module: Playwright's sync API cannot run while another
+    module's sync_playwright() is still open, so it is closed at the end of the module.
+    The test database is made first (see launched_chromium)."""
+    with launched_chromium() as browser:
+        yield browser
+
+
+@pytest.fixture(name="chromium")
+def chromium_per_test(transactional_db):
+    """`chromium` for modules marked serialized_rollback (import this one instead): one
+    browser per test, started after its database is restored (see launched_chromium)."""
+    with launched_chromium() as browser:
+        yield browser
 
 
 @pytest.fixture
@@ -56,3 +76,9 @@ def new_page(chromium):
         context.close()
 
 
+def logged_in(page, live_server, client, user):
+    """`page` with the test client's session of `user`: logged in without the login form."""
+    client.force_login(user)
+    page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
+                               "url": live_server.url}])
+    return page

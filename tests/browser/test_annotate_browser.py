@@ -43,7 +43,7 @@ PLOT_B = ("A lighthouse keeper receives a letter from her younger self, written 
           "for the mainland.")
 
 
-def annotator(django_user_model, name="annie"):
+def annotator(name="annie"):
     return make_person(name, password=PASSWORD)
 
 
@@ -107,6 +107,16 @@ def press(page, *keys):
         page.keyboard.press(key)
 
 
+def annie_at_task(live_server, new_page, kind, data, **study):
+    """Annie, logged in on a fresh page with the task of a new `kind` study open."""
+    user = annotator()
+    slug = study_with_item(kind, data, **study).slug
+    page = new_page()
+    log_in(page, live_server, "annie")
+    open_task(page, live_server, slug)
+    return user, page
+
+
 def wait_done(page):
     page.wait_for_selector("#done-title")
 
@@ -119,9 +129,9 @@ def stored(user):
     return {j.question: j for j in Judgment.objects.filter(annotator=user)}
 
 
-def test_pairwise_alignment_with_the_keyboard(django_user_model, live_server, new_page):
+def test_pairwise_alignment_with_the_keyboard(live_server, new_page):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    user = annotator(django_user_model)
+    user = annotator()
     study_with_item(PAIRWISE_ALIGNMENT, PAIRWISE_DATA)
     study_with_item(ASPECT_PAIRWISE, ASPECT_DATA, n=3)
     page = new_page()
@@ -156,12 +166,8 @@ def test_pairwise_alignment_with_the_keyboard(django_user_model, live_server, ne
     assert page.locator("table.studies tbody tr").nth(1).locator("td").nth(0).inner_text() == "1"
 
 
-def test_explanation_choice_with_the_keyboard(django_user_model, live_server, new_page):
-    user = annotator(django_user_model)
-    study_with_item(EXPLANATION_CHOICE, EXPLANATION_DATA)
-    page = new_page()
-    log_in(page, live_server, "annie")
-    open_task(page, live_server, "explanation-choice")
+def test_explanation_choice_with_the_keyboard(live_server, new_page):
+    user, page = annie_at_task(live_server, new_page, EXPLANATION_CHOICE, EXPLANATION_DATA)
     text = page.locator("#item-area").inner_text()
     assert "Both discuss the film." in text and "One is chatty, one is formal." in text  # reasons shown
     assert "0.75" not in text and "score" not in text.lower()  # scores are not
@@ -179,12 +185,8 @@ def test_explanation_choice_with_the_keyboard(django_user_model, live_server, ne
     assert judgments["usefulness"].shown_order == ""
 
 
-def test_similarity_survey_with_the_keyboard(django_user_model, live_server, new_page):
-    user = annotator(django_user_model)
-    study_with_item(SIMILARITY_SURVEY, SIMILARITY_DATA)
-    page = new_page()
-    log_in(page, live_server, "annie")
-    open_task(page, live_server, "similarity-survey")
+def test_similarity_survey_with_the_keyboard(live_server, new_page):
+    user, page = annie_at_task(live_server, new_page, SIMILARITY_SURVEY, SIMILARITY_DATA)
     page.screenshot(path=str(SCREENSHOTS / "annotate-similarity.png"), full_page=True)
     press(page, "Enter")  # nothing answered yet: nothing is sent, the first pair gets focus
     assert "4 more questions" in page.locator("#status").inner_text()
@@ -199,12 +201,8 @@ def test_similarity_survey_with_the_keyboard(django_user_model, live_server, new
         assert judgments[pid].shown_order == "|".join(assignment.shown_order[pid])
 
 
-def test_aspect_pairwise_with_the_keyboard_and_narrow_screen(django_user_model, live_server, new_page):
-    user = annotator(django_user_model)
-    study_with_item(ASPECT_PAIRWISE, ASPECT_DATA)
-    page = new_page()
-    log_in(page, live_server, "annie")
-    open_task(page, live_server, "aspect-pairwise")
+def test_aspect_pairwise_with_the_keyboard_and_narrow_screen(live_server, new_page):
+    user, page = annie_at_task(live_server, new_page, ASPECT_PAIRWISE, ASPECT_DATA)
     page.screenshot(path=str(SCREENSHOTS / "annotate-aspects.png"), full_page=True)
     boxes = [page.locator("article.candidate").nth(i).bounding_box() for i in range(2)]
     assert boxes[0]["y"] == boxes[1]["y"] and boxes[0]["x"] < boxes[1]["x"]  # side by side on a wide screen
@@ -224,15 +222,11 @@ def test_aspect_pairwise_with_the_keyboard_and_narrow_screen(django_user_model, 
     assert all(judgments[k].shown_order == "|".join(shown) for k in expected)
 
 
-def test_minimum_time_warning_and_hidden_tab_time(django_user_model, live_server, new_page):
+def test_minimum_time_warning_and_hidden_tab_time(live_server, new_page):
     """min_seconds 2: an answer after <2 s is held back with a warning; Enter again sends
     it. The tab is then 'hidden' for 1.5 s on the next item: the stored seconds are at
     least the 2.2 s visible and at most the wall time minus the hidden 1.5 s (0.1 slack)."""
-    user = annotator(django_user_model)
-    study_with_item(PAIRWISE_ALIGNMENT, PAIRWISE_DATA, min_seconds=2, n=2)
-    page = new_page()
-    log_in(page, live_server, "annie")
-    open_task(page, live_server, "pairwise-alignment")
+    user, page = annie_at_task(live_server, new_page, PAIRWISE_ALIGNMENT, PAIRWISE_DATA, min_seconds=2, n=2)
     press(page, "1", "Enter")
     page.wait_for_selector("#fast-warning:not([hidden])")
     assert "at least 2 s" in page.locator("#fast-warning").inner_text()
@@ -257,13 +251,9 @@ def test_minimum_time_warning_and_hidden_tab_time(django_user_model, live_server
     assert 2.0 <= second.seconds <= wall - 1.4, (second.seconds, wall)
 
 
-def test_double_submit_and_audited_edit(django_user_model, live_server, new_page):
+def test_double_submit_and_audited_edit(live_server, new_page):
     """Overlap 2, so the item stays open for edits after this annotator's submit."""
-    user = annotator(django_user_model)
-    study_with_item(PAIRWISE_ALIGNMENT, PAIRWISE_DATA, overlap=2, n=2)
-    page = new_page()
-    log_in(page, live_server, "annie")
-    open_task(page, live_server, "pairwise-alignment")
+    user, page = annie_at_task(live_server, new_page, PAIRWISE_ALIGNMENT, PAIRWISE_DATA, overlap=2, n=2)
     first = Assignment.objects.get(annotator=user)
     press(page, "1")
     page.evaluate("() => { const f = document.getElementById('item-form'); f.requestSubmit(); f.requestSubmit(); }")
@@ -283,12 +273,12 @@ def test_double_submit_and_audited_edit(django_user_model, live_server, new_page
     assert "edit was saved" in page.locator("#status").inner_text()
 
 
-def test_researcher_sees_annotator_quality(django_user_model, live_server, new_page):
+def test_researcher_sees_annotator_quality(live_server, new_page):
     """ann answers two gold items (gold choice formal-model): one right, one wrong -> 50%;
     item times 8 and 12 s -> median 10.0."""
     from annotate.submission import submit
 
-    user = annotator(django_user_model)
+    user = annotator()
     make_person("rita", role="researchers", password=PASSWORD)
     study = study_with_item(PAIRWISE_ALIGNMENT, PAIRWISE_DATA, n=0)
     for k, (value, seconds) in enumerate((("formal-model", 8), ("styled-model", 12))):

@@ -1,52 +1,21 @@
 """The researcher dashboard in Debian's Chromium: figures render, the progress panel
 refreshes by itself (htmx polling) when a new judgment arrives, an admin starts a scoring
 job and watches its progress bar reach 100%. Screenshots go to docs/screenshots/."""
-import os
 from pathlib import Path
 
 import pytest
 
-from report_helpers import make_study, two, user
+from annot_browser import chromium_per_test, logged_in, new_page, plain_http_live_server  # noqa: F401 (fixtures)
+from report_helpers import make_study, user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the ORM is used beside Playwright's loop
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--disable-gpu"]
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
-@pytest.fixture(scope="session", autouse=True)
-def plain_http_live_server():
-    """The live server speaks plain HTTP: no HTTPS redirect or secure-only cookies. Session
-    scoped and autouse so it is in place before live_server builds its middleware."""
-    from django.test.utils import override_settings
-
-    override = override_settings(SECURE_SSL_REDIRECT=False, SESSION_COOKIE_SECURE=False,
-                                 CSRF_COOKIE_SECURE=False, SECURE_HSTS_SECONDS=0)
-    override.enable()
-    yield
-    override.disable()
-
-
-@pytest.fixture
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian chromium is not installed")
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-def logged_in_page(browser, live_server, client, who):
-    client.force_login(who)
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
-                          "url": live_server.url}])
-    page = context.new_page()
+def logged_in_page(new_page, live_server, client, who):
+    """A page logged in as `who` that records the URL of every request it makes."""
+    page = logged_in(new_page(1200, 900), live_server, client, who)
     page.on("request", lambda r: requests.append(r.url))
     requests = []
     page.requests = requests
@@ -66,9 +35,9 @@ def demo_study():
     return make_study("dash", "pairwise_alignment", items, judgments[:-2])
 
 
-def test_dashboard_researcher_live_progress(browser, live_server, client, researcher):
+def test_dashboard_researcher_live_progress(new_page, live_server, client, researcher):
     study = demo_study()
-    page = logged_in_page(browser, live_server, client, researcher)
+    page = logged_in_page(new_page, live_server, client, researcher)
     page.goto(f"{live_server.url}/studies/dash/")
     assert page.title().startswith("Study dash")
     for fig in ("fig-agreement", "fig-alignment", "fig-ratings", "fig-position-bias"):
@@ -89,9 +58,9 @@ def test_dashboard_researcher_live_progress(browser, live_server, client, resear
     assert all(url.startswith(live_server.url) for url in page.requests), page.requests
 
 
-def test_dashboard_admin_starts_a_job(browser, live_server, client, admin_user_):
+def test_dashboard_admin_starts_a_job(new_page, live_server, client, admin_user_):
     demo_study()
-    page = logged_in_page(browser, live_server, client, admin_user_)
+    page = logged_in_page(new_page, live_server, client, admin_user_)
     page.goto(f"{live_server.url}/studies/dash/")
     assert page.locator("#upload-batch").get_attribute("href") == "/studies/dash/upload/"
     page.fill("#job-form input[name=metrics]", "rougeL")

@@ -1,49 +1,23 @@
 """The admin batch upload form in Debian's Chromium: a bad file shows every `line N:` error
 and writes nothing; a good file loads and links to the new study."""
 import json
-import os
 
 import pytest
 
+from annot_browser import chromium_per_test, logged_in, new_page, plain_http_live_server  # noqa: F401 (fixtures)
 from annotate.models import Item, Study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--disable-gpu"]
-
-
-@pytest.fixture(scope="session", autouse=True)
-def plain_http_live_server():
-    from django.test.utils import override_settings
-
-    override = override_settings(SECURE_SSL_REDIRECT=False, SESSION_COOKIE_SECURE=False,
-                                 CSRF_COOKIE_SECURE=False, SECURE_HSTS_SECONDS=0)
-    override.enable()
-    yield
-    override.disable()
-
 
 @pytest.fixture
-def page(live_server, client, django_user_model, monkeypatch):
-    # The ORM runs beside Playwright's event loop; set only during this test so the variable
-    # does not leak into other tests' subprocesses (check --deploy refuses it).
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian chromium is not installed")
+def page(new_page, live_server, client, django_user_model):
+    """A page logged in as an admin."""
     from django.contrib.auth.models import Group
 
     admin = django_user_model.objects.create_user("upload-admin")
     admin.groups.add(Group.objects.get(name="admins"))
-    client.force_login(admin)
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = chromium.new_context()
-        context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
-        yield context.new_page()
-        chromium.close()
+    return logged_in(new_page(), live_server, client, admin)
 
 
 def batch(*items):

@@ -12,11 +12,12 @@ import json
 import pytest
 
 from annot_browser import chromium, new_page, plain_http_live_server  # noqa: F401 (fixtures)
-from annot_helpers import make_person
+from annot_helpers import empty_tables_after_module, make_person  # noqa: F401 (fixture)
 from annotate.importing import import_batch_bytes
 from annotate.judgments_io import import_judgments, import_predictions
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True),
+              pytest.mark.usefixtures("empty_tables_after_module")]
 PASSWORD = "correct-horse-battery"
 SCRIPT = "<script>window.__xss='script';alert('xss-script')</script>"
 IMG = "<img src=x onerror=\"window.__xss='img';alert('xss-img')\">"

@@ -25,6 +25,8 @@ def test_extract_json(text, expected):
 
 def test_extract_json_kind_and_failures():
     assert extract_json('[1] {"k": 2}', "object") == {"k": 2}
+    # A Python-literal dict with an unhashable key is not a value: the inner list is taken.
+    assert extract_json("{[1]}") == [1] and extract_json("{[1]: 2}") == [1]
     for bad in ["", "no json here", '{"a": ', "[[[", None]:
         with pytest.raises(ParseError):
             extract_json(bad)

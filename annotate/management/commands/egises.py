@@ -4,6 +4,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.egises import VARIANTS, egises
+from humeval.jsonl import json_lines
 
 
 class Command(BaseCommand):
@@ -17,13 +18,9 @@ class Command(BaseCommand):
         documents = []
         try:
             with open(path, encoding="utf-8") as handle:
-                for number, line in enumerate(handle, start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        doc = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise CommandError(f"{path}: line {number}: invalid JSON ({exc.msg})") from None
+                for number, doc, error in json_lines(handle):
+                    if error:
+                        raise CommandError(f"{path}: line {number}: invalid JSON ({error.msg})")
                     if not isinstance(doc, dict) or "text" not in doc:
                         raise CommandError(f"{path}: line {number}: expected an object with text")
                     documents.append(doc)
