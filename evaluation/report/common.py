@@ -13,6 +13,7 @@ from evaluation.agreement import (fleiss_kappa, krippendorff_alpha, leave_one_ou
                                   pairwise_cohen_kappa, percent_agreement)
 from evaluation.majority import majority_labels
 from evaluation.position_bias import position_bias
+from evaluation.tabulate import distinct_sorted
 
 from .inputs import Judgments, to_float
 
@@ -42,7 +43,7 @@ def header(inp):
     n_coders = len(inp.annotator_names)
     complete = 0
     if len(inp.j_item):
-        pairs = np.unique(inp.j_item * n_coders + inp.j_coder)
+        pairs = distinct_sorted(inp.j_item * n_coders + inp.j_coder)
         per_item = np.bincount(pairs // n_coders, minlength=inp.n_items)
         complete = int(np.sum(per_item >= inp.annotations_per_item))
     return {
