@@ -279,3 +279,12 @@ def test_leave_one_out_and_majority_match_brute_force(rows):
     present = {u: [x for x in row if x is not None] for u, row in enumerate(rows)}
     assert majority_labels(units, values) == {
         u: _brute_majority(xs) for u, xs in present.items() if xs}
+
+
+def test_distinct_sorted_equals_numpy_unique():
+    from evaluation.tabulate import distinct_sorted
+
+    keys = np.random.default_rng(1).integers(0, 50, 500) * 60 + 7
+    assert distinct_sorted(keys).tolist() == np.unique(keys).tolist()
+    assert distinct_sorted(np.array([3.0, 1.0, 3.0])).tolist() == [1.0, 3.0]
+    assert distinct_sorted(np.zeros(0, np.int64)).size == 0
