@@ -11,7 +11,6 @@ plus one predicted-choice evaluator, written with COPY. The budget (interfaces: 
 100,000 judgments reports in under 3 s) is checked and printed.
 """
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -119,7 +118,7 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     from annot_scratch import scratch_database  # the bench/ scratch PostgreSQL database
 
-    with scratch_database("report_bench") as dsn:
+    with scratch_database("report_bench"):
         run(sizes)
 
 

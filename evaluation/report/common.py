@@ -217,9 +217,9 @@ def base_report(inp, questions, primary_question):
     """(report with the keys every kind has, counted judgment rows). questions = [(id, level)]."""
     report = header(inp)
     js = Judgments.of(inp, inp.counted())
-    report["agreement"] = {q: agreement(question_rows(js, q), level, inp.value_names) for q, level in questions}
-    report["pairwise_kappa"] = {q: pairwise_kappa_part(question_rows(js, q), inp.annotator_names)
-                                for q, _ in questions}
+    rows = {q: question_rows(js, q) for q, _ in questions}
+    report["agreement"] = {q: agreement(rows[q], level, inp.value_names) for q, level in questions}
+    report["pairwise_kappa"] = {q: pairwise_kappa_part(rows[q], inp.annotator_names) for q in rows}
     choices = [q for q, level in questions if level == NOMINAL]
     if choices:
         codes = [k for k, q in enumerate(js.question_names.tolist()) if q in choices]

@@ -95,9 +95,10 @@ def decode(model, rows, max_new_tokens, eos_ids, pad_id, samples=1, temperature=
     alive = torch.arange(n_rows, device=device)  # original row index of each cache row
     eos = torch.tensor(sorted(eos_ids), device=device)
     for step in range(max_new_tokens):
-        chosen = _choose(logits, temperature, top_p, [generators[i] for i in alive.tolist()])
+        alive_rows = alive.tolist()
+        chosen = _choose(logits, temperature, top_p, [generators[i] for i in alive_rows])
         done = torch.isin(chosen, eos)
-        for row, token, finished in zip(alive.tolist(), chosen.tolist(), done.tolist()):
+        for row, token, finished in zip(alive_rows, chosen.tolist(), done.tolist()):
             if not finished:
                 generated[row].append(token)
         if step == max_new_tokens - 1:

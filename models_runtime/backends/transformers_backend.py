@@ -150,17 +150,13 @@ class TransformersBackend(CachingBackend):
         width = enc["input_ids"].shape[1]
         new = out[:, width:]
         tokens_in = enc["attention_mask"].sum(dim=1).tolist()
-        eos = self.tokenizer.eos_token_id
+        stop = self.eos_ids | {self.tokenizer.pad_token_id}  # generate pads rows that ended early
         results = []
         for i in range(len(texts)):
             gens = []
             for j in range(params.n):
                 row = new[i * params.n + j].tolist()
-                length = len(row)
-                for pos, tok in enumerate(row):
-                    if tok == eos or tok == self.tokenizer.pad_token_id:
-                        length = pos
-                        break
+                length = next((pos for pos, tok in enumerate(row) if tok in stop), len(row))
                 text = self.tokenizer.decode(row[:length], skip_special_tokens=True).strip()
                 gens.append(Generation(text=text, tokens_in=int(tokens_in[i]), tokens_out=length, seconds=seconds))
             results.append(gens)
