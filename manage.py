@@ -7,6 +7,11 @@ import sys
 def main():
     """Run administrative tasks."""
     os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'humeval.settings')
+    # Commands answer on stdout and give a one-line reason on stderr (interfaces.md), so they
+    # log only warnings and errors unless HUMEVAL_LOG_LEVEL asks for more; the development
+    # server keeps the INFO default of the servers.
+    if sys.argv[1:2] != ['runserver']:
+        os.environ.setdefault('HUMEVAL_LOG_LEVEL', 'WARNING')
     try:
         from django.core.management import execute_from_command_line
     except ImportError as exc:

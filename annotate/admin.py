@@ -9,7 +9,7 @@ class StudyAdmin(admin.ModelAdmin):
     list_display = ("slug", "kind", "title", "annotations_per_item", "allow_tie", "created_at")
     list_filter = ("kind",)
     search_fields = ("slug", "title")
-    filter_horizontal = ("annotators",)
+    filter_horizontal = ("annotators", "researchers")
 
 
 @admin.register(Batch)

@@ -1,10 +1,17 @@
-"""REST endpoints of interfaces.md for studies, batches, assignments, judgments, reports."""
+"""REST endpoints of interfaces.md for studies, batches, assignments, judgments, reports;
+token rotation."""
 from django.urls import path
 
 from annotate.api.assignments import AssignmentJudgmentsView, NextAssignmentView
 from annotate.api.reports import StudyReportView
-from annotate.api.studies import (BatchUploadView, JudgmentsExportView, PredictionsUploadView, StudyDetailView,
-                                  StudyListView)
+from annotate.api.studies import (
+                                  BatchUploadView,
+                                  JudgmentsExportView,
+                                  PredictionsUploadView,
+                                  StudyDetailView,
+                                  StudyListView,
+)
+from annotate.api.tokens import RotateTokenView
 
 urlpatterns = [
     path("studies/", StudyListView.as_view(), name="api-studies"),
@@ -15,4 +22,5 @@ urlpatterns = [
     path("studies/<slug:slug>/assignments/next/", NextAssignmentView.as_view(), name="api-next-assignment"),
     path("assignments/<int:pk>/judgments/", AssignmentJudgmentsView.as_view(), name="api-assignment-judgments"),
     path("studies/<slug:slug>/report/", StudyReportView.as_view(), name="api-study-report"),
+    path("token/rotate/", RotateTokenView.as_view(), name="api-token-rotate"),
 ]

@@ -20,6 +20,7 @@ made on the locked, current row. While it waits, a request holds only its user r
 one item by key, so waits cannot form a cycle. On SQLite `select_for_update`
 is a no-op; a process-wide lock serializes the engine there instead (the dev server).
 """
+import logging
 import threading
 from contextlib import contextmanager
 from datetime import timedelta
@@ -29,40 +30,13 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from . import roles
-from .models import Assignment, Item, Study
+from .access import NotAllowed, may_annotate
+from .models import Assignment, Item
 from .ordering import seeded_rng, shown_order_for
 
+log = logging.getLogger(__name__)
 RECLAIM_LIMIT = 500  # expired assignments reclaimed per call, to bound one request's work
 _sqlite_lock = threading.Lock()
-
-
-class NotAllowed(Exception):
-    """The user may not annotate this study."""
-
-
-def can_annotate(user, study):
-    """Listed annotators only when the study lists any, else every member of `annotators`
-    (superusers always)."""
-    if not user.is_authenticated:
-        return False
-    if user.is_superuser:
-        return True
-    if study.annotators.exists():
-        return study.annotators.filter(pk=user.pk).exists()
-    return roles.is_annotator(user)
-
-
-def studies_for(user):
-    """The studies `user` may annotate."""
-    if not user.is_authenticated:
-        return Study.objects.none()
-    if user.is_superuser:
-        return Study.objects.all()
-    listed = Study.objects.filter(annotators=user)
-    if roles.is_annotator(user):
-        return (listed | Study.objects.filter(annotators__isnull=True)).distinct()
-    return listed
 
 
 @contextmanager
@@ -78,8 +52,7 @@ def _serialized():
 
 def open_assignment(study, user, now=None):
     """The user's open, unexpired assignment in `study`, or None."""
-    now = now or timezone.now()
-    return (Assignment.objects.filter(study=study, annotator=user, completed_at__isnull=True, expires_at__gt=now)
+    return (Assignment.objects.filter(study=study, annotator=user).open(now)
             .select_related("item").order_by("id").first())
 
 
@@ -89,23 +62,14 @@ def reclaim_expired(study, now=None):
     reclaiming or completing them)."""
     now = now or timezone.now()
     expired = list(Assignment.objects.select_for_update(skip_locked=True)
-                   .filter(study=study, completed_at__isnull=True, expires_at__lte=now)
+                   .filter(study=study).expired(now)
                    .order_by("id").values_list("id", "item_id")[:RECLAIM_LIMIT])
     for _, item_id in sorted(expired, key=lambda row: row[1]):  # one lock order: no deadlocks
         Item.objects.filter(pk=item_id, n_assigned__gt=0).update(n_assigned=F("n_assigned") - 1)
     if expired:
         Assignment.objects.filter(pk__in=[a for a, _ in expired]).delete()
+        log.info("assignments reclaimed: study=%s expired=%d", study.slug, len(expired))
     return len(expired)
-
-
-def _free_items(study, user, gold):
-    """Items `user` could be given: real items need a free slot and come closest-to-
-    completion first; gold items only need to be new to the user."""
-    mine = Assignment.objects.filter(annotator=user, study=study).values("item_id")
-    items = Item.objects.filter(study=study, is_gold=gold).exclude(pk__in=mine)
-    if not gold:
-        items = items.filter(n_assigned__lt=study.annotations_per_item)
-    return items.order_by("-n_assigned", "position", "id")  # matches item_pool_idx
 
 
 class _NoRow(Exception):
@@ -135,14 +99,15 @@ def _lock_free_item(study, user, gold):
     nobody is told "nothing left" while slots remain. Each failed wait means that row
     filled up, so the loop ends after at most as many rounds as there are free items."""
     while True:
-        free = _free_items(study, user, gold)
+        free = Item.objects.free_for(study, user, gold)
         item = _first_in_savepoint(free.select_for_update(skip_locked=True, of=("self",)))
         if item is not None:
             return item
         best = free.values_list("pk", flat=True).first()
         if best is None:
             return None
-        item = _first_in_savepoint(_free_items(study, user, gold).filter(pk=best).select_for_update(of=("self",)))
+        best_row = Item.objects.free_for(study, user, gold).filter(pk=best)
+        item = _first_in_savepoint(best_row.select_for_update(of=("self",)))
         if item is not None:
             return item
 
@@ -159,11 +124,10 @@ def _gold_drawn(study, user):
 def next_assignment(study, user, now=None):
     """The assignment the user should work on now (existing open one first), or None when
     nothing is left for them. Raises NotAllowed for users outside the study."""
-    if not can_annotate(user, study):
+    if not may_annotate(user, study):
         raise NotAllowed(f"{user} may not annotate {study.slug}")
     now = now or timezone.now()
-    expired = Assignment.objects.filter(study=study, completed_at__isnull=True, expires_at__lte=now)
-    if expired.exists():  # cheap check first: usually there is nothing to reclaim
+    if Assignment.objects.filter(study=study).expired(now).exists():  # cheap check first: usually none
         with _serialized():  # own transaction: its item locks are released before we pick
             reclaim_expired(study, now)
     with _serialized():
@@ -172,7 +136,7 @@ def next_assignment(study, user, now=None):
         if current:
             return current
         item = None
-        if _gold_drawn(study, user) and _free_items(study, user, gold=False).exists():
+        if _gold_drawn(study, user) and Item.objects.free_for(study, user).exists():
             item = _lock_free_item(study, user, gold=True)
         if item is None:
             item = _lock_free_item(study, user, gold=False)
@@ -187,17 +151,3 @@ def next_assignment(study, user, now=None):
         Item.objects.filter(pk=item.pk).update(n_assigned=F("n_assigned") + 1)
         assignment.item = item
         return assignment
-
-
-def progress(study, user):
-    """{"done", "assigned", "total", "remaining"} for one annotator in one study.
-    done = items the user completed; assigned = done + open; total = real items in the
-    study; remaining = real items the user could still be given (free slot, not yet seen)."""
-    mine = Assignment.objects.filter(study=study, annotator=user)
-    done = mine.filter(completed_at__isnull=False).count()
-    now = timezone.now()
-    open_ = mine.filter(completed_at__isnull=True, expires_at__gt=now).count()
-    real = Item.objects.filter(study=study, is_gold=False)
-    remaining = (real.filter(n_assigned__lt=study.annotations_per_item)
-                 .exclude(pk__in=mine.values("item_id")).count())
-    return {"done": done, "assigned": done + open_, "total": real.count(), "remaining": remaining + open_}

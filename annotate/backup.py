@@ -49,7 +49,8 @@ def export_study(study):
     """Yield the JSONL lines (as dicts) of one study, streaming table by table."""
     user_names = dict(get_user_model().objects.values_list("id", "username"))
     yield _record("study", study, STUDY_FIELDS, format=FORMAT, version=VERSION,
-                  annotators=sorted(study.annotators.values_list("username", flat=True)))
+                  annotators=sorted(study.annotators.values_list("username", flat=True)),
+                  researchers=sorted(study.researchers.values_list("username", flat=True)))
     batch_index = {}
     for index, batch in enumerate(study.batches.order_by("id")):
         batch_index[batch.id] = index
@@ -116,6 +117,7 @@ class _Restorer:
         self.users = {}
         self.study = Study.objects.create(**_values(header, STUDY_FIELDS))
         self.study.annotators.set([self.user(name) for name in header.get("annotators", [])])
+        self.study.researchers.set([self.user(name) for name in header.get("researchers", [])])
         self.batches = {}
         self.items = {}
         self.assignments = {}

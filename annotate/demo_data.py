@@ -7,11 +7,20 @@ hand-written aspect matches (statistics.md formulas), so the demo's numbers are 
 import json
 import re
 
+from evaluation.vocabulary import (
+    ASPECT_PAIRWISE,
+    CHOICE_QUESTION,
+    DEFAULT_MODEL,
+    EXPLANATION_CHOICE,
+    PAIRWISE_ALIGNMENT,
+    SIMILARITY_SURVEY,
+)
+
 DEMO_SLUGS = {
-    "pairwise_alignment": "demo-alignment",
-    "explanation_choice": "demo-explanations",
-    "similarity_survey": "demo-similarity",
-    "aspect_pairwise": "demo-story-aspects",
+    PAIRWISE_ALIGNMENT: "demo-alignment",
+    EXPLANATION_CHOICE: "demo-explanations",
+    SIMILARITY_SURVEY: "demo-similarity",
+    ASPECT_PAIRWISE: "demo-story-aspects",
 }
 
 # (item_id, request, the user's own text, candidate A (model "retrieval"), candidate B (model "plain"))
@@ -19,22 +28,30 @@ PAIRWISE = [
     ("review-bike", "Write a short review of the folding bike I bought last month.",
      "Folds in ten seconds, fits under my desk, and the hub gears never slip. Saddle is a plank though. Four stars.",
      "Folds in seconds and fits under a desk; the gears shift cleanly. The saddle is hard. Four stars from me.",
-     "This folding bicycle offers an excellent combination of portability and performance, making it a superb choice for urban commuters."),
+     "This folding bicycle offers an excellent combination of portability and performance, making it a superb choice "
+     "for urban commuters."),
     ("email-landlord", "Email my landlord that the kitchen tap is leaking.",
-     "Hi Marta, the kitchen tap drips all night again, worse since Sunday. Any chance someone can pass by Thursday? Cheers, Jon",
-     "Dear Landlord, I am writing to inform you that the kitchen faucet is leaking. Please arrange a repair at your earliest convenience. Regards",
+     "Hi Marta, the kitchen tap drips all night again, worse since Sunday. Any chance someone can pass by Thursday? "
+     "Cheers, Jon",
+     "Dear Landlord, I am writing to inform you that the kitchen faucet is leaking. Please arrange a repair at your "
+     "earliest convenience. Regards",
      "Hi Marta, the kitchen tap is dripping again, worse than last week. Could someone come by Thursday? Cheers, Jon"),
     ("tweet-marathon", "Post about finishing my first marathon.",
      "42.2 km. Legs are gone, heart is full. Thanks to everyone who yelled my name at km 35, you carried me.",
-     "Finished my first marathon today! 42.2 km of pain and joy. Huge thanks to the crowd at km 35, you carried me home.",
-     "Completing a marathon is a significant milestone that requires dedication, discipline and months of preparation."),
+     "Finished my first marathon today! 42.2 km of pain and joy. Huge thanks to the crowd at km 35, you carried me "
+     "home.",
+     "Completing a marathon is a significant milestone that requires dedication, discipline and months of "
+     "preparation."),
     ("recipe-note", "Write the intro for my lentil soup recipe.",
-     "My grandmother never measured anything, so this is my best guess at her soup: red lentils, too much cumin, and lemon at the end.",
+     "My grandmother never measured anything, so this is my best guess at her soup: red lentils, too much cumin, and "
+     "lemon at the end.",
      "Lentil soup is a nutritious and affordable meal enjoyed around the world for centuries.",
-     "Nobody in my family ever measured, so here is my best guess at my grandmother's soup: red lentils, lots of cumin, lemon to finish."),
+     "Nobody in my family ever measured, so here is my best guess at my grandmother's soup: red lentils, lots of "
+     "cumin, lemon to finish."),
     ("bio-talk", "Write my speaker bio for the local photography meetup.",
      "I shoot birds at dawn and people at weddings, and I still get nervous at both. Ask me about my broken tripods.",
-     "I photograph birds at sunrise and couples at weddings, and both still make me nervous. Ask me about my broken tripods.",
+     "I photograph birds at sunrise and couples at weddings, and both still make me nervous. Ask me about my broken "
+     "tripods.",
      "An accomplished photographer with extensive experience across wildlife and event photography."),
     ("thanks-neighbour", "Write a thank-you note to my neighbour who watered my plants.",
      "Ines, the basil survived, which is more than I can say when I'm home. Coffee on me this week? Thank you!",
@@ -53,21 +70,25 @@ EXPLAINED = {
     "review-bike": (
         ["quick fold", "gear reliability", "hard saddle", "star rating"],
         {"model-retrieval": (["quick fold", "clean shifting", "hard saddle", "star rating"],
-                             [("quick fold", "quick fold", True, True), ("gear reliability", "clean shifting", True, True),
+                             [("quick fold", "quick fold", True, True),
+                              ("gear reliability", "clean shifting", True, True),
                               ("hard saddle", "hard saddle", True, False), ("star rating", "star rating", True, True)]),
          "model-plain": (["portability", "urban use"],
                          [("quick fold", "portability", True, False)])}),
     "email-landlord": (
         ["leaking tap", "getting worse", "visit request", "casual sign-off"],
         {"model-retrieval": (["leaking faucet", "repair request", "formal sign-off"],
-                             [("leaking tap", "leaking faucet", True, False), ("visit request", "repair request", True, False)]),
+                             [("leaking tap", "leaking faucet", True, False),
+                              ("visit request", "repair request", True, False)]),
          "model-plain": (["dripping tap", "getting worse", "Thursday visit", "casual sign-off"],
                          [("leaking tap", "dripping tap", True, True), ("getting worse", "getting worse", True, True),
-                          ("visit request", "Thursday visit", True, True), ("casual sign-off", "casual sign-off", True, True)])}),
+                          ("visit request", "Thursday visit", True, True),
+                          ("casual sign-off", "casual sign-off", True, True)])}),
     "tweet-marathon": (
         ["distance", "exhaustion and joy", "thanks to the crowd"],
         {"model-retrieval": (["first marathon", "pain and joy", "thanks to the crowd"],
-                             [("distance", "first marathon", True, True), ("exhaustion and joy", "pain and joy", True, True),
+                             [("distance", "first marathon", True, True),
+                              ("exhaustion and joy", "pain and joy", True, True),
                               ("thanks to the crowd", "thanks to the crowd", True, True)]),
          "model-plain": (["milestone", "preparation"],
                          [])}),
@@ -82,7 +103,8 @@ EXPLAINED = {
         ["birds and weddings", "still nervous", "tripod joke"],
         {"model-retrieval": (["birds and weddings", "still nervous", "tripod joke"],
                              [("birds and weddings", "birds and weddings", True, True),
-                              ("still nervous", "still nervous", True, True), ("tripod joke", "tripod joke", True, True)]),
+                              ("still nervous", "still nervous", True, True),
+                              ("tripod joke", "tripod joke", True, True)]),
          "model-plain": (["experienced photographer", "wildlife and events"],
                          [("birds and weddings", "wildlife and events", True, False)])}),
     "thanks-neighbour": (
@@ -96,7 +118,8 @@ EXPLAINED = {
     "gold-pairwise": (
         ["buy milk", "on the way home"],
         {"model-retrieval": (["buy milk", "on the way home"],
-                             [("buy milk", "buy milk", True, True), ("on the way home", "on the way home", True, True)]),
+                             [("buy milk", "buy milk", True, True),
+                              ("on the way home", "on the way home", True, True)]),
          "model-plain": (["historical fact"], [])}),
 }
 
@@ -152,7 +175,8 @@ STORIES = [
     ("plot-lighthouse", "A lighthouse keeper finds letters in the lamp room addressed to the next keeper.",
      "She answers them, and the replies that appear each morning are in her own handwriting, from forty years on. "
      "The last letter asks her to leave the light off one night.",
-     "She hands the letters to the harbour office, which files them. Years later she retires and the next keeper reads them."),
+     "She hands the letters to the harbour office, which files them. Years later she retires and the next keeper reads "
+     "them."),
     ("plot-orchestra", "A small-town orchestra loses its conductor a week before its only concert.",
      "The triangle player, who never reads music, takes the baton and conducts by ear; the concert is a mess "
      "that the town remembers fondly for decades.",
@@ -246,7 +270,7 @@ def _pairwise_item(entry):
 
 
 def pairwise_batch():
-    head = {"study": {"slug": DEMO_SLUGS["pairwise_alignment"], "kind": "pairwise_alignment",
+    head = {"study": {"slug": DEMO_SLUGS[PAIRWISE_ALIGNMENT], "kind": PAIRWISE_ALIGNMENT,
                       "title": "Which reply sounds like its author?",
                       "instructions": "Read the **request** and the author's **own text** first. Then pick the "
                                       "response that is closer to the author's text in content *and* writing style.",
@@ -255,7 +279,7 @@ def pairwise_batch():
 
 
 def explanation_batch():
-    head = {"study": {"slug": DEMO_SLUGS["explanation_choice"], "kind": "explanation_choice",
+    head = {"study": {"slug": DEMO_SLUGS[EXPLANATION_CHOICE], "kind": EXPLANATION_CHOICE,
                       "title": "Which output is better, judging from its explanation?",
                       "instructions": "You only see how an evaluator analysed each output: the aspects it found, "
                                       "the evidence, and which aspects matched the author's own text. Decide which "
@@ -268,13 +292,13 @@ def explanation_batch():
         item["explanations"] = {cid: expert_explanation(reference_aspects, gen, matches)
                                 for cid, (gen, matches) in per_candidate.items()}
         if "gold" in item:
-            item["gold"] = {"choice": item["gold"]}
+            item["gold"] = {CHOICE_QUESTION: item["gold"]}
         items.append(item)
     return [head] + items
 
 
 def similarity_batch():
-    head = {"study": {"slug": DEMO_SLUGS["similarity_survey"], "kind": "similarity_survey",
+    head = {"study": {"slug": DEMO_SLUGS[SIMILARITY_SURVEY], "kind": SIMILARITY_SURVEY,
                       "title": "How similar are these two headlines?",
                       "instructions": "Each screen shows pairs of short headlines. Rate how similar the two "
                                       "texts of each pair are, from 1 (low) to 6 (very high).",
@@ -282,7 +306,7 @@ def similarity_batch():
     items = []
     for item_id, title, text, users, references, generated in SIMILARITY:
         pairs = [{"id": f"{item_id}-reference", "source": "reference", "texts": references}]
-        pairs += [{"id": f"{item_id}-{style}", "source": "model", "model": "smollm2", "prompt_style": style,
+        pairs += [{"id": f"{item_id}-{style}", "source": "model", "model": DEFAULT_MODEL, "prompt_style": style,
                    "texts": texts} for style, texts in generated.items()]
         item = {"item_id": item_id, "document": {"id": item_id, "title": title, "text": text}, "users": users,
                 "pairs": pairs, "meta": {"demo": True}}
@@ -293,7 +317,7 @@ def similarity_batch():
 
 
 def story_batch():
-    head = {"study": {"slug": DEMO_SLUGS["aspect_pairwise"], "kind": "aspect_pairwise",
+    head = {"study": {"slug": DEMO_SLUGS[ASPECT_PAIRWISE], "kind": ASPECT_PAIRWISE,
                       "title": "Which story plot do you prefer?",
                       "instructions": "Read the premise and both plots, then answer each question with your own "
                                       "taste: there are no right answers.",
@@ -311,7 +335,7 @@ def story_batch():
 
 def demo_batches():
     """{kind: batch file bytes} for the four demo studies."""
-    batches = {"pairwise_alignment": pairwise_batch(), "explanation_choice": explanation_batch(),
-               "similarity_survey": similarity_batch(), "aspect_pairwise": story_batch()}
+    batches = {PAIRWISE_ALIGNMENT: pairwise_batch(), EXPLANATION_CHOICE: explanation_batch(),
+               SIMILARITY_SURVEY: similarity_batch(), ASPECT_PAIRWISE: story_batch()}
     return {kind: ("\n".join(json.dumps(o, ensure_ascii=False) for o in lines) + "\n").encode("utf-8")
             for kind, lines in batches.items()}

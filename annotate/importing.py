@@ -8,18 +8,19 @@ Prediction rows) in chunks. Any error raises BatchInvalid and rolls everything b
 """
 import hashlib
 import io
+import logging
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from .bulk_copy import copy_rows
 from .batch_format import BatchInvalid, ErrorList, Header, iter_items, iter_lines, read_header
+from .bulk_copy import copy_rows
 from .models import AuditLog, Batch, Item, Prediction, Study
 
+log = logging.getLogger(__name__)
 CHUNK = 5000
-CONFIG_KEYS = ("aspects", "scale", "usefulness_scale")
 
 
 @dataclass
@@ -57,32 +58,45 @@ def import_batch_bytes(data, **kwargs):
 def import_batch(binary_file, *, source="", user=None, expected_slug=None):
     """Import a seekable binary JSONL file. Returns ImportResult or raises BatchInvalid.
     `expected_slug` (API and upload form for a given study) must match the header's slug."""
-    with transaction.atomic():
-        binary_file.seek(0)
-        hashing = _Hashing(binary_file)
-        lines = iter_lines(hashing)
-        header_line, header, header_errors = read_header(lines)
-        errors = ErrorList()
-        errors.extend_from(header_errors)
-        study = None
-        if header is not None:
-            study, header = _resolve_study(header, header_line, expected_slug, errors)
-        seen = _validate_items(lines, header, errors)
-        to_skip = _check_existing(study, seen, errors) if study is not None and study.pk else set()
-        if errors:
-            raise BatchInvalid(errors.final())
-        digest = hashing.sha.hexdigest()
-        if study.pk is None:
-            _create_study(study, header, header_line)
-        batch = Batch.objects.create(study=study, source=source[:500], sha256=digest, uploaded_by=user)
-        created = _insert_items(binary_file, study, header, batch, to_skip, digest, seen)
-        batch.created, batch.skipped = created, len(to_skip)
-        batch.save(update_fields=["created", "skipped"])
-        AuditLog.objects.create(study=study, user=user, action="import_batch", object_type="batch",
-                                object_id=str(batch.pk),
-                                after={"source": batch.source, "sha256": digest, "created": created,
-                                       "skipped": len(to_skip)})
+    slug, errors = expected_slug, ErrorList()
+    try:
+        with transaction.atomic():
+            binary_file.seek(0)
+            hashing = _Hashing(binary_file)
+            lines = iter_lines(hashing)
+            header_line, header, header_errors = read_header(lines)
+            errors.extend_from(header_errors)
+            study = None
+            if header is not None:
+                slug = header.slug
+                study, header = _resolve_study(header, header_line, expected_slug, errors)
+            seen = _validate_items(lines, header, errors)
+            to_skip = _check_existing(study, seen, errors) if study is not None and study.pk else set()
+            if errors:
+                raise BatchInvalid(errors.final())
+            digest = hashing.sha.hexdigest()
+            if study.pk is None:
+                _create_study(study, header, header_line)
+            batch = Batch.objects.create(study=study, source=source[:500], sha256=digest, uploaded_by=user)
+            created = _insert_items(binary_file, study, header, batch, to_skip, digest, seen)
+            batch.created, batch.skipped = created, len(to_skip)
+            batch.save(update_fields=["created", "skipped"])
+            AuditLog.objects.create(study=study, user=user, action="import_batch", object_type="batch",
+                                    object_id=str(batch.pk),
+                                    after={"source": batch.source, "sha256": digest, "created": created,
+                                           "skipped": len(to_skip)})
+    except BatchInvalid as refused:
+        n_errors = len(errors) + errors.dropped if errors else len(refused.errors)
+        log.info("batch refused: user=%s source=%r study=%s errors=%d first=%r",
+                    _who(user), source, slug or "-", n_errors, refused.errors[0] if refused.errors else "")
+        raise
+    log.info("batch imported: user=%s source=%r study=%s batch=%d created=%d skipped=%d",
+             _who(user), source, study.slug, batch.pk, created, len(to_skip))
     return ImportResult(study=study, batch=batch, created=created, skipped=len(to_skip))
+
+
+def _who(user):
+    return user.get_username() if user is not None else "-"
 
 
 def _resolve_study(header, line, expected_slug, errors):
@@ -100,22 +114,30 @@ def _resolve_study(header, line, expected_slug, errors):
     if study.kind != header.kind:
         errors.add(line, f"study {study.slug!r} is {study.kind}, the header says {header.kind}")
         return None, None
-    for key in CONFIG_KEYS:
-        if key in header.given and header.config.get(key) != study.config.get(key):
-            errors.add(line, f"'{key}' differs from the existing study's {study.config.get(key)!r}")
+    kind = header.study_kind
+    given, stored = kind.report_config(header.config), kind.report_config(study.config)
+    for key in kind.header_keys:
+        if key in header.given and given.get(key) != stored.get(key):
+            errors.add(line, f"'{key}' {_show(given.get(key))} differs from the existing "
+                             f"study's {_show(stored.get(key))}")
     if "allow_tie" in header.given and header.allow_tie != study.allow_tie:
         errors.add(line, f"'allow_tie' differs from the existing study's {study.allow_tie}")
     governing = Header(slug=study.slug, kind=study.kind, allow_tie=study.allow_tie, config=dict(study.config))
     return study, governing
 
 
+def _show(value):
+    """A kind setting in an error message: aspect keys, or the scale."""
+    return ", ".join(a["key"] for a in value) if value and isinstance(value[0], dict) else str(value)
+
+
 def _check_usernames(header, line, errors):
-    if not header.annotators:
-        return
-    known = set(get_user_model().objects.filter(username__in=header.annotators).values_list("username", flat=True))
-    for name in header.annotators:
-        if name not in known:
-            errors.add(line, f"'annotators' names unknown user {name!r}")
+    for key in ("annotators", "researchers"):
+        names = getattr(header, key) or []
+        known = set(get_user_model().objects.filter(username__in=names).values_list("username", flat=True))
+        for name in names:
+            if name not in known:
+                errors.add(line, f"'{key}' names unknown user {name!r}")
 
 
 def _validate_items(lines, header, errors):
@@ -163,9 +185,11 @@ def _create_study(study, header, line):
         with transaction.atomic():
             study.save()
     except IntegrityError:
-        raise BatchInvalid([f"line {line}: study {study.slug!r} was created by another import just now; retry"])
-    if header.annotators:
-        study.annotators.set(get_user_model().objects.filter(username__in=header.annotators))
+        raise BatchInvalid([f"line {line}: study {study.slug!r} was created by another import just now; "
+                            "retry"]) from None
+    for key in ("annotators", "researchers"):
+        if getattr(header, key):
+            getattr(study, key).set(get_user_model().objects.filter(username__in=getattr(header, key)))
 
 
 def _insert_items(binary_file, study, header, batch, to_skip, digest, hashes):

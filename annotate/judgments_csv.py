@@ -3,15 +3,18 @@
 Pure format code (no database): readers turn a binary file into (line, dict of strings)
 or `line N: reason` errors; writers turn dicts into CSV or JSONL text. Values stay strings
 exactly as in the CSV, except that JSONL writes `seconds` as a number or null.
+CSV cells are spreadsheet-safe (evaluation.csv_cells): a cell a spreadsheet would run as a
+formula is written with a leading `'`, and the reader removes it again.
 """
 import csv
 import io
 import itertools
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from humeval.jsonl import json_lines
+from evaluation.csv_cells import SafeWriter, unescape_cell
+from humeval.jsonl import error_reason, json_lines
 
 JUDGMENT_COLUMNS = ("study", "item_id", "annotator", "question", "value", "shown_order", "seconds", "submitted_at")
 PREDICTION_COLUMNS = ("study", "item_id", "evaluator", "annotator", "question", "value")
@@ -67,7 +70,7 @@ def _read_csv(text, columns):
             if len(cells) != len(header):
                 yield line, f"expected {len(header)} fields, got {len(cells)}"
                 continue
-            yield line, dict(zip(header, cells))
+            yield line, dict(zip(header, (unescape_cell(c) for c in cells)))
     except csv.Error as exc:
         yield start, f"bad CSV: {exc}"
 
@@ -75,7 +78,7 @@ def _read_csv(text, columns):
 def _read_jsonl(text, columns):
     for line, obj, error in json_lines(text):
         if error:
-            yield line, f"bad JSON: {error.msg} at column {error.colno}"
+            yield line, error_reason(error)
             continue
         if not isinstance(obj, dict):
             yield line, "expected a JSON object"
@@ -83,7 +86,8 @@ def _read_jsonl(text, columns):
         missing = [c for c in columns if c not in obj]
         extra = [k for k in obj if k not in columns]
         if missing or extra:
-            yield line, f"keys must be {', '.join(columns)} (missing: {missing or 'none'}, unexpected: {extra or 'none'})"
+            yield line, (f"keys must be {', '.join(columns)} "
+                         f"(missing: {missing or 'none'}, unexpected: {extra or 'none'})")
             continue
         yield line, {c: _cell(obj[c]) for c in columns}
 
@@ -123,11 +127,11 @@ def parse_timestamp(cell):
     if not cell:
         return None
     value = datetime.fromisoformat(cell)
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def format_timestamp(value):
-    return value.astimezone(timezone.utc).isoformat() if value else ""
+    return value.astimezone(UTC).isoformat() if value else ""
 
 
 def judgment_cells(row):
@@ -148,7 +152,7 @@ def iter_judgments(rows, fmt="csv"):
     if fmt not in ("csv", "jsonl"):
         raise ValueError("format must be csv or jsonl")
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = SafeWriter(buffer)
     if fmt == "csv":
         writer.writerow(JUDGMENT_COLUMNS)
     for n, row in enumerate(rows, 1):
@@ -169,7 +173,7 @@ def iter_judgments(rows, fmt="csv"):
 
 def write_predictions(rows, out):
     """Write prediction dicts (keys = PREDICTION_COLUMNS) as CSV."""
-    writer = csv.writer(out, lineterminator="\n")
+    writer = SafeWriter(out)
     writer.writerow(PREDICTION_COLUMNS)
     for row in rows:
         writer.writerow([row[c] for c in PREDICTION_COLUMNS])

@@ -10,15 +10,25 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from .answers import InvalidAnswer, answer_value
 from .batch_format import BatchInvalid, ErrorList, unstorable_text
-from .judgments_csv import (JUDGMENT_COLUMNS, PREDICTION_COLUMNS, REQUIRED_JUDGMENT_CELLS,
-                            REQUIRED_PREDICTION_CELLS, parse_seconds, parse_timestamp, read_rows)
-from .kinds import TWO_CANDIDATE_KINDS, questions_for
+from .judgments_csv import (
+    JUDGMENT_COLUMNS,
+    PREDICTION_COLUMNS,
+    REQUIRED_JUDGMENT_CELLS,
+    REQUIRED_PREDICTION_CELLS,
+    parse_seconds,
+    parse_timestamp,
+    read_rows,
+)
+from .kinds import questions_for, study_config
+from .kinds.base import MAX_SHOWN_ORDER_CHARS
 from .models import Assignment, AuditLog, Item, Judgment, Prediction, Study
 
 CHUNK = 5000
@@ -46,7 +56,7 @@ class _Targets:
             wanted[row["study"]].add(row["item_id"])
         for study in Study.objects.select_for_update().filter(slug__in=list(wanted)):
             self.studies[study.slug] = study
-            config = dict(study.config, allow_tie=study.allow_tie)
+            config = study_config(study)
             ids = list(wanted[study.slug])
             for start in range(0, len(ids), CHUNK):
                 query = Item.objects.filter(study=study, item_id__in=ids[start:start + CHUNK])
@@ -90,36 +100,31 @@ def _parse(binary_file, columns, required, errors):
 
 # --- judgments ---------------------------------------------------------------------------
 
-def check_judgment_value(question, value):
-    """Normalized value, or ValueError with the reason."""
-    if "options" in question:
-        if value not in question["options"]:
-            raise ValueError(f"value for {question['id']!r} must be one of {question['options']}, got {value!r}")
-        return value
-    lo, hi = question["scale"]
+def judgment_value(question, value):
+    """The stored answer (annotate.answers), or ValueError with the reason."""
     try:
-        number = int(value)
-    except ValueError:
-        raise ValueError(f"value for {question['id']!r} must be an integer in [{lo}, {hi}], got {value!r}") from None
-    if not lo <= number <= hi:
-        raise ValueError(f"value for {question['id']!r} must be an integer in [{lo}, {hi}], got {value!r}")
-    return str(number)
+        return answer_value(question, value)
+    except InvalidAnswer as exc:
+        raise ValueError(f"value for {question['id']!r} {exc.reason}") from None
 
 
 def check_shown_order(question, item, cell):
-    """'' or option ids joined by '|': a permutation of the candidates (choices) or of
-    0|1 (similarity pairs). Returns the list, or raises ValueError."""
+    """'' or option ids joined by '|': a permutation of the question's options (with `tie`,
+    as the task page records it) or of the candidates alone (choices), or of 0|1
+    (similarity pairs). Returns the list, or raises ValueError."""
     if not cell:
         return []
+    if len(cell) > MAX_SHOWN_ORDER_CHARS:
+        raise ValueError(f"shown_order must be at most {MAX_SHOWN_ORDER_CHARS} characters")
     order = cell.split("|")
     if "options" in question:
-        expected = item.candidates
+        allowed = [item.candidates, list(question["options"])]
     elif not item.candidates:  # similarity pair: text order
-        expected = ["0", "1"]
+        allowed = [["0", "1"]]
     else:
         return order  # rating questions of pairwise kinds: kept as given
-    if sorted(order) != sorted(expected):
-        raise ValueError(f"shown_order must order {'|'.join(expected)}, got {cell!r}")
+    if not any(sorted(order) == sorted(expected) for expected in allowed):
+        raise ValueError(f"shown_order must order {'|'.join(allowed[0])}, got {cell!r}")
     return order
 
 
@@ -142,6 +147,7 @@ def import_judgments(binary_file, *, user=None, source=""):
             else:
                 errors.add(row["line"], f"{row['annotator']} already answered {row['question']!r} on "
                                         f"{row['item_id']!r} with {stored!r}, not {row['value']!r}")
+        _check_new_usernames(rows, errors)
         if errors:
             raise BatchInvalid(errors.final())
         users, n_new_users = _annotator_users({r["annotator"] for r in rows})
@@ -178,7 +184,7 @@ def _validate_judgments(parsed, targets, errors):
             errors.add(line, "annotator must be at most 150 characters")
             continue
         try:
-            value = check_judgment_value(question, row["value"])
+            value = judgment_value(question, row["value"])
             order = check_shown_order(question, item, row["shown_order"])
             seconds = parse_seconds(row["seconds"])
             submitted_at = parse_timestamp(row["submitted_at"])
@@ -202,9 +208,37 @@ def _existing_judgments(rows):
     stored = {}
     for start in range(0, len(item_pks), CHUNK):
         query = Judgment.objects.filter(item_id__in=item_pks[start:start + CHUNK])
-        for item_pk, username, question, value in query.values_list("item_id", "annotator__username", "question", "value"):
+        rows = query.values_list("item_id", "annotator__username", "question", "value")
+        for item_pk, username, question, value in rows:
             stored[(item_pk, username, question)] = value
     return stored
+
+
+def username_problem(name):
+    """Why Django would refuse `name` as a new username, or None. The import must not
+    create accounts the admin could not: zero-width characters (U+200B...) and other
+    invisible or unnormalized text make look-alikes of real annotators ("alice\u200b")."""
+    User = get_user_model()
+    normalized = User.normalize_username(name)
+    if normalized != name:
+        return (f"annotator {name!r} is not in Unicode normal form (NFKC: {normalized!r}); "
+                "Django stores usernames normalized")
+    try:
+        User.username_validator(name)
+    except ValidationError:
+        return f"annotator {name!r} is not a valid username: letters, digits and @ . + - _ only"
+    return None
+
+
+def _check_new_usernames(rows, errors):
+    """Annotators the file would create must be usernames Django accepts; existing
+    accounts are matched as they are."""
+    names = {row["annotator"] for row in rows}
+    existing = set(get_user_model().objects.filter(username__in=names).values_list("username", flat=True))
+    problems = {name: username_problem(name) for name in names - existing}
+    for row in rows:
+        if problems.get(row["annotator"]):
+            errors.add(row["line"], problems[row["annotator"]])
 
 
 def _annotator_users(usernames):
@@ -264,7 +298,8 @@ def refresh_item_counters(item_pks):
         return Coalesce(Subquery(sub), 0)
 
     for start in range(0, len(pks), CHUNK):
-        Item.objects.filter(pk__in=pks[start:start + CHUNK]).update(n_assigned=count(live), n_completed=count(completed))
+        Item.objects.filter(pk__in=pks[start:start + CHUNK]).update(n_assigned=count(live),
+                                                                    n_completed=count(completed))
 
 
 def export_judgment_rows(study):
@@ -285,9 +320,10 @@ def check_prediction_value(study, item, question_id, value):
         return value
     question = item.questions.get(question_id)
     if question is not None and "options" in question:
-        if value not in question["options"]:
-            raise ValueError(f"value for {question_id!r} must be one of {question['options']}, N/A or empty")
-        return value
+        try:
+            return answer_value(question, value)
+        except InvalidAnswer:
+            raise ValueError(f"value for {question_id!r} must be one of {question['options']}, N/A or empty") from None
     try:
         number = float(value)
     except ValueError:
@@ -315,7 +351,7 @@ def import_predictions(binary_file, *, user=None, source="", only_study=None):
                 continue
             study, item = found
             qid = row["question"]
-            if qid not in item.questions and not (study.kind in TWO_CANDIDATE_KINDS and qid in item.candidates):
+            if qid not in item.questions and qid not in item.candidates:
                 errors.add(line, f"unknown question {qid!r}: a question id or a candidate id of the item")
                 continue
             if len(row["evaluator"]) > 200 or len(row["annotator"]) > 150 or len(row["value"]) > 200:

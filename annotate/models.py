@@ -2,14 +2,16 @@
 from django.conf import settings
 from django.db import models
 
-from .kinds import KIND_CHOICES
+from .access import StudyQuerySet
+from .kinds import kind_choices
+from .progress import AssignmentQuerySet, ItemQuerySet
 
 
 class Study(models.Model):
     """A study: one kind of question asked of many items with a fixed overlap."""
 
     slug = models.SlugField(max_length=100, unique=True)
-    kind = models.CharField(max_length=32, choices=KIND_CHOICES)
+    kind = models.CharField(max_length=32, choices=kind_choices)
     title = models.CharField(max_length=300)
     instructions = models.TextField(blank=True)  # Markdown
     annotations_per_item = models.PositiveIntegerField(default=3)
@@ -17,12 +19,16 @@ class Study(models.Model):
     allow_tie = models.BooleanField(default=False)
     # Kind-specific header keys kept as given: aspects, scale, usefulness_scale.
     config = models.JSONField(default=dict, blank=True)
-    # Empty = open to every member of the `annotators` group.
+    # Who may annotate / read results (annotate/access.py): empty = every member of the
+    # `annotators` / `researchers` group.
     annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="listed_studies")
+    researchers = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="researched_studies")
     gold_rate = models.FloatField(default=0.1, help_text="Share of served items drawn from gold items.")
     min_seconds = models.FloatField(null=True, blank=True, help_text="Warn annotators who submit faster.")
     assignment_timeout_minutes = models.PositiveIntegerField(default=settings.HUMEVAL_ASSIGNMENT_TIMEOUT_MINUTES)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = StudyQuerySet.as_manager()
 
     class Meta:
         ordering = ["slug"]
@@ -64,6 +70,8 @@ class Item(models.Model):
     n_assigned = models.PositiveIntegerField(default=0)
     n_completed = models.PositiveIntegerField(default=0)
 
+    objects = ItemQuerySet.as_manager()
+
     class Meta:
         ordering = ["study_id", "position"]
         constraints = [models.UniqueConstraint(fields=["study", "item_id"], name="item_unique_in_study")]
@@ -87,6 +95,8 @@ class Assignment(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     seconds = models.FloatField(null=True, blank=True)
 
+    objects = AssignmentQuerySet.as_manager()
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["item", "annotator"], name="assignment_once_per_annotator")]
         indexes = [
@@ -100,7 +110,8 @@ class Judgment(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judgments")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judgments")
-    assignment = models.ForeignKey(Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="judgments")
+    assignment = models.ForeignKey(Assignment, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="judgments")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="judgments")
     question = models.CharField(max_length=200)
     value = models.CharField(max_length=200)

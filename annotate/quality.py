@@ -11,10 +11,7 @@ from .models import Judgment
 
 def gold_expected(gold, question):
     """The expected value for `question`, or None when the gold does not cover it."""
-    if isinstance(gold, dict):
-        value = gold.get(question)
-    else:
-        value = gold
+    value = gold.get(question) if isinstance(gold, dict) else gold
     return None if value is None else str(value)
 
 

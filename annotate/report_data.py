@@ -15,8 +15,15 @@ from django.db.models import F, TextField
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KT
 
-from annotate import kinds
-from annotate.models import Judgment, Prediction
+from annotate.kinds import get_kind, study_config
+from annotate.kinds.base import (
+    NEEDS_CANDIDATES,
+    NEEDS_EXPERT_SCORES,
+    NEEDS_METRIC_SCORES,
+    NEEDS_PAIR_TEXTS,
+    NEEDS_SUBMIT_TIMES,
+)
+from annotate.models import Item, Judgment, Prediction
 from evaluation.report.inputs import ReportInput, to_float
 
 PG_EXPERT_SCORE = ("annotate_item.data -> 'explanations' -> (annotate_item.data -> 'candidates' -> {k} ->> 'id')"
@@ -27,7 +34,7 @@ def _json_text(key):
     """One top-level JSON key of an item as text (PostgreSQL: parsed here in one pass,
     much cheaper than a JSON converter per row), or the decoded value elsewhere."""
     if connection.vendor == "postgresql":
-        return RawSQL(f"(annotate_item.data -> %s)::text", [key], output_field=TextField())
+        return RawSQL("(annotate_item.data -> %s)::text", [key], output_field=TextField())
     return F(f"data__{key}")
 
 
@@ -88,41 +95,33 @@ def _column(rows, k):
     return [row[k] for row in rows]
 
 
-def fetch_report_input(study):
-    """The ReportInput of `study`."""
-    kind = study.kind
+def _item_columns(needs):
+    """The annotations of the items query for what the report needs."""
     columns = {}
-    if kind in kinds.TWO_CANDIDATE_KINDS:
+    if NEEDS_CANDIDATES in needs:
         columns.update(r_a=KT("data__candidates__0__id"), r_b=KT("data__candidates__1__id"))
-    if kind in kinds.PAIRWISE_KINDS:
+    if NEEDS_METRIC_SCORES in needs:
         columns.update(r_scores=_json_text("metric_scores"))
-    if kind == kinds.EXPLANATION_CHOICE:
+    if NEEDS_EXPERT_SCORES in needs:
         columns.update(_expert_columns())
-    if kind == kinds.SIMILARITY_SURVEY:
+    if NEEDS_PAIR_TEXTS in needs:
         columns.update(r_document=F("data__document"), r_users=F("data__users"), r_pairs=F("data__pairs"))
-    items = list(study.items.order_by("position", "id").annotate(**columns)
-                 .values_list("id", "item_id", "is_gold", *columns))
-    col = {name: 3 + k for k, name in enumerate(columns)}
-    pks = _column(items, 0)
-    index = _Index(pks)
-    item_ids = _column(items, 1)
-    is_gold = np.array(_column(items, 2), dtype=bool)
+    return columns
+
+
+def _gold_answers(study, items, index):
+    """The gold answer of each item (None for non-gold items), in item order."""
     gold = [None] * len(items)
     gold_pks = [row[0] for row in items if row[2]]
     if gold_pks:
         gold_of = dict(study.items.filter(id__in=gold_pks).values_list("id", "gold"))
         for position in index(gold_pks).tolist():
             gold[position] = gold_of[items[position][0]]
-    candidates = item_data = None
-    if kind in kinds.TWO_CANDIDATE_KINDS:
-        candidates = np.empty((len(items), 2), dtype=object)
-        candidates[:, 0] = _column(items, col["r_a"])
-        candidates[:, 1] = _column(items, col["r_b"])
-    if kind == kinds.SIMILARITY_SURVEY:
-        item_data = [{"document": row[col["r_document"]] or {}, "users": row[col["r_users"]] or [],
-                      "pairs": row[col["r_pairs"]] or []} for row in items]
-    scores = (_score_arrays(candidates, _column(items, col["r_scores"])) if "r_scores" in col
-              else (None, None, None, None))
+    return gold
+
+
+def _expert_rows(items, col, candidates):
+    """(item pk, candidate id, ExPerT score) of every explanation with a score."""
     expert = []
     if "r_e0" in col:
         for k in (0, 1):
@@ -133,8 +132,12 @@ def fetch_report_input(study):
             for candidate, explanation in (_decoded(row[col["r_explanations"]]) or {}).items():
                 if isinstance(explanation, dict):
                     expert.append((row[0], candidate, explanation.get("score")))
+    return expert
 
-    want_time = kind == kinds.ASPECT_PAIRWISE
+
+def _judgment_rows(study, want_time):
+    """The study's judgments (in submit order when `want_time`), their annotators' names
+    and, when `want_time`, their submit times as floats (unknown ones last, in row order)."""
     judgments = Judgment.objects.filter(study=study)
     rows = list((judgments.order_by("id") if want_time else judgments).values_list(
         "item_id", "annotator_id", "question", "value", "shown_order", "seconds",
@@ -144,22 +147,43 @@ def fetch_report_input(study):
     usernames = dict(get_user_model().objects.filter(id__in=uniq_users.tolist()).values_list("id", "username"))
     name_of = np.empty(len(uniq_users), dtype=object)
     name_of[:] = [usernames.get(int(u), str(u)) for u in uniq_users.tolist()]
+    names = name_of[user_code.ravel()] if len(rows) else []
     j_time = None
     if want_time:
         j_time = np.array([r[6].timestamp() if r[6] is not None else np.nan for r in rows], dtype=float)
-        unknown = np.isnan(j_time)  # unknown submit times sort after known ones, in row order
+        unknown = np.isnan(j_time)
         if unknown.any():
             j_time[unknown] = (np.nanmax(j_time) if (~unknown).any() else 0.0) + 1 + np.flatnonzero(unknown)
+    return rows, names, j_time
 
+
+def fetch_report_input(study, min_votes=None):
+    """The ReportInput of `study`: what its kind's report needs (StudyKind.report_needs)."""
+    kind = get_kind(study.kind)
+    columns = _item_columns(kind.report_needs)
+    items = list(study.items.order_by("position", "id").annotate(**columns)
+                 .values_list("id", "item_id", "is_gold", *columns))
+    col = {name: 3 + k for k, name in enumerate(columns)}
+    index = _Index(_column(items, 0))
+    candidates = item_data = None
+    if NEEDS_CANDIDATES in kind.report_needs:
+        candidates = np.empty((len(items), 2), dtype=object)
+        candidates[:, 0] = _column(items, col["r_a"])
+        candidates[:, 1] = _column(items, col["r_b"])
+    if NEEDS_PAIR_TEXTS in kind.report_needs:
+        item_data = [{"document": row[col["r_document"]] or {}, "users": row[col["r_users"]] or [],
+                      "pairs": row[col["r_pairs"]] or []} for row in items]
+    scores = (_score_arrays(candidates, _column(items, col["r_scores"])) if "r_scores" in col
+              else (None, None, None, None))
+    expert = _expert_rows(items, col, candidates)
+    rows, names, j_time = _judgment_rows(study, NEEDS_SUBMIT_TIMES in kind.report_needs)
     preds = list(Prediction.objects.filter(study=study).values_list(
         "item_id", "evaluator", "annotator", "question", "value"))
-    config = dict(study.config or {})
-    config.update(allow_tie=study.allow_tie, aspects=kinds.study_aspects(config), scale=list(kinds.study_scale(config)))
     return ReportInput(
-        slug=study.slug, kind=kind, config=config,
-        item_ids=item_ids, is_gold=is_gold, gold=gold, candidates=candidates, item_data=item_data,
-        j_item=index(r[0] for r in rows),
-        j_annotator=name_of[user_code.ravel()] if len(rows) else [],
+        slug=study.slug, kind=kind.name, config=kind.report_config(study_config(study)),
+        item_ids=_column(items, 1), is_gold=np.array(_column(items, 2), dtype=bool),
+        gold=_gold_answers(study, items, index), candidates=candidates, item_data=item_data,
+        j_item=index(r[0] for r in rows), j_annotator=names,
         j_question=_column(rows, 2), j_value=_column(rows, 3), j_shown=_column(rows, 4),
         j_seconds=np.array([np.nan if r[5] is None else r[5] for r in rows], dtype=float),
         j_time=j_time,
@@ -168,13 +192,25 @@ def fetch_report_input(study):
         p_item=index(r[0] for r in preds), p_evaluator=_column(preds, 1), p_annotator=_column(preds, 2),
         p_question=_column(preds, 3), p_value=_column(preds, 4),
         annotations_per_item=study.annotations_per_item,
+        complete_items=Item.objects.complete_in(study).count(),
+        min_votes=study_min_votes(study.config, min_votes),
     )
 
 
-def study_report(study, fmt="json"):
+def study_min_votes(config, override=None):
+    """`override` if given, else the study setting `min_votes` (statistics.md, "Majority
+    label"), default 2."""
+    value = (config or {}).get("min_votes", 2) if override is None else override
+    try:
+        return max(1, int(value))
+    except (TypeError, ValueError):
+        return 2
+
+
+def study_report(study, fmt="json", min_votes=None):
     """(report dict, rendered text) of `study` in `fmt`."""
     from evaluation.report import build_report, render
 
-    inp = fetch_report_input(study)
+    inp = fetch_report_input(study, min_votes)
     report = build_report(inp)
     return report, render(report, inp, fmt)

@@ -14,6 +14,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from .access import NotAllowed, may_annotate
+from .answers import InvalidAnswer, answer_value, is_empty
 from .display import study_questions
 from .models import Assignment, AuditLog, Item, Judgment
 from .ordering import judgment_shown_order
@@ -37,28 +39,10 @@ class EditNotAllowed(Exception):
     """The answer cannot be edited (not submitted yet, or the item is complete)."""
 
 
-def _parse_value(question, raw):
-    """The stored string for one answer, or raise ValueError with the reason."""
-    if "options" in question:
-        value = str(raw)
-        if value not in question["options"]:
-            raise ValueError(f"must be one of {', '.join(question['options'])}")
-        return value
-    lo, hi = question["scale"]
-    if isinstance(raw, bool) or isinstance(raw, float) and not raw.is_integer():
-        raise ValueError(f"must be an integer from {lo} to {hi}")
-    try:
-        number = int(str(raw).strip()) if not isinstance(raw, (int, float)) else int(raw)
-    except ValueError:
-        raise ValueError(f"must be an integer from {lo} to {hi}") from None
-    if not lo <= number <= hi:
-        raise ValueError(f"must be an integer from {lo} to {hi}")
-    return str(number)
-
-
 def validate_answers(study, item_data, answers, partial=False):
-    """{question id: stored value} for `answers`; every question must be answered unless
-    `partial` (edits), and no unknown question may appear. Raises SubmissionError."""
+    """{question id: stored value} for `answers` (each checked by annotate.answers); every
+    question must be answered unless `partial` (edits), and no unknown question may
+    appear. Raises SubmissionError."""
     if not isinstance(answers, dict):
         raise SubmissionError({"answers": "must be an object {question: value}"})
     questions = {q["id"]: q for q in study_questions(study, item_data)}
@@ -67,14 +51,14 @@ def validate_answers(study, item_data, answers, partial=False):
         if qid not in questions:
             errors[qid] = "unknown question"
     for qid, question in questions.items():
-        if qid not in answers or answers[qid] in (None, ""):
+        if is_empty(answers.get(qid)):
             if not partial:
                 errors[qid] = "not answered"
             continue
         try:
-            values[qid] = _parse_value(question, answers[qid])
-        except ValueError as exc:
-            errors[qid] = str(exc)
+            values[qid] = answer_value(question, answers[qid])
+        except InvalidAnswer as exc:
+            errors[qid] = exc.for_annotator
     if partial and not values and not errors:
         errors["answers"] = "nothing to change"
     if errors:
@@ -106,6 +90,8 @@ def _locked_assignment(assignment_id, user):
                   .filter(pk=assignment_id, annotator=user).first())
     if assignment is None:
         raise AssignmentGone(f"assignment {assignment_id} is not open for {user}")
+    if not may_annotate(user, assignment.study):  # e.g. removed from the study's list since
+        raise NotAllowed(f"{user} may no longer annotate {assignment.study.slug}")
     return assignment
 
 

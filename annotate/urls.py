@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from annotate.views import dashboard, home, quality, task, upload
+from humeval.login_guard import LoginForm
 
 urlpatterns = [
     path("studies/<slug:slug>/upload/", upload.upload_to_study, name="study-upload"),
@@ -16,6 +17,6 @@ urlpatterns = [
     path("annotate/<slug:slug>/items/<int:pk>/submit/", task.submit_item, name="annotate-submit"),
     path("annotate/<slug:slug>/items/<int:pk>/edit/", task.edit_item, name="annotate-edit"),
     path("annotate/<slug:slug>/quality/", quality.quality, name="annotate-quality"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

@@ -3,7 +3,8 @@ work and submitting, so each request runs on a realistically filled study (items
 partly assigned, expired assignments reclaimed, gold mixed in). The reference, measured
 in the same run, is a primary-key SELECT of one item (one database round trip).
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/humeval .venv/bin/python bench/assign_bench.py [--items N] [--annotators K] [--requests R]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/humeval \
+        .venv/bin/python bench/assign_bench.py [--items N] [--annotators K] [--requests R]
 
 Uses a scratch database `<name>_assign_bench`. Prints p50/p95 of both and the ratio.
 """

@@ -36,7 +36,7 @@ def make_documents(n_docs, n_users, seed=0):
     docs = []
     for d in range(n_docs):
         body = list(rng.choice(vocab, 250))
-        def summary():
+        def summary(body=body):
             picked = list(rng.choice(body, 12)) + list(rng.choice(vocab, 4))
             return " ".join(picked)
         users = [f"u{k}" for k in range(n_users)]

@@ -8,7 +8,6 @@ two rates, their ratio and the process's peak RSS growth during the import.
 """
 import argparse
 import json
-import os
 import resource
 import sys
 import tempfile
@@ -85,7 +84,8 @@ def run(n_items, dsn):
     assert Item.objects.filter(study=study).count() == n_items
 
     print(f"file: {n_items} items, {size_mb:.1f} MB")
-    print(f"import_batch: {import_s:.2f} s = {n_items / import_s:,.0f} items/s (peak RSS growth {rss_growth_mb:.0f} MB)")
+    print(f"import_batch: {import_s:.2f} s = {n_items / import_s:,.0f} items/s "
+          f"(peak RSS growth {rss_growth_mb:.0f} MB)")
     print(f"raw COPY:     {copy_s:.2f} s = {n_items / copy_s:,.0f} items/s (rows pre-serialized in memory)")
     print(f"ratio import/COPY time: {import_s / copy_s:.1f}x")
 

@@ -58,16 +58,16 @@ def server_env(db_url):
         "SECRET_KEY": env.get("LOAD_SECRET_KEY") or secrets.token_urlsafe(50),
         "ALLOWED_HOSTS": "127.0.0.1,localhost", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
         "DJANGO_SETTINGS_MODULE": "humeval.settings", "PYTHONPATH": str(ROOT),
-        "LOG_LEVEL": "ERROR",
+        "HUMEVAL_LOG_LEVEL": "ERROR",
     })
     env.pop("CELERY_BROKER_URL", None)  # annotation never needs a broker
     return env
 
 
 def admin_connect(base_url):
-    import psycopg
-
     from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
     parts = urlsplit(base_url)
     return psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True)
 
@@ -227,7 +227,8 @@ class Server:
 def start_server(db_url, workers=3, threads=8, extra_env=None):
     """gunicorn on a free loopback port; returns once /login/ answers."""
     port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix="humeval-gunicorn-", suffix=".log", delete=False)
+    # Stays open as the server's stdout for its whole life; the path is kept in Server.
+    log = tempfile.NamedTemporaryFile(prefix="humeval-gunicorn-", suffix=".log", delete=False)  # noqa: SIM115
     env = server_env(db_url)
     env.update(extra_env or {})
     proc = subprocess.Popen(

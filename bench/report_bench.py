@@ -3,7 +3,8 @@
 (building the report), next to a reference measured in the same run: a bare psycopg
 `fetchall` of the same judgment columns (the least any report must pay to read its rows).
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/humeval .venv/bin/python bench/report_bench.py [--sizes 10000,100000,1000000]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/humeval \
+        .venv/bin/python bench/report_bench.py [--sizes 10000,100000,1000000]
 
 Uses a scratch database `<name>_report_bench` (created, migrated, dropped). Data: items of
 two candidates with two metric scores each, 3 of 60 annotators per item, 2% gold items,
@@ -37,21 +38,21 @@ def populate(study, n_judgments, seed=0):
     users = [get_user_model().objects.get_or_create(username=f"bench-ann{k:02d}")[0].pk for k in range(60)]
     now = timezone.now().isoformat()
     gold = rng.random(n_items) < 0.02
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy("COPY annotate_item (study_id, item_id, position, data, gold, is_gold, content_hash, "
-                                "n_assigned, n_completed) FROM STDIN") as copy:
-            for i in range(n_items):
-                a, b, c, d = (round(float(x), 3) for x in rng.random(4))
-                data = {"input": f"request {i}", "reference": f"reference {i}",
-                        "candidates": [{"id": "model-a", "text": f"a {i}"}, {"id": "model-b", "text": f"b {i}"}],
-                        "metric_scores": {"rougeL": {"model-a": a, "model-b": b}, "bleu": {"model-a": c, "model-b": d}}}
-                copy.write_row((study.pk, f"item-{i:07d}", i, json.dumps(data), '"model-a"' if gold[i] else None,
-                                bool(gold[i]), f"h{i}", 3, 3))
+    with connection.cursor() as cursor, cursor.cursor.copy(
+            "COPY annotate_item (study_id, item_id, position, data, gold, is_gold, content_hash, "
+            "n_assigned, n_completed) FROM STDIN") as copy:
+        for i in range(n_items):
+            a, b, c, d = (round(float(x), 3) for x in rng.random(4))
+            data = {"input": f"request {i}", "reference": f"reference {i}",
+                    "candidates": [{"id": "model-a", "text": f"a {i}"}, {"id": "model-b", "text": f"b {i}"}],
+                    "metric_scores": {"rougeL": {"model-a": a, "model-b": b}, "bleu": {"model-a": c, "model-b": d}}}
+            copy.write_row((study.pk, f"item-{i:07d}", i, json.dumps(data), '"model-a"' if gold[i] else None,
+                            bool(gold[i]), f"h{i}", 3, 3))
     pks = np.array(Item.objects.filter(study=study).order_by("position").values_list("id", flat=True))
     with connection.cursor() as cursor:
         with cursor.cursor.copy("COPY annotate_judgment (study_id, item_id, annotator_id, question, value, "
                                 "shown_order, seconds, submitted_at) FROM STDIN") as copy:
-            for i, pk in enumerate(pks.tolist()):
+            for pk in pks.tolist():
                 who = rng.choice(60, 3, replace=False)
                 for k in who.tolist():
                     value = "model-a" if rng.random() < 0.6 else "model-b"

@@ -6,8 +6,11 @@ softmax and mean over k != j. `variant="paper"` is the appendix equation read li
 the k = j terms (sigma = 0, so w = 0 and prop = 1) are also in the softmax sum and the mean.
 """
 import math
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from evaluation.agreement import within_unit_pairs
 from evaluation.text import preprocess
@@ -16,12 +19,20 @@ EPS = 1e-5
 VARIANTS = ("code", "paper")
 
 
-def degress_batch(sig_ref, sig_ref_doc, sig_model, sig_model_doc, variant="code"):
+def degress_batch(sig_ref: ArrayLike, sig_ref_doc: ArrayLike, sig_model: ArrayLike, sig_model_doc: ArrayLike,
+                  variant: str = "code") -> np.ndarray:
     """DEGRESS of N documents with U users each; NaN where a document has no usable pair.
 
     sig_ref, sig_model: (N, U, U) distances between the users' reference / model
     summaries; NaN marks a pair with no distance (left out for both origins).
     sig_ref_doc, sig_model_doc: (N, U) distances of each summary to its document.
+
+    Two users, sigma_ref(1,2) = .4, sigma_model(1,2) = .2 (softmax over one k is 1):
+    prop = (.2 + 1e-5)/(.4 + 1e-5) for both users:
+
+    >>> ref, model = [[[0, .4], [.4, 0]]], [[[0, .2], [.2, 0]]]
+    >>> round(float(degress_batch(ref, [[.8, .8]], model, [[.5, .5]])[0]), 6)
+    0.500012
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be 'code' or 'paper', got {variant!r}")
@@ -34,7 +45,7 @@ def degress_batch(sig_ref, sig_ref_doc, sig_model, sig_model_doc, variant="code"
     sig_ref = np.where(use & ~diagonal, sig_ref, 0.0)
     sig_model = np.where(use & ~diagonal, sig_model, 0.0)
 
-    def weighted(sig, sig_doc):
+    def weighted(sig: np.ndarray, sig_doc: ArrayLike) -> np.ndarray:
         sig_doc = np.asarray(sig_doc, float)[..., :, None]
         w = np.where(sig_doc > 0, sig / np.where(sig_doc > 0, sig_doc, 1.0), 0.0)
         e = np.where(use, np.exp(w), 0.0)
@@ -51,7 +62,8 @@ def degress_batch(sig_ref, sig_ref_doc, sig_model, sig_model_doc, variant="code"
         return np.where(n_rows > 0, per_user_degress.sum(axis=-1) / n_rows, np.nan)
 
 
-def degress_document(sig_ref, sig_ref_doc, sig_model, sig_model_doc, variant="code"):
+def degress_document(sig_ref: ArrayLike, sig_ref_doc: ArrayLike, sig_model: ArrayLike, sig_model_doc: ArrayLike,
+                     variant: str = "code") -> float | None:
     """DEGRESS(d) of one document (U x U and length-U inputs, see `degress_batch`), or
     None if no user pair is usable."""
     value = degress_batch(np.asarray(sig_ref, float)[None], np.asarray(sig_ref_doc, float)[None],
@@ -60,28 +72,28 @@ def degress_document(sig_ref, sig_ref_doc, sig_model, sig_model_doc, variant="co
     return None if np.isnan(value) else float(value)
 
 
-def egises_from_distances(documents, variant="code"):
+def egises_from_distances(documents: Iterable[dict[str, Any]], variant: str = "code") -> dict[str, Any]:
     """EGISES from precomputed distances.
 
     documents: iterable of dicts {"ref": UxU, "ref_doc": U, "model": UxU, "model_doc": U}
     (see `degress_batch`). Returns {"egises", "degress", "n_documents"}; documents with
     no usable pair are not counted; no usable document gives None.
     """
-    by_size = {}
+    by_size: dict[int, list[dict[str, Any]]] = {}
     for d in documents:
         by_size.setdefault(len(d["ref_doc"]), []).append(d)
-    values = []
+    values: list[float] = []
     for group in by_size.values():
-        stacked = [np.array([d[key] for d in group], float)
-                   for key in ("ref", "ref_doc", "model", "model_doc")]
-        values.extend(v for v in degress_batch(*stacked, variant).tolist() if not math.isnan(v))
+        ref, ref_doc, model, model_doc = (np.array([d[key] for d in group], float)
+                                          for key in ("ref", "ref_doc", "model", "model_doc"))
+        values.extend(v for v in degress_batch(ref, ref_doc, model, model_doc, variant).tolist() if not math.isnan(v))
     if not values:
         return {"egises": None, "degress": None, "n_documents": 0}
     degress = float(np.mean(values))
     return {"egises": 1.0 - degress, "degress": degress, "n_documents": len(values)}
 
 
-def document_text(doc):
+def document_text(doc: dict[str, Any]) -> str:
     """Title and body joined by one space when a title exists."""
     title = doc.get("title")
     return f"{title} {doc['text']}" if title else doc["text"]
@@ -90,14 +102,17 @@ def document_text(doc):
 class _Tokens:
     """Preprocess each distinct text once; texts become word-id arrays."""
 
-    def __init__(self):
-        self.vocab, self.cache, self.steps = {}, {}, None
+    def __init__(self, stopword_list: str = "nltk") -> None:
+        self.vocab: dict[str, int] = {}
+        self.cache: dict[str, np.ndarray] = {}
+        self.steps: list[str] | None = None
+        self.stopword_list = stopword_list
 
-    def ids(self, text, what):
+    def ids(self, text: Any, what: str) -> np.ndarray:
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"{what} is empty")
         if text not in self.cache:
-            tokens, self.steps = preprocess(text)
+            tokens, self.steps = preprocess(text, stopword_list=self.stopword_list)
             if not tokens:
                 raise ValueError(f"{what} has no words left after preprocessing")
             self.cache[text] = np.array(
@@ -105,7 +120,7 @@ class _Tokens:
         return self.cache[text]
 
 
-def jsd_matrices(texts_per_document):
+def jsd_matrices(texts_per_document: list[list[np.ndarray]]) -> list[np.ndarray]:
     """Pairwise JSD matrices of many documents' texts in one vectorized pass.
 
     texts_per_document: a list (per document) of lists of word-id arrays. Uses
@@ -136,19 +151,19 @@ def jsd_matrices(texts_per_document):
     flat = np.bincount(cell_offset[d] + local_a * sizes[d] + local_b, weights=terms,
                        minlength=int((sizes**2).sum()))
     out = []
-    for n, (offset, size) in enumerate(zip(cell_offset.tolist(), sizes.tolist())):
+    for offset, size in zip(cell_offset.tolist(), sizes.tolist()):
         m = np.clip(1.0 + 0.5 * flat[offset:offset + size * size].reshape(size, size), 0.0, 1.0)
         np.fill_diagonal(m, 0.0)
         out.append(m)
     return out
 
 
-def jsd_matrix(id_arrays):
+def jsd_matrix(id_arrays: list[np.ndarray]) -> np.ndarray:
     """Pairwise JSD matrix of one document's texts given as word-id arrays."""
     return jsd_matrices([id_arrays])[0]
 
 
-def _users(doc):
+def _users(doc: dict[str, Any]) -> list[str]:
     refs, sums = doc.get("references") or {}, doc.get("summaries") or {}
     if set(refs) != set(sums):
         missing = sorted(set(refs) ^ set(sums), key=str)
@@ -159,10 +174,13 @@ def _users(doc):
     return users
 
 
-def tokenize_documents(documents):
+def tokenize_documents(documents: Iterable[dict[str, Any]], stopword_list: str = "nltk"
+                       ) -> tuple[list[tuple[Any, list[str], list[np.ndarray]]], list[dict[str, Any]], list[str]]:
     """(prepared, errors, steps): per usable document (doc_id, users, id arrays of
     [document, references..., summaries...]); errors as {"doc_id", "error"}."""
-    tok, prepared, errors = _Tokens(), [], []
+    tok = _Tokens(stopword_list)
+    prepared: list[tuple[Any, list[str], list[np.ndarray]]] = []
+    errors: list[dict[str, Any]] = []
     for n, doc in enumerate(documents):
         doc_id = doc.get("doc_id", n)
         try:
@@ -174,10 +192,11 @@ def tokenize_documents(documents):
             errors.append({"doc_id": doc_id, "error": str(exc)})
             continue
         prepared.append((doc_id, users, arrays))
-    return prepared, errors, tok.steps or preprocess("x")[1]
+    return prepared, errors, tok.steps or preprocess("x", stopword_list=stopword_list)[1]
 
 
-def egises_from_tokens(prepared, variant="code"):
+def egises_from_tokens(prepared: list[tuple[Any, list[str], list[np.ndarray]]], variant: str = "code"
+                       ) -> dict[str, Any]:
     """{"egises", "degress", "accuracy", "n_documents"} from `tokenize_documents` output."""
     sigmas, accuracy = [], []
     matrices = jsd_matrices([arrays for _, _, arrays in prepared])
@@ -192,21 +211,22 @@ def egises_from_tokens(prepared, variant="code"):
     return result
 
 
-def egises(documents, variant="code"):
+def egises(documents: list[dict[str, Any]], variant: str = "code", stopword_list: str = "nltk") -> dict[str, Any]:
     """EGISES-JSD of one model over documents.
 
     documents: [{"doc_id", "text", "title"?, "references": {uid: text},
     "summaries": {uid: model summary for uid}}]. Returns {"egises", "degress",
     "accuracy", "n_documents", "preprocessing": steps, "errors": [{"doc_id", "error"}]}.
+    `stopword_list`: "nltk" (the reference code's 179 words, default) or "sklearn".
     """
-    prepared, errors, steps = tokenize_documents(documents)
+    prepared, errors, steps = tokenize_documents(documents, stopword_list)
     result = egises_from_tokens(prepared, variant)
     result["preprocessing"] = steps
     result["errors"] = errors
     return result
 
 
-def _sigma_from_rating(ratings, scale):
+def _sigma_from_rating(ratings: Any, scale: tuple[float, float]) -> float:
     lo, hi = scale
     values = [ratings] if isinstance(ratings, (int, float)) else list(ratings)
     values = [float(v) for v in values if v is not None]
@@ -215,13 +235,17 @@ def _sigma_from_rating(ratings, scale):
     return (hi - float(np.mean(values))) / (hi - lo)
 
 
-def _pair_rating(table, a, b):
-    if (a, b) in table:
-        return table[(a, b)]
-    return table.get((b, a))
+def _pair_rating(table: dict[Any, Any], a: Any, b: Any) -> list[float] | None:
+    """All ratings of the unordered user pair {a, b}: keys (a, b) and (b, a) pooled (a
+    number counts as one rating); None if neither key exists."""
+    found = [table[key] for key in ((a, b), (b, a)) if key in table]
+    if not found:
+        return None
+    return [float(v) for r in found for v in ([r] if isinstance(r, int | float) else r) if v is not None]
 
 
-def egises_hj(documents, scale=(1, 6), variant="code"):
+def egises_hj(documents: list[dict[str, Any]], scale: tuple[float, float] = (1, 6), variant: str = "code",
+              stopword_list: str = "nltk") -> dict[str, Any]:
     """EGISES-HJ for one (model, prompt style): sigma between summaries from survey ratings.
 
     documents: [{
@@ -231,12 +255,21 @@ def egises_hj(documents, scale=(1, 6), variant="code"):
         "reference_ratings": {(uid_a, uid_b): mean rating or list of ratings},
         "model_ratings": {(uid_a, uid_b): mean rating or list of ratings},
     }]
-    A rating key may be given in either order. sigma = (max - mean) / (max - min) on
-    `scale`; sigma to the document is JSD. A user pair missing either rating is skipped
+    A user pair is unordered: the ratings under (a, b) and (b, a) are pooled. sigma =
+    (max - mean) / (max - min) on `scale`; sigma to the document is JSD. A user pair missing either rating is skipped
     (left out of that document) and counted in "skipped".
-    Returns {"egises_hj", "degress", "n_documents", "skipped", "errors"}.
+    Returns {"egises_hj", "degress", "n_documents", "skipped", "errors", "preprocessing"}.
+
+    statistics.md's minimal check: model ratings (a,b) 5 and (b,a) 1 pool to 3, sigma .6;
+    reference 2, sigma .8; EGISES-HJ = 1 - (.6 + 1e-5)/(.8 + 1e-5):
+
+    >>> doc = {"doc_id": "d", "text": "apple banana cherry date",
+    ...        "references": {"a": "apple banana", "b": "cherry date"}, "summaries": {"a": "apple", "b": "date"},
+    ...        "model_ratings": {("a", "b"): [5], ("b", "a"): [1]}, "reference_ratings": {("a", "b"): [2]}}
+    >>> round(egises_hj([doc])["egises_hj"], 7)
+    0.2499969
     """
-    prepared, errors, _ = tokenize_documents(documents)
+    prepared, errors, steps = tokenize_documents(documents, stopword_list)
     by_id = {d.get("doc_id", n): d for n, d in enumerate(documents)}
     sigmas, skipped = [], 0
     for doc_id, users, arrays in prepared:
@@ -258,4 +291,4 @@ def egises_hj(documents, scale=(1, 6), variant="code"):
                        "model": model, "model_doc": j[1 + u:, 0]})
     result = egises_from_distances(sigmas, variant)
     return {"egises_hj": result["egises"], "degress": result["degress"],
-            "n_documents": result["n_documents"], "skipped": skipped, "errors": errors}
+            "n_documents": result["n_documents"], "skipped": skipped, "errors": errors, "preprocessing": steps}

@@ -1,11 +1,25 @@
-"""Position bias of two-option choices: share choosing the first-shown option."""
+"""Position bias of two-option choices (statistics.md, "Position bias").
+
+The unit of the test is one screen (item, annotator): the choices on one screen share one
+display order and are not independent, so a screen casts one vote: "first" when most of
+its non-tie two-option choices picked the option shown first, "second" when most picked
+the other, none when they split evenly. The share of "first" votes is tested against 0.5
+with a two-sided exact binomial test.
+"""
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 from scipy.stats import binomtest
 
 
-def position_bias(chose_first):
+def position_bias(chose_first: Sequence[bool | None] | np.ndarray) -> dict[str, Any]:
     """{"first_shown_rate", "n", "p_value"}: two-sided exact binomial test against 0.5.
 
     Entries that are None (ties, or no order recorded) are left out.
+
+    >>> position_bias([True, True, True, None])
+    {'first_shown_rate': 1.0, 'n': 3, 'p_value': 0.25}
     """
     flags = [bool(x) for x in chose_first if x is not None]
     n = len(flags)
@@ -15,9 +29,16 @@ def position_bias(chose_first):
     return {"first_shown_rate": k / n, "n": n, "p_value": float(binomtest(k, n, 0.5).pvalue)}
 
 
-def position_bias_by(groups, chose_first):
-    """position_bias per group label (e.g. per annotator)."""
-    by = {}
-    for g, x in zip(groups, chose_first):
-        by.setdefault(g, []).append(x)
-    return {g: position_bias(xs) for g, xs in by.items()}
+def screen_votes(screens: np.ndarray, chose_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(screen ids that voted, True where the vote is "first"): one vote per screen from
+    its choices (chose_first per choice); screens whose choices split evenly do not vote.
+
+    >>> ids, first = screen_votes(np.array([1, 1, 1, 2, 2, 3]), np.array([1, 1, 0, 1, 0, 0], bool))
+    >>> ids.tolist(), first.tolist()
+    ([1, 3], [True, False])
+    """
+    ids, inverse = np.unique(np.asarray(screens), return_inverse=True)
+    total = np.bincount(inverse.ravel(), minlength=len(ids))
+    first = np.bincount(inverse.ravel(), weights=np.asarray(chose_first, dtype=float), minlength=len(ids))
+    votes = 2 * first != total
+    return ids[votes], (2 * first > total)[votes]

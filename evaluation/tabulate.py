@@ -1,19 +1,72 @@
 """Long-format judgments (unit, coder, value) -> integer codes and per-unit value counts.
 
 Every agreement statistic starts here, so this is the one place that validates input,
-drops missing values (None / NaN), rejects a coder judging a unit twice, and sorts
-distinct values once. Memory stays linear in the number of judgments.
+drops missing values, reads numbers at numeric levels, rejects a coder judging a unit
+twice, and sorts distinct values once. Memory stays linear in the number of judgments.
+
+Missing values (statistics.md): None, NaN and the texts "", "nan", "NA" and "null" (any
+case, surrounding spaces ignored) are missing for every statistic at every level, never a
+category. At numeric levels values are compared as numbers, so "1", "1.0" and " 1" are one
+rating.
 """
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-
-def _is_missing(v):
-    return v is None or (isinstance(v, float) and v != v)
+MISSING_TEXTS = frozenset({"", "nan", "na", "null"})
 
 
-def distinct_sorted(arr):
+def is_missing(v: Any) -> bool:
+    """True for None, NaN and the missing-value texts.
+
+    >>> [is_missing(v) for v in (None, float("nan"), " NA ", "null", "0", 0)]
+    [True, True, True, True, False, False]
+    """
+    if v is None:
+        return True
+    if isinstance(v, float | np.floating):
+        return bool(v != v)
+    if isinstance(v, str):
+        return v.strip().lower() in MISSING_TEXTS
+    return False
+
+
+class NotANumber(ValueError):
+    """A value that is not a number at a numeric level; `index` is its position."""
+
+    def __init__(self, index: int, value: Any) -> None:
+        super().__init__(f"value {value!r} is not a number")
+        self.index = index
+        self.value = value
+
+
+def as_numbers(values: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """Float array of `values`: missing values become NaN, anything else must be a number
+    (NotANumber names the first that is not).
+
+    >>> as_numbers(["1", " 1.0", "", "NA", 2]).tolist()
+    [1.0, 1.0, nan, nan, 2.0]
+    """
+    arr = np.asarray(values)
+    if arr.dtype.kind in "biuf":
+        return arr.astype(float)
+    out = np.empty(len(arr), dtype=float)
+    for i, v in enumerate(arr.tolist()):
+        if is_missing(v):
+            out[i] = np.nan
+            continue
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            raise NotANumber(i, v) from None
+        if out[i] != out[i]:
+            out[i] = np.nan
+    return out
+
+
+def distinct_sorted(arr: np.ndarray) -> np.ndarray:
     """Sorted distinct values of a numeric array. np.unique without return flags uses a
     hash table in NumPy 2.x that was ~60x slower than sorting on 1M int64 keys."""
     arr = np.sort(np.asarray(arr).ravel())
@@ -22,8 +75,13 @@ def distinct_sorted(arr):
     return arr[np.r_[True, arr[1:] != arr[:-1]]]
 
 
-def factorize(x):
-    """(labels, codes): sorted distinct labels of x and each element's index into them."""
+def factorize(x: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, codes): sorted distinct labels of x and each element's index into them.
+
+    >>> labels, codes = factorize(["b", "a", "b"])
+    >>> labels.tolist(), codes.tolist()
+    (['a', 'b'], [1, 0, 1])
+    """
     arr = np.asarray(x)
     if arr.dtype == object:
         try:
@@ -48,6 +106,7 @@ class Counts:
 
     unit_labels[k], value_labels[v]: original labels. unit[i], value[i], count[i]: unit
     `unit[i]` holds value `value[i]` `count[i]` times. m[u]: values of unit u.
+    j_unit, j_coder, j_value: the codes of each kept judgment.
     """
 
     unit_labels: np.ndarray
@@ -62,12 +121,19 @@ class Counts:
     j_value: np.ndarray
 
     @property
-    def n_coders(self):
+    def n_coders(self) -> int:
         return len(self.coder_labels)
 
 
-def tabulate(units, coders, values, numeric=False):
-    """Validate and count long-format judgments; see `Counts`."""
+def tabulate(units: Sequence[Any] | np.ndarray, coders: Sequence[Any] | np.ndarray,
+             values: Sequence[Any] | np.ndarray, numeric: bool = False) -> Counts:
+    """Validate and count long-format judgments; see `Counts`. numeric=True compares the
+    values as numbers (NotANumber, a ValueError, for a value that is not one).
+
+    >>> c = tabulate(["u1", "u1", "u2"], ["a", "b", "a"], ["1", "1.0", "NA"], numeric=True)
+    >>> c.unit_labels.tolist(), c.value_labels.tolist(), c.count.tolist(), c.m.tolist()
+    (['u1'], [1.0], [2], [2])
+    """
     units = np.asarray(units)
     values_arr = np.asarray(values, dtype=object if _has_none(values) else None)
     coders = np.asarray(coders)
@@ -76,14 +142,11 @@ def tabulate(units, coders, values, numeric=False):
             f"units, coders and values differ in length "
             f"({len(units)}, {len(coders)}, {len(values_arr)})"
         )
+    if numeric:
+        values_arr = as_numbers(values_arr)
     keep = _present_mask(values_arr)
     if not keep.all():
         units, coders, values_arr = units[keep], coders[keep], values_arr[keep]
-    if numeric:
-        try:
-            values_arr = values_arr.astype(float)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"values must be numbers at this level: {exc}") from None
     unit_labels, ucode = factorize(units)
     coder_labels, ccode = factorize(coders)
     value_labels, vcode = factorize(values_arr)
@@ -110,21 +173,23 @@ def tabulate(units, coders, values, numeric=False):
                   coder_labels, ucode, ccode, vcode)
 
 
-def _has_none(x):
+def _has_none(x: Sequence[Any] | np.ndarray) -> bool:
     if isinstance(x, np.ndarray):
         return x.dtype == object
     return any(v is None for v in x)
 
 
-def _present_mask(values):
+def _present_mask(values: np.ndarray) -> np.ndarray:
     if values.dtype.kind == "f":
         return ~np.isnan(values)
     if values.dtype == object:
-        return np.fromiter((not _is_missing(v) for v in values), bool, len(values))
+        return np.fromiter((not is_missing(v) for v in values), bool, len(values))
+    if values.dtype.kind == "U":
+        return ~np.isin(np.char.lower(np.char.strip(values)), list(MISSING_TEXTS))
     return np.ones(len(values), dtype=bool)
 
 
-def top_three(counts: Counts):
+def top_three(counts: Counts) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per unit: (top value, top count, 2nd value, 2nd count, 3rd count); -1/0 if absent.
 
     Sorting the triples by count descending inside each unit puts these first.

@@ -1,39 +1,53 @@
-"""Reliability middleware: refuse oversized uploads early, and turn a lost database
+"""Reliability middleware: refuse oversized request bodies early, and turn a lost database
 connection into a retryable 503 instead of a 500.
 
-Why here and not in each view: every door that takes a file (batch upload form, the
-REST batch/predictions endpoints, judgments import) gets the same size cap before any
-byte is read, and every view gets the same answer while PostgreSQL restarts.
+Why here and not in each view: every door gets the same size cap before any byte is read,
+and every view gets the same answer while PostgreSQL restarts.
 """
+import contextlib
+import logging
+
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connections
 from django.http import JsonResponse
 
+log = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 2
 
 
 class UploadSizeLimitMiddleware:
-    """413 for any request whose declared body exceeds HUMEVAL_MAX_UPLOAD_BYTES.
+    """413 for a request whose declared body is over its view's limit, before any byte is
+    read (so a 100 MiB anonymous login post costs nothing).
 
-    Django's DATA_UPLOAD_MAX_MEMORY_SIZE does not count file parts of multipart uploads,
-    so this is the one cap that covers files too."""
+    The limit is Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) for every view, except the
+    views named in HUMEVAL_LARGE_UPLOAD_URLS (batch and predictions uploads), which stream
+    the body to disk and take up to HUMEVAL_MAX_UPLOAD_BYTES. The whole body counts, file
+    parts of multipart uploads included (Django's own setting does not count those).
+    Checked in process_view, where the URL is resolved: this middleware comes before
+    CsrfViewMiddleware, whose process_view reads form bodies."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        limit = settings.HUMEVAL_MAX_UPLOAD_BYTES
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             return JsonResponse({"detail": "bad Content-Length header"}, status=400)
-        if length > limit:
+        match = request.resolver_match
+        if match is not None and match.url_name in settings.HUMEVAL_LARGE_UPLOAD_URLS:
+            limit, setting = settings.HUMEVAL_MAX_UPLOAD_BYTES, "HUMEVAL_MAX_UPLOAD_BYTES"
+        else:
+            limit, setting = settings.DATA_UPLOAD_MAX_MEMORY_SIZE, "DATA_UPLOAD_MAX_MEMORY_SIZE"
+        if limit is not None and length > limit:
             return JsonResponse(
-                {"detail": f"upload too large: {length} bytes, the limit is {limit} bytes "
-                           f"(setting HUMEVAL_MAX_UPLOAD_BYTES)"},
+                {"detail": f"upload too large: {length} bytes, the limit is {limit} bytes (setting {setting})"},
                 status=413,
             )
-        return self.get_response(request)
+        return None
 
 
 def _is_connection_loss(exc):
@@ -60,12 +74,12 @@ class DatabaseUnavailableMiddleware:
         # An inner middleware (sessions, auth, axes) that lost the connection has already
         # been turned into a 500 by Django; recognise it by the broken connection.
         if response.status_code == 500 and _connection_broken():
-            return _unavailable()
+            return _unavailable(request, "connection broken in an inner middleware")
         return response
 
     def process_exception(self, request, exception):
         if _is_connection_loss(exception):
-            return _unavailable()
+            return _unavailable(request, f"{type(exception).__name__}: {str(exception).strip()[:200]}")
         return None
 
 
@@ -74,12 +88,11 @@ def _connection_broken():
                for conn in connections.all())
 
 
-def _unavailable():
+def _unavailable(request, cause):
+    log.error("database unavailable, answering 503: %s %s (%s)", request.method, request.path, cause)
     for conn in connections.all():
-        try:
+        with contextlib.suppress(Exception):  # the socket is already gone; closing is best effort
             conn.close()
-        except Exception:  # the socket is already gone; closing is best effort
-            pass
     response = JsonResponse({"detail": "database temporarily unavailable, retry shortly",
                              "retryable": True}, status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)

@@ -4,10 +4,13 @@ With nothing set you get the embedded newcomer setup: a SQLite file under var/ a
 running tasks eagerly in-process. Set DATABASE_URL / CELERY_BROKER_URL for PostgreSQL and
 real workers.
 """
+import logging
 import os
 from pathlib import Path
 
 import dj_database_url
+
+from humeval.proxy import parse_proxies
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("HUMEVAL_VAR_DIR", BASE_DIR / "var"))
@@ -25,11 +28,11 @@ def env_list(name, default=""):
 
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = os.environ.get("SECRET_KEY") or (
-    "insecure-dev-key-set-SECRET_KEY-in-production" if DEBUG or not os.environ.get("HUMEVAL_PRODUCTION") else None
-)
-if not SECRET_KEY:
-    raise RuntimeError("SECRET_KEY must be set when HUMEVAL_PRODUCTION is set")
+# The published fallback key exists only for local development (DEBUG=1). Without DEBUG and
+# without SECRET_KEY the key is empty: Django refuses anything that signs (sessions, CSRF),
+# the WSGI app refuses to start (humeval/wsgi.py) and `check --deploy` fails (humeval/checks.py).
+DEV_SECRET_KEY = "django-insecure-humeval-local-development-only"
+SECRET_KEY = os.environ.get("SECRET_KEY") or (DEV_SECRET_KEY if DEBUG else "")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
@@ -43,6 +46,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # swagger-ui served from the package, not a CDN
     "django_htmx",
     "axes",
     "annotate",
@@ -50,7 +54,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: forwarded headers count only from HUMEVAL_TRUSTED_PROXY (humeval/proxy.py).
+    "humeval.proxy.TrustedProxyMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "humeval.security_headers.SecurityHeadersMiddleware",
     # Before anything reads the body or touches the database (humeval/middleware.py).
     "humeval.middleware.UploadSizeLimitMiddleware",
     "humeval.middleware.DatabaseUnavailableMiddleware",
@@ -70,11 +77,16 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-# Login rate limiting: 5 failures for one (username, IP) lock that pair for 15 minutes.
+# Login rate limiting (humeval/login_guard.py): 5 failures for one username lock that
+# username, 30 failures from one client address lock that address, each for 15 minutes.
 AXES_ENABLED = env_bool("AXES_ENABLED", True)
 AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT", "5"))
+HUMEVAL_IP_FAILURE_LIMIT = int(os.environ.get("HUMEVAL_IP_FAILURE_LIMIT", "30"))
 AXES_COOLOFF_TIME = float(os.environ.get("AXES_COOLOFF_HOURS", "0.25"))
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # this order: SeparateLimitsHandler relies on it
+AXES_HANDLER = "humeval.login_guard.SeparateLimitsHandler"
+AXES_USERNAME_CALLABLE = "humeval.login_guard.axes_username"
+AXES_CLIENT_IP_CALLABLE = "humeval.proxy.client_ip"
 AXES_RESET_ON_SUCCESS = True
 
 ROOT_URLCONF = "humeval.urls"
@@ -112,9 +124,13 @@ if not IS_POSTGRES:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Applied wherever a password is chosen through Django (admin forms, createsuperuser,
+# changepassword): at least 10 characters, not all digits, not a common password.
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -130,23 +146,47 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# Uploads: batches stream from disk, so keep the in-memory part small and cap the total.
+# Request bodies (humeval.middleware.UploadSizeLimitMiddleware): Django's default 2.5 MiB
+# for every view, except the upload views named here, which stream to disk and take up to
+# HUMEVAL_MAX_UPLOAD_BYTES.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2621440
 HUMEVAL_MAX_UPLOAD_BYTES = int(os.environ.get("HUMEVAL_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024)))
-DATA_UPLOAD_MAX_MEMORY_SIZE = HUMEVAL_MAX_UPLOAD_BYTES
+HUMEVAL_LARGE_UPLOAD_URLS = {"batch-upload", "study-upload", "api-study-batches", "api-study-predictions"}
 FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
 
 REST_FRAMEWORK = {
+    # Token first: its challenge makes a bad or expired token a 401 (annotate/api/authentication.py).
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "annotate.api.authentication.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # humeval/api_limits.py: JSON nesting is bounded (400, not a RecursionError 500).
+    "DEFAULT_PARSER_CLASSES": [
+        "humeval.api_limits.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": ["humeval.api_limits.AnonymousThrottle", "humeval.api_limits.WriteThrottle"],
 }
+# Requests per client: "anon" = API requests without a login, per address; "write" =
+# POST/PUT/PATCH/DELETE per logged-in user (an annotator makes two per item). "" = off.
+HUMEVAL_THROTTLE_RATES = {
+    "anon": os.environ.get("HUMEVAL_THROTTLE_ANON", "60/minute") or None,
+    "write": os.environ.get("HUMEVAL_THROTTLE_WRITE", "240/minute") or None,
+}
+# Throttle counters: per process unless a shared cache is given (redis://...).
+if os.environ.get("HUMEVAL_CACHE_URL"):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": os.environ["HUMEVAL_CACHE_URL"]}}
 SPECTACULAR_SETTINGS = {
     "TITLE": "humeval API",
     "DESCRIPTION": "Human evaluation of personalized LLM outputs.",
     "VERSION": "0.1.0",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery: a real broker when CELERY_BROKER_URL is set, else tasks run eagerly in-process.
@@ -158,6 +198,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "humeval")
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))}
+
+# API tokens expire this many days after they are issued (0 = never); see docs/access.md.
+HUMEVAL_TOKEN_TTL_DAYS = int(os.environ.get("HUMEVAL_TOKEN_TTL_DAYS", "30"))
 
 # Annotation defaults.
 HUMEVAL_ASSIGNMENT_TIMEOUT_MINUTES = int(os.environ.get("HUMEVAL_ASSIGNMENT_TIMEOUT_MINUTES", "30"))
@@ -184,14 +227,32 @@ if not DEBUG and not HUMEVAL_INSECURE_HTTP:
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
+# A TLS-terminating reverse proxy: its addresses (IPs or networks, comma-separated; "*" =
+# any peer). Only requests from them may say X-Forwarded-Proto / X-Forwarded-For
+# (humeval/proxy.py); unset, both headers are ignored.
+HUMEVAL_TRUSTED_PROXIES = parse_proxies(os.environ.get("HUMEVAL_TRUSTED_PROXY", ""))
+if HUMEVAL_TRUSTED_PROXIES:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 
+# Logging: one line per event on stderr ("time level logger message"). HUMEVAL_LOG_LEVEL (DEBUG, INFO,
+# WARNING, ERROR) sets the root level; INFO by default, so batch imports and refusals, assignment
+# reclaims and 503s are on record (manage.py commands other than runserver default to WARNING: their
+# stderr is a one-line reason). Django's and django-axes' loggers stay at WARNING or stricter (their INFO is per-request
+# noise and a banner per process; axes' lockouts are WARNING and stay).
+# scripts/test.sh runs the suite at WARNING; caplog still captures INFO where a test asks for it.
+HUMEVAL_LOG_LEVEL = os.environ.get("HUMEVAL_LOG_LEVEL", "INFO").strip().upper()
+if not isinstance(logging.getLevelName(HUMEVAL_LOG_LEVEL), int):
+    raise RuntimeError(f"HUMEVAL_LOG_LEVEL={HUMEVAL_LOG_LEVEL!r}: use DEBUG, INFO, WARNING, ERROR or CRITICAL")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "formatters": {"line": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "line"}},  # StreamHandler: stderr
+    "root": {"handlers": ["stderr"], "level": HUMEVAL_LOG_LEVEL},
+    "loggers": {name: {"level": max(HUMEVAL_LOG_LEVEL, "WARNING", key=logging.getLevelName)}
+                for name in ("django", "axes")},
 }

@@ -1,30 +1,92 @@
-"""POST /api/jobs/ (admins start a job) and GET /api/jobs/{id}/ (its state and progress).
+"""POST /api/jobs/ (admins start a job), GET /api/jobs/ (admins: the latest 50) and
+GET /api/jobs/{id}/ (its state and progress).
 
 Body of POST: {"kind": "score", "params": {...}} or the params flat beside "kind"
 ({"kind": "score", "study": "slug", "metrics": ["rougeL"]}). Without a broker the job runs
 inside the request and the answer shows it finished; with one, it answers 201 at once
 with the queued job.
+
+A job is read by admins, its creator, and researchers who may read the study it works on
+(`params.study`; a job without a study: every researcher). Anyone else gets 404, as for
+a job that does not exist.
 """
-from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from django.http import Http404
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_serializer
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate.api.permissions import IsAdminRole
-from annotate.roles import is_researcher
+from annotate.services import DetailSerializer, IsAdminRole, IsoDateTimeField, json_as, may_read_results
 
 from .backends.config import ModelNotAvailable
-from .jobs import JobParamsError, job_json, submit_job
+from .jobs import JobParamsError, job_json, job_kinds, submit_job
 from .metrics.registry import UnknownMetric
 from .models import Job
+
+
+class JobKindField(serializers.ChoiceField):
+    """The registered job kinds, read when the schema is generated (kinds register at import)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=[], **kwargs)
+        self.choices = job_kinds()
+
+
+@extend_schema_serializer(examples=[OpenApiExample("Score a study", request_only=True,
+                                                   value={"kind": "score", "params": {"study": "reviews-pairwise",
+                                                                                      "metrics": ["rougeL"]}})])
+class JobCreateSerializer(serializers.Serializer):
+    """A job to start. The params may also be given flat beside `kind` (runtime.md lists
+    each kind's params)."""
+
+    kind = JobKindField()
+    params = serializers.DictField(required=False, help_text="The kind's parameters, e.g. study, metrics, model.")
+
+
+class JobProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
+class JobErrorSerializer(serializers.Serializer):
+    item = serializers.CharField(required=False, help_text="The item that failed; absent for job-level errors.")
+    error = serializers.CharField()
+
+
+class JobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField(help_text="One of the registered job kinds.")
+    params = json_as(serializers.DictField())
+    state = serializers.ChoiceField(choices=Job.STATES)
+    progress = JobProgressSerializer()
+    errors = json_as(JobErrorSerializer(many=True), help_text="Job-level errors, then the first 100 item errors.")
+    n_errors = serializers.IntegerField()
+    result = json_as(serializers.DictField(allow_null=True), allow_null=True, help_text="The kind's summary.")
+    timings = json_as(serializers.DictField(child=serializers.FloatField()), help_text="Seconds per stage.")
+    attempts = serializers.IntegerField(help_text="How many times a worker picked the job up.")
+    created_at = IsoDateTimeField(allow_null=True)
+    started_at = IsoDateTimeField(allow_null=True)
+    finished_at = IsoDateTimeField(allow_null=True)
+
+
+class JobListSerializer(serializers.Serializer):
+    jobs = JobSerializer(many=True, help_text="The latest 50 jobs, newest first.")
+
+
+def job_body(job):
+    return JobSerializer(job_json(job)).data
+
+
+class JobErrorBody(serializers.Serializer):
+    error = serializers.CharField(help_text="Why the job was not started.")
 
 
 class JobListView(APIView):
     permission_classes = [IsAdminRole]
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    @extend_schema(request=JobCreateSerializer,
+                   responses={201: JobSerializer, 400: JobErrorBody, 403: DetailSerializer},
+                   summary="Start a runtime job (admins).")
     def post(self, request):
         body = request.data if isinstance(request.data, dict) else {}
         kind = body.get("kind")
@@ -39,18 +101,28 @@ class JobListView(APIView):
             job = submit_job(kind, params, user=request.user)
         except (JobParamsError, ModelNotAvailable, UnknownMetric) as exc:
             return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(job_json(job), status=status.HTTP_201_CREATED)
+        return Response(job_body(job), status=status.HTTP_201_CREATED)
 
-    @extend_schema(operation_id="jobs_list", responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="jobs_list", responses={200: JobListSerializer, 403: DetailSerializer},
+                   summary="The latest 50 jobs (admins).")
     def get(self, request):
         jobs = Job.objects.all()[:50]
-        return Response({"jobs": [job_json(j) for j in jobs]})
+        return Response(JobListSerializer({"jobs": [job_json(j) for j in jobs]}).data)
+
+
+def may_read_job(user, job) -> bool:
+    """Its creator, or whoever may read the results of the study it works on."""
+    if job.created_by_id is not None and job.created_by_id == user.pk:
+        return True
+    return may_read_results(user, job.params.get("study") if isinstance(job.params, dict) else None)
 
 
 class JobDetailView(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: JobSerializer, 403: DetailSerializer,
+                              404: OpenApiResponse(DetailSerializer, description="No such job, or not yours to read.")},
+                   summary="A job's state, progress and errors.")
     def get(self, request, pk):
-        job = get_object_or_404(Job, pk=pk)
-        if not (is_researcher(request.user) or job.created_by_id == request.user.pk):
-            return Response({"detail": "Only researchers may read jobs."}, status=status.HTTP_403_FORBIDDEN)
-        return Response(job_json(job))
+        job = Job.objects.filter(pk=pk).first()
+        if job is None or not may_read_job(request.user, job):
+            raise Http404("No such job.")
+        return Response(job_body(job))

@@ -15,8 +15,6 @@ without a group are left without a score and counted.
 """
 from collections import defaultdict
 
-from evaluation.egises import egises
-
 EVALUATOR = "egises_jsd"
 
 
@@ -65,12 +63,15 @@ def pairwise_documents(items):
 
 
 def egises_scores(items):
-    """-> (rows [(item, question, degress or None)], summary). `items`: Item objects."""
+    """-> (rows [(item, question, degress or None)], summary). `items`: StudyItem records
+    (annotate.services.study_items)."""
+    from evaluation.egises import egises  # NLTK: imported when a job needs it, not at startup
+
     rows, summary, scored = [], {}, set()
     for (model, style), entries in survey_documents(items).items():
         for item, pair_id, doc in entries:
             rows.append((item, pair_id, egises([doc])["degress"]))
-            scored.add(item.pk)
+            scored.add(item.key)
         corpus = egises([doc for _, _, doc in entries])
         summary.setdefault(model, {})[style] = corpus["egises"]
     for cid, entries in pairwise_documents(items).items():
@@ -78,6 +79,6 @@ def egises_scores(items):
             degress = egises([doc])["degress"]
             for item in members:
                 rows.append((item, cid, degress))
-                scored.add(item.pk)
+                scored.add(item.key)
         summary[cid] = egises([doc for _, doc in entries])["egises"]
-    return rows, {"egises": summary, "items_without_group": sum(1 for i in items if i.pk not in scored)}
+    return rows, {"egises": summary, "items_without_group": sum(1 for i in items if i.key not in scored)}

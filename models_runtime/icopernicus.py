@@ -10,16 +10,20 @@ Prompt wording is ours. The run writes a `similarity_survey` batch (reference pa
 pairs of the contrastive styles) and the EGISES-JSD table per (model, style) that
 `manage.py paradoxes` reads.
 """
-import csv
 import json
 import re
 from itertools import combinations
+from pathlib import Path
 
+from evaluation.csv_cells import SafeWriter
+from evaluation.vocabulary import CONTRASTIVE_STYLES as CONTRASTIVE
+from evaluation.vocabulary import PROMPT_STYLES as STYLES
 from humeval.jsonl import json_lines
 from models_runtime.backends.base import SamplingParams
+from models_runtime.backends.config import model_spec
+from models_runtime.jobs import JobKind, JobParamsError, file_sha256
+from models_runtime.models import JobItem
 
-STYLES = ("0-shot", "2-shot w/o hist", "2-shot w/ hist", "C-0-shot", "C-2-shot w/o hist", "C-2-shot w/ hist")
-CONTRASTIVE = STYLES[3:]
 DEFAULT_BUDGET = 1024
 TASK = ("Write a news headline for the article below, personalized for the reader described. "
         "Answer with the headline only.")
@@ -69,7 +73,7 @@ def _layout(style, doc, user, other):
     lines, parts, names = [C_TASK if contrastive else TASK], [], []
 
     def slot(label, text, name):
-        lines.append(label + "{%d}" % len(parts))
+        lines.append(label + f"{{{len(parts)}}}")
         parts.append(text)
         names.append(name)
 
@@ -96,7 +100,8 @@ def build_prompt(style, doc, user, other, tokenizer, budget=DEFAULT_BUDGET):
     template, parts, names = _layout(style, doc, user, other)
     fixed = len(encode(tokenizer, template.format(*([""] * len(parts)))))
     if fixed >= budget:
-        raise ValueError(f"token budget {budget} is too small for style {style!r}: its fixed text alone has {fixed} tokens")
+        raise ValueError(f"token budget {budget} is too small for style {style!r}: "
+                         f"its fixed text alone has {fixed} tokens")
     tokens = [encode(tokenizer, p) for p in parts]
     shares = allocate([len(t) for t in tokens], budget - fixed)
     kept = [tokenizer.decode(t[:s], skip_special_tokens=True).strip() if s < len(t) else p
@@ -161,7 +166,8 @@ def generate_headlines(docs, backend, budget=DEFAULT_BUDGET, max_new_tokens=32):
         uids = sorted(doc["users"])
         for uid in uids:
             for style in STYLES:
-                text, _ = build_prompt(style, doc, doc["users"][uid], doc["users"][_other(uids, uid)], tokenizer, budget)
+                other = doc["users"][_other(uids, uid)]
+                text, _ = build_prompt(style, doc, doc["users"][uid], other, tokenizer, budget)
                 keys.append((doc["doc_id"], uid, style))
                 prompts.append([{"role": "user", "content": text}])
     outputs = backend.generate(prompts, SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0))
@@ -182,10 +188,12 @@ def survey_items(docs, headlines, models):
                       "texts": [doc["users"][u0]["reference"], doc["users"][u1]["reference"]]}]
             for model in models:
                 for style in CONTRASTIVE:
-                    pairs.append({"id": _pair_id(model, style), "source": "model", "model": model, "prompt_style": style,
-                                  "texts": [headlines[model][(doc["doc_id"], u0, style)],
+                    pairs.append({"id": _pair_id(model, style), "source": "model", "model": model,
+                                  "prompt_style": style, "texts": [headlines[model][(doc["doc_id"], u0, style)],
                                             headlines[model][(doc["doc_id"], u1, style)]]})
-            document = {"id": doc["doc_id"], "text": doc["text"]} | ({"title": doc["title"]} if doc.get("title") else {})
+            document = {"id": doc["doc_id"], "text": doc["text"]}
+            if doc.get("title"):
+                document["title"] = doc["title"]
             items.append({"item_id": f"{doc['doc_id']}--{u0}--{u1}", "document": document, "users": [u0, u1],
                           "pairs": pairs})
     return items
@@ -211,7 +219,7 @@ def egises_table(docs, headlines, models):
 
 def write_table(table, path):
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
+        writer = SafeWriter(handle)  # model names are spreadsheet-safe (evaluation.csv_cells)
         writer.writerow(["model", *STYLES])
         for model, row in table.items():
             writer.writerow([model, *("" if row[s] is None else repr(float(row[s])) for s in STYLES)])
@@ -226,11 +234,22 @@ def write_batch(items, path, slug):
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+def write_outputs(docs, headlines, models, out_batch, out_table, slug):
+    """The survey batch and the EGISES-JSD table from every model's headlines. -> the
+    result document of `generate icopernicus`."""
+    items = survey_items(docs, headlines, models)
+    table, errors = egises_table(docs, headlines, models)
+    write_batch(items, out_batch, slug)
+    write_table(table, out_table)
+    return {"documents": len(docs), "generations": sum(len(h) for h in headlines.values()),
+            "items": len(items), "egises": table, "errors": errors}
+
+
 def run_icopernicus(input_path, models, out_batch, out_table, slug, device=None, progress=None,
                     budget=DEFAULT_BUDGET, max_new_tokens=32, backends=None):
-    """`manage.py generate icopernicus`: headlines for every (document, reader, model, style),
-    the survey batch and the EGISES-JSD table. `progress(done, total)` counts models.
-    `backends` ({name: Backend}) overrides the registry (tests)."""
+    """Everything at once, in this process (the `icopernicus` job does the same model by
+    model, resumably). `progress(done, total)` counts models. `backends` ({name: Backend})
+    overrides the registry (tests)."""
     docs = read_documents(input_path)
     models = [m for m in (models.split(",") if isinstance(models, str) else models) if m]
     if not models:
@@ -245,9 +264,60 @@ def run_icopernicus(input_path, models, out_batch, out_table, slug, device=None,
         headlines[model] = generate_headlines(docs, backend, budget, max_new_tokens)
         if progress:
             progress(done + 1, len(models))
-    items = survey_items(docs, headlines, models)
-    table, errors = egises_table(docs, headlines, models)
-    write_batch(items, out_batch, slug)
-    write_table(table, out_table)
-    return {"documents": len(docs), "generations": sum(len(h) for h in headlines.values()),
-            "items": len(items), "egises": table, "errors": errors}
+    return write_outputs(docs, headlines, models, out_batch, out_table, slug)
+
+
+# ---- the `icopernicus` job (`manage.py generate icopernicus`): one item per model -------
+
+def validate_icopernicus(params):
+    for key in ("input", "models", "out_batch", "out_table", "slug"):
+        if not params.get(key):
+            raise JobParamsError(f"generate icopernicus needs --{key.replace('_', '-')}")
+    models = params["models"]
+    models = [m.strip() for m in (models.split(",") if isinstance(models, str) else models) if m.strip()]
+    if not models or len(set(models)) != len(models):
+        raise JobParamsError("--models takes one or more different model names")
+    for name in models:
+        model_spec(name)
+    try:
+        read_documents(params["input"])
+    except OSError as exc:
+        raise JobParamsError(f"cannot read {params['input']}: {exc.strerror}") from exc
+    except ValueError as exc:
+        raise JobParamsError(str(exc)) from exc
+    outs = {key: str(Path(params[key]).resolve()) for key in ("out_batch", "out_table")}
+    for path in outs.values():
+        if not Path(path).parent.is_dir():
+            raise JobParamsError(f"the directory of {path} does not exist")
+    return dict(params, models=models, input=str(Path(params["input"]).resolve()),
+                input_sha256=file_sha256(params["input"]), **outs,
+                budget=int(params.get("budget") or DEFAULT_BUDGET),
+                max_new_tokens=int(params.get("max_new_tokens") or 32), chunk_size=1)
+
+
+def icopernicus_items(job):
+    return list(job.params["models"])
+
+
+def icopernicus_chunk(job, models):
+    from models_runtime.backends.registry import get_backend
+
+    p = job.params
+    docs = read_documents(p["input"])
+    out = {}
+    for model in models:
+        found = generate_headlines(docs, get_backend(model, device=p.get("device")), p["budget"], p["max_new_tokens"])
+        out[model] = {"headlines": [[doc_id, uid, style, text] for (doc_id, uid, style), text in found.items()]}
+    return out
+
+
+def icopernicus_finish(job):
+    p = job.params
+    headlines = {ji.key: {(d, u, s): text for d, u, s, text in ji.result["headlines"]}
+                 for ji in JobItem.objects.filter(job=job)}
+    return write_outputs(read_documents(p["input"]), headlines, p["models"], p["out_batch"], p["out_table"],
+                         p["slug"])
+
+
+ICOPERNICUS = JobKind("icopernicus", items=icopernicus_items, process_chunk=icopernicus_chunk,
+                      finish=icopernicus_finish, validate=validate_icopernicus, chunk_size=1)

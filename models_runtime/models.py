@@ -9,8 +9,12 @@ from django.db import models
 
 
 class Job(models.Model):
-    QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
-    STATES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED)]
+    QUEUED, RUNNING, DONE, DONE_WITH_ERRORS, FAILED = "queued", "running", "done", "done_with_errors", "failed"
+    STATES = [(s, s) for s in (QUEUED, RUNNING, DONE, DONE_WITH_ERRORS, FAILED)]
+    # done: every item succeeded; done_with_errors: every item finished, some with a data
+    # error; failed: the job stopped (configuration error, bug, broker down), resumable.
+    FINISHED_STATES = (DONE, DONE_WITH_ERRORS, FAILED)
+    RESUMABLE_STATES = (QUEUED, RUNNING, FAILED)
 
     kind = models.CharField(max_length=64)
     params = models.JSONField(default=dict, blank=True)
@@ -18,7 +22,8 @@ class Job(models.Model):
     done = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0)
     n_errors = models.PositiveIntegerField(default=0)
-    errors = models.JSONField(default=list, blank=True)  # job-level errors; per-item ones live on JobItem
+    # Job-level errors [{"error", "attempt", "traceback"?}]; per-item ones live on JobItem.
+    errors = models.JSONField(default=list, blank=True)
     result = models.JSONField(null=True, blank=True)
     timings = models.JSONField(default=dict, blank=True)
     busy_seconds = models.FloatField(default=0.0)  # summed time spent processing chunks

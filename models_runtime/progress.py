@@ -29,13 +29,14 @@ class ProgressBar:
 
 
 def wait_for_job(job, on_progress=None, poll_seconds=1.0, timeout=None):
-    """Block until a job run elsewhere is done or failed. -> the final Job."""
+    """Block until a job run elsewhere is finished (done, done_with_errors or failed), or
+    `timeout` seconds have passed. -> the Job as last read."""
     started = time.monotonic()
     while True:
         job.refresh_from_db()
         if on_progress:
             on_progress(job.done, job.total)
-        if job.state in (Job.DONE, Job.FAILED):
+        if job.state in Job.FINISHED_STATES:
             return job
         if timeout is not None and time.monotonic() - started > timeout:
             return job

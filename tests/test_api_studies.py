@@ -3,50 +3,37 @@ import io
 import json
 
 import pytest
-from django.contrib.auth.models import Group
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotate.importing import import_batch_bytes
 from annotate.judgments_io import import_judgments
 from annotate.models import Batch, Item, Prediction, Study
-from tests.conftest import make_user
-from tests.imp_samples import aspects, header, jsonl, pairwise
+from tests.factories import api_client, aspects, header, jsonl, make_user, pairwise
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 NDJSON = "application/x-ndjson"
-
-
-@pytest.fixture(autouse=True)
-def plain_http(settings):
-    settings.SECURE_SSL_REDIRECT = False  # the test client speaks http
-
-
-def client_for(user):
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture
 def admin_client(admin_user_):
-    return client_for(admin_user_)
+    return api_client(admin_user_)
 
 
 def test_list_and_detail_by_role(admin_user_, researcher, annotators, django_user_model):
     import_batch_bytes(jsonl(header("open", "pairwise_alignment"), pairwise("a"), pairwise("g", gold="m1")))
     import_batch_bytes(jsonl(header("closed", "aspect_pairwise", annotators=["ann2"]), aspects("x")))
-    slugs = lambda user: [s["slug"] for s in client_for(user).get("/api/studies/").json()]  # noqa: E731
+    slugs = lambda user: [s["slug"] for s in api_client(user).get("/api/studies/").json()]  # noqa: E731
     assert slugs(admin_user_) == ["closed", "open"] == slugs(researcher)
     assert slugs(annotators[0]) == ["open"]
     assert slugs(annotators[1]) == ["closed", "open"]
-    assert slugs(make_user(django_user_model, "no-role")) == []
+    assert slugs(make_user("no-role", None)) == []
     assert APIClient().get("/api/studies/").status_code in (401, 403)
-    detail = client_for(researcher).get("/api/studies/open/").json()
+    detail = api_client(researcher).get("/api/studies/open/").json()
     assert {k: detail[k] for k in ("slug", "kind", "n_items", "n_gold_items", "n_judgments", "annotators")} == {
         "slug": "open", "kind": "pairwise_alignment", "n_items": 2, "n_gold_items": 1, "n_judgments": 0,
         "annotators": []}
-    assert client_for(annotators[0]).get("/api/studies/closed/").status_code == 404
+    assert api_client(annotators[0]).get("/api/studies/closed/").status_code == 404
 
 
 def test_admin_creates_a_study(admin_client, researcher):
@@ -61,7 +48,7 @@ def test_admin_creates_a_study(admin_client, researcher):
     bad = admin_client.post("/api/studies/", {"slug": "x", "kind": "poll", "title": "X"}, format="json")
     assert bad.status_code == 400
     assert bad.json()["errors"][0].startswith("line 1: 'kind' must be one of")
-    assert client_for(researcher).post("/api/studies/", {"slug": "y", "kind": "aspect_pairwise", "title": "Y"},
+    assert api_client(researcher).post("/api/studies/", {"slug": "y", "kind": "aspect_pairwise", "title": "Y"},
                                        format="json").status_code == 403
 
 
@@ -79,7 +66,7 @@ def test_batch_upload(admin_client, annotators):
     assert Item.objects.count() == 2 and Batch.objects.count() == 2
     wrong = admin_client.post("/api/studies/other/batches/", body, content_type=NDJSON)
     assert wrong.json() == {"errors": ["line 1: header slug 'api-batch' does not match the study 'other'"]}
-    denied = client_for(annotators[0]).post("/api/studies/api-batch/batches/", body, content_type=NDJSON)
+    denied = api_client(annotators[0]).post("/api/studies/api-batch/batches/", body, content_type=NDJSON)
     assert denied.status_code == 403
 
 
@@ -96,15 +83,15 @@ def test_judgments_export_and_predictions_upload(admin_client, researcher, annot
     csv_text = ("study,item_id,annotator,question,value,shown_order,seconds,submitted_at\n"
                 "exp,a,ann1,choice,m1,m2|m1,4.5,2026-01-02T03:04:05+00:00\n")
     import_judgments(io.BytesIO(csv_text.encode()))
-    response = client_for(researcher).get("/api/studies/exp/judgments/?format=csv")
+    response = api_client(researcher).get("/api/studies/exp/judgments/?format=csv")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     assert b"".join(response.streaming_content).decode() == csv_text
-    response = client_for(researcher).get("/api/studies/exp/judgments/?format=jsonl")
+    response = api_client(researcher).get("/api/studies/exp/judgments/?format=jsonl")
     assert json.loads(b"".join(response.streaming_content)) == {
         "study": "exp", "item_id": "a", "annotator": "ann1", "question": "choice", "value": "m1",
         "shown_order": "m2|m1", "seconds": 4.5, "submitted_at": "2026-01-02T03:04:05+00:00"}
-    assert client_for(researcher).get("/api/studies/exp/judgments/?format=xml").status_code == 400
-    assert client_for(annotators[0]).get("/api/studies/exp/judgments/").status_code == 403
+    assert api_client(researcher).get("/api/studies/exp/judgments/?format=xml").status_code == 400
+    assert api_client(annotators[0]).get("/api/studies/exp/judgments/").status_code == 403
 
     preds = "study,item_id,evaluator,annotator,question,value\nexp,a,bleu,,m1,21.5\nexp,a,bleu,,m2,30\n"
     response = admin_client.post("/api/studies/exp/predictions/", preds, content_type="text/csv")
@@ -114,7 +101,7 @@ def test_judgments_export_and_predictions_upload(admin_client, researcher, annot
     assert bad.status_code == 400
     assert bad.json() == {"errors": ["line 2: value for 'm1' must be a number, N/A or empty, got 'lots'"]}
     assert Prediction.objects.get(question="m1").value == "21.5"
-    assert client_for(researcher).post("/api/studies/exp/predictions/", preds,
+    assert api_client(researcher).post("/api/studies/exp/predictions/", preds,
                                        content_type="text/csv").status_code == 403
 
 

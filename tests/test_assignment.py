@@ -6,19 +6,20 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annot_helpers import make_items, make_person, make_study, plain_http  # noqa: F401 (fixture)
-from annotate.assignment import NotAllowed, next_assignment, progress, reclaim_expired
+from annotate.assignment import NotAllowed, next_assignment, reclaim_expired
 from annotate.display import assignment_payload
 from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from annotate.models import Assignment, Item
+from annotate.progress import annotator_progress as progress
 from annotate.submission import AssignmentGone, submit
+from tests.factories import make_items, make_study, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 
 
 @pytest.fixture
 def many(django_user_model):
-    return [make_person(f"a{i:02d}") for i in range(12)]
+    return [make_user(f"a{i:02d}") for i in range(12)]
 
 
 def answer_all(assignment):
@@ -64,7 +65,7 @@ def test_overlap_is_never_exceeded_and_nobody_sees_an_item_twice(many):
 def test_listed_annotators_only(django_user_model, annotators):
     study = make_study()
     make_items(study, 1)
-    outsider = make_person("listed-only", role=None)  # not in the annotators group
+    outsider = make_user("listed-only", role=None)  # not in the annotators group
     study.annotators.add(outsider)
     assert next_assignment(study, outsider) is not None
     with pytest.raises(NotAllowed):
@@ -75,7 +76,7 @@ def test_users_without_the_role_are_refused(django_user_model):
     study = make_study()
     make_items(study, 1)
     with pytest.raises(NotAllowed):
-        next_assignment(study, make_person("nobody", role=None))
+        next_assignment(study, make_user("nobody", role=None))
 
 
 def test_expired_assignment_returns_its_slot(annotators):

@@ -4,19 +4,17 @@ import threading
 from collections import Counter
 
 import pytest
-from django.conf import settings
 from django.db import connection
 
-from annot_helpers import (empty_tables_after_module, ensure_roles, make_items, make_person,  # noqa: F401 (fixtures)
-                          make_study, plain_http)
 from annotate.assignment import next_assignment
 from annotate.models import Assignment, Item, Judgment
 from annotate.submission import submit
+from tests.factories import ensure_roles, make_items, make_study, make_user
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("plain_http", "empty_tables_after_module"),
-    pytest.mark.skipif(not settings.IS_POSTGRES, reason="row-lock guarantees are tested on PostgreSQL"),
+    pytest.mark.postgres("row locks: SELECT ... FOR UPDATE SKIP LOCKED under concurrent requests"),
 ]
 
 
@@ -47,7 +45,7 @@ def run_together(workers):
 
 def users(django_user_model, n):
     ensure_roles()
-    return [make_person(f"c{i:02d}") for i in range(n)]
+    return [make_user(f"c{i:02d}") for i in range(n)]
 
 
 def check_counters():

@@ -11,7 +11,7 @@ from annotate.backup import BackupError, import_study, write_study
 from annotate.models import Assignment, AuditLog, Batch, Item, Judgment, Prediction, Study
 
 pytestmark = pytest.mark.django_db
-T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 
 
 def build_study(annotators):
@@ -20,7 +20,8 @@ def build_study(annotators):
     study.annotators.set(annotators[:2])
     batch = Batch.objects.create(study=study, source="b1.jsonl", sha256="ab" * 32, created=2)
     for n in range(2):
-        data = {"input": f"q{n}", "reference": "r", "candidates": [{"id": "m1", "text": "x"}, {"id": "m2", "text": "ü"}]}
+        data = {"input": f"q{n}", "reference": "r",
+                "candidates": [{"id": "m1", "text": "x"}, {"id": "m2", "text": "ü"}]}
         item = Item.objects.create(study=study, batch=batch, item_id=f"it-{n}", position=n, data=data,
                                    meta={"n": n}, gold="m1" if n else None, is_gold=bool(n),
                                    content_hash=f"{n:064d}", n_assigned=2, n_completed=1 + n % 2)
@@ -31,7 +32,8 @@ def build_study(annotators):
                 Judgment.objects.create(study=study, item=item, annotator=user, assignment=a, question="choice",
                                         value="m2", shown_order="m2|m1", seconds=3.5, submitted_at=T0)
         Prediction.objects.create(study=study, item=item, evaluator="rougeL", question="m1", value="0.25")
-        Prediction.objects.create(study=study, item=item, evaluator="perse", annotator="ann1", question="choice", value="")
+        Prediction.objects.create(study=study, item=item, evaluator="perse", annotator="ann1", question="choice",
+                                  value="")
     AuditLog.objects.create(study=study, user=annotators[0], action="edit", object_type="judgment",
                             object_id="1", before={"value": "m1"}, after={"value": "m2"})
     return study

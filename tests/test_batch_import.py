@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from annotate.batch_format import BatchInvalid
 from annotate.importing import import_batch_bytes, import_batch_path
 from annotate.models import AuditLog, Batch, Item, Prediction, Study
-from tests.imp_samples import SAMPLES, aspects, explained, header, jsonl, pairwise, similarity, write
+from tests.factories import SAMPLES, aspects, explained, header, jsonl, make_user, pairwise, similarity, write
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,8 +74,8 @@ def test_gold_forms_per_kind():
     assert Item.objects.get(item_id="e1").gold == {"choice": "m1", "usefulness": 0}
 
 
-def test_header_settings_are_stored(django_user_model):
-    django_user_model.objects.create_user("ann-x")
+def test_header_settings_are_stored():
+    make_user("ann-x", None)
     import_batch_bytes(jsonl(header("settings", "similarity_survey", scale=[0, 4], annotations_per_item=5,
                                     randomize_order=False, instructions="Rate *similarity*.",
                                     annotators=["ann-x"], gold_rate=0.2)))
@@ -98,10 +98,12 @@ CASES = {
                               ["line 2: 'candidates' must be a list of exactly 2, got 1"]),
     "same candidate ids": ([H, {**pairwise("a"), "candidates": [{"id": "m", "text": "t"}, {"id": "m", "text": "u"}]}],
                            ["line 2: the two candidates have the same id 'm'"]),
-    "reserved candidate id": ([H, {**pairwise("a"), "candidates": [{"id": "tie", "text": "t"}, {"id": "m", "text": "u"}]}],
+    "reserved candidate id": ([H, {**pairwise("a"),
+                                   "candidates": [{"id": "tie", "text": "t"}, {"id": "m", "text": "u"}]}],
                               ["line 2: candidate id 'tie' is reserved or contains '|' (or is over 200 characters)"]),
     "empty text": ([H, {**pairwise("a"), "reference": "   "}], ["line 2: 'reference' must be a non-empty string"]),
-    "empty candidate text": ([H, {**pairwise("a"), "candidates": [{"id": "m1", "text": ""}, {"id": "m2", "text": "u"}]}],
+    "empty candidate text": ([H, {**pairwise("a"),
+                                  "candidates": [{"id": "m1", "text": ""}, {"id": "m2", "text": "u"}]}],
                              ["line 2: candidate 1 must be an object with non-empty 'id' and 'text'"]),
     "missing item_id": ([H, {k: v for k, v in pairwise("a").items() if k != "item_id"}],
                         ["line 2: 'item_id' must be a non-empty string of at most 200 characters"]),
@@ -121,7 +123,8 @@ CASES = {
     "unknown kind": ([header("bad", "ranking")],
                      ["line 1: 'kind' must be one of pairwise_alignment, explanation_choice, similarity_survey, "
                       "aspect_pairwise, got 'ranking'"]),
-    "bad slug": ([header("Bad slug!", "aspect_pairwise")], ["line 1: 'slug' must be 1-100 letters, digits, '-' or '_'"]),
+    "bad slug": ([header("Bad slug!", "aspect_pairwise")],
+                 ["line 1: 'slug' must be 1-100 letters, digits, '-' or '_'"]),
     "overlap not >= 1": ([header("bad", "aspect_pairwise", annotations_per_item=0)],
                          ["line 1: 'annotations_per_item' must be an integer >= 1, got 0"]),
     "overlap not an int": ([header("bad", "aspect_pairwise", annotations_per_item="3")],
@@ -129,17 +132,19 @@ CASES = {
     "unknown header key": ([header("bad", "aspect_pairwise", colour="red")],
                            ["line 1: unknown header key 'colour' (allowed: slug, kind, title, instructions, "
                             "annotations_per_item, randomize_order, allow_tie, aspects, scale, usefulness_scale, "
-                            "annotators, gold_rate, min_seconds, assignment_timeout_minutes)"]),
+                            "annotators, researchers, gold_rate, min_seconds, assignment_timeout_minutes, min_votes)"]),
     "scale min >= max": ([header("bad", "similarity_survey", scale=[6, 1])],
                          ["line 1: 'scale' must have min < max, got [6, 1]"]),
-    "scale not ints": ([header("bad", "similarity_survey", scale=[1, 6.5])], ["line 1: 'scale' must be [min, max] integers"]),
+    "scale not ints": ([header("bad", "similarity_survey", scale=[1, 6.5])],
+                       ["line 1: 'scale' must be [min, max] integers"]),
     "scale on wrong kind": ([header("bad", "aspect_pairwise", scale=[1, 6])],
                             ["line 1: 'scale' applies to similarity_survey studies, not aspect_pairwise"]),
     "aspects duplicate keys": ([header("bad", "aspect_pairwise", aspects=[{"key": "a", "question": "Q1"},
                                                                          {"key": "a", "question": "Q2"}])],
                                ["line 1: 'aspects' keys must be unique"]),
     "aspects malformed": ([header("bad", "aspect_pairwise", aspects=[{"key": "a"}])],
-                          ['line 1: \'aspects\' must be a non-empty list of {"key", "question"} with non-empty strings']),
+                          ['line 1: \'aspects\' must be a non-empty list of {"key", "question"} '
+                           'with non-empty strings']),
     "usefulness scale bad": ([header("bad", "explanation_choice", usefulness_scale=[5])],
                              ["line 1: 'usefulness_scale' must be [min, max] integers"]),
     "tie on similarity": ([header("bad", "similarity_survey", allow_tie=True)],
@@ -172,7 +177,8 @@ CASES = {
         [header("bad", "explanation_choice"), {**explained("a"), "explanations": {"m1": {}}}],
         ["line 2: 'explanations' must be an object with exactly the candidate ids ['m1', 'm2']"]),
     "explanation missing keys": (
-        [header("bad", "explanation_choice"), {**explained("a"), "explanations": {"m1": {"score": 1}, "m2": {"score": 1}}}],
+        [header("bad", "explanation_choice"),
+         {**explained("a"), "explanations": {"m1": {"score": 1}, "m2": {"score": 1}}}],
         ["line 2: explanation of 'm1' is missing aspects_reference, aspects_generated, matches",
          "line 2: explanation of 'm2' is missing aspects_reference, aspects_generated, matches"]),
     "usefulness gold out of scale": ([header("bad", "explanation_choice"), explained("a", gold={"usefulness": 6})],
@@ -234,7 +240,7 @@ def test_existing_study_settings_govern_and_must_not_be_contradicted():
     assert errors_of(header("sim", "similarity_survey"), similarity("a", gold={"ref": 5})) == [
         "line 2: 'gold' for 'ref' must be an integer in [1, 4], got 5"]
     assert errors_of(header("sim", "similarity_survey", scale=[1, 6])) == [
-        "line 1: 'scale' differs from the existing study's [1, 4]"]
+        "line 1: 'scale' [1, 6] differs from the existing study's [1, 4]"]
 
 
 def test_idempotent_reimport_and_changed_content(tmp_path):
@@ -256,8 +262,8 @@ def test_expected_slug_must_match():
     assert errors_of(H, expected_slug="other") == ["line 1: header slug 'bad' does not match the study 'other'"]
 
 
-def test_allow_tie_lets_gold_be_tie_and_audit_records_the_batch(django_user_model):
-    user = django_user_model.objects.create_user("loader")
+def test_allow_tie_lets_gold_be_tie_and_audit_records_the_batch():
+    user = make_user("loader", None)
     import_batch_bytes(jsonl(header("ties", "pairwise_alignment", allow_tie=True), pairwise("a", gold="tie")),
                        user=user, source="ties.jsonl")
     batch = Batch.objects.get()
@@ -282,11 +288,10 @@ def test_command_prints_json_and_lists_errors(tmp_path):
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.postgres("the command's process shares the test database; the SQLite one is in memory")
 def test_command_in_a_real_process(tmp_path):
     """stdout holds exactly one JSON document; on failure exit 1 and `line N:` lines on stderr."""
     db = settings.DATABASES["default"]
-    if "postgresql" not in db["ENGINE"]:
-        pytest.skip("needs PostgreSQL to share the test database with a subprocess")
     url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     env = {**os.environ, "DATABASE_URL": url}
     good = write(tmp_path, H, pairwise("a"), name="good.jsonl")

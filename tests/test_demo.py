@@ -4,7 +4,8 @@ import json
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+from django.contrib.auth.models import Group
+from django.core.management import CommandError, call_command
 
 from annotate.batch_format import iter_items, iter_lines, read_header
 from annotate.demo_data import DEMO_SLUGS, demo_batches, expert_explanation, unigram_f1
@@ -15,10 +16,55 @@ from annotate.roles import is_admin, is_annotator, is_researcher
 pytestmark = pytest.mark.django_db
 
 
-def run_demo():
+@pytest.fixture(autouse=True)
+def local_instance(settings):
+    """`demo` runs only on a development instance (DEBUG=1) unless forced."""
+    settings.DEBUG = True
+
+
+def run_demo(*args):
     out = io.StringIO()
-    call_command("demo", stdout=out)
+    call_command("demo", *args, stdout=out)
     return out.getvalue()
+
+
+def state():
+    return (get_user_model().objects.count(), Study.objects.count(), Item.objects.count(), Batch.objects.count())
+
+
+def test_demo_refuses_without_debug(settings):
+    """Issue 14 item 6: the guard depended on HUMEVAL_PRODUCTION only; a server run without
+    it reset `admin` to the published password."""
+    settings.DEBUG = False
+    before = state()
+    with pytest.raises(CommandError) as refused:
+        run_demo()
+    assert str(refused.value) == ("refusing to create demo accounts with published passwords: this is not a "
+                                  "development instance (DEBUG=1); use --force to run anyway")
+    assert state() == before == (0, 0, 0, 0)
+    assert "7 new, 0 unchanged items" in run_demo("--force")
+
+
+def test_demo_never_changes_an_existing_account():
+    """A real `admin` (own password, researcher only, not staff) and a real `annotator1`
+    exist: the demo leaves both exactly as they were, and says so."""
+    User = get_user_model()
+    admin = User.objects.create_user("admin", password="the-real-admins-own-pw")
+    admin.groups.add(Group.objects.get(name="researchers"))
+    User.objects.create_user("annotator1", password="annotator-ones-pw", email="a1@example.org")
+    def account(u):
+        return u.password, u.is_staff, u.is_superuser, u.email, sorted(u.groups.values_list("name", flat=True))
+
+    before = {u.username: account(u) for u in User.objects.all()}
+    out = run_demo()
+    after = {u.username: account(u) for u in User.objects.filter(username__in=["admin", "annotator1"])}
+    assert after == before
+    assert User.objects.get(username="admin").check_password("the-real-admins-own-pw")
+    assert not User.objects.get(username="admin").check_password("demo-admin-pw")
+    assert "  admin        (existing account, not changed) admins" in out
+    assert "  annotator1   (existing account, not changed) annotators" in out
+    assert "  annotator2   demo-annotator2-pw   annotators" in out
+    assert User.objects.count() == 5
 
 
 def test_demo_twice_is_idempotent():
@@ -27,6 +73,7 @@ def test_demo_twice_is_idempotent():
     state = (Study.objects.count(), Item.objects.count(), Prediction.objects.count())
     second = run_demo()
     assert "0 new, 7 unchanged items" in second
+    assert "admin        (existing account, not changed)" in second
     assert (Study.objects.count(), Item.objects.count(), Prediction.objects.count()) == state
     assert Batch.objects.count() == 8  # each run records its four uploads
     assert sorted(Study.objects.values_list("kind", flat=True)) == sorted(KINDS)

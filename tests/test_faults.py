@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from bench_loader import load_bench
-from conftest import make_user
+
+from tests.factories import make_user
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.faults, pytest.mark.slow, pytest.mark.skipif(
@@ -44,6 +44,7 @@ def pg_ready():
     return subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1", "-p", "5432"]).returncode == 0
 
 
+@pytest.mark.postgres("restarts the PostgreSQL server under gunicorn")
 def test_postgres_restart_while_annotators_submit():
     version = pg_cluster()
     bench = load_bench()
@@ -124,9 +125,10 @@ def test_redis_down_annotation_works_and_jobs_fail_clearly(redis_down, settings,
     app.conf.task_always_eager = False
     app.conf.broker_connection_timeout = 2
     try:
-        annotator = make_user(django_user_model, "ann-r", "annotators")
-        admin = make_user(django_user_model, "adm-r", "admins")
-        header = {"study": {"slug": "redis-down", "kind": "pairwise_alignment", "title": "R", "annotations_per_item": 1}}
+        annotator = make_user("ann-r", "annotators")
+        admin = make_user("adm-r", "admins")
+        header = {"study": {"slug": "redis-down", "kind": "pairwise_alignment", "title": "R",
+                            "annotations_per_item": 1}}
         item = {"item_id": "r1", "input": "q", "reference": "the reference text", "candidates": [
             {"id": "m1", "text": "the reference text"}, {"id": "m2", "text": "something else"}]}
         import_batch_bytes("\n".join(json.dumps(x) for x in (header, item)).encode())

@@ -12,13 +12,15 @@ import io
 import json
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from annotate.batch_format import BatchInvalid
 from annotate.importing import import_batch_bytes
 from annotate.judgments_io import import_judgments
 from annotate.kinds import KINDS
-from annotate.models import AuditLog, Assignment, Batch, Item, Judgment, Prediction, Study
+from annotate.models import Assignment, AuditLog, Batch, Item, Judgment, Prediction, Study
+from tests.factories import add_items, make_study, short_pairwise
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True,
@@ -198,10 +200,8 @@ def judgments_file(draw):
 
 @pytest.fixture
 def judged_study(annotators):
-    study = Study.objects.create(slug="fj", kind="pairwise_alignment", title="FJ", annotations_per_item=3)
-    for n in (1, 2):
-        Item.objects.create(study=study, item_id=f"j{n}", position=n, content_hash=f"{n:064d}", data={
-            "input": "q", "reference": "r", "candidates": [{"id": "m1", "text": "a"}, {"id": "m2", "text": "b"}]})
+    study = make_study(slug="fj", title="FJ", overlap=3)
+    add_items(study, [(f"j{n}", short_pairwise(), None) for n in (1, 2)])
     return study
 
 

@@ -1,7 +1,7 @@
 """Judgments and predictions import/export (interfaces.md CSV formats)."""
 import io
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -11,7 +11,7 @@ from annotate.batch_format import BatchInvalid
 from annotate.importing import import_batch_bytes
 from annotate.judgments_io import import_judgments, import_predictions
 from annotate.models import Assignment, AuditLog, Item, Judgment, Prediction
-from tests.imp_samples import aspects, explained, header, jsonl, pairwise, similarity
+from tests.factories import aspects, explained, header, jsonl, make_user, pairwise, similarity
 
 pytestmark = pytest.mark.django_db
 HEAD = "study,item_id,annotator,question,value,shown_order,seconds,submitted_at\n"
@@ -83,7 +83,7 @@ def test_assignments_counters_users_and_audit(studies):
     assert not ann1.has_usable_password() and not ann1.groups.exists()
     a = Assignment.objects.get(item__item_id="p1", annotator=ann1)
     assert a.shown_order == {"choice": ["m2", "m1"]} and a.seconds == 12.5
-    assert a.completed_at == datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)
+    assert a.completed_at == datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
     sim = Assignment.objects.get(item__item_id="s1")
     assert sim.shown_order == {"ref": ["1", "0"], "gen-c0": ["0", "1"]}
     no_time = Assignment.objects.get(item__item_id="p2")
@@ -107,10 +107,9 @@ def test_reimport_is_idempotent(studies):
 def test_open_assignment_is_completed_and_expired_one_recounted(studies):
     """p1: ann1 holds an open assignment (counted), ann2 an expired one (not counted).
     Before: n_assigned = 1. Importing both judgments completes both: n_assigned = n_completed = 2."""
-    User = get_user_model()
-    ann1, ann2 = User.objects.create_user("ann1"), User.objects.create_user("ann2")
+    ann1, ann2 = make_user("ann1", None), make_user("ann2", None)
     item = Item.objects.get(item_id="p1")
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     Assignment.objects.create(study=item.study, item=item, annotator=ann1, expires_at=now + timedelta(minutes=5),
                               shown_order={"choice": ["m1", "m2"]})
     Assignment.objects.create(study=item.study, item=item, annotator=ann2, expires_at=now - timedelta(minutes=5))
@@ -131,7 +130,8 @@ JUDGMENT_ERRORS = {
                          "line 3: unknown question 'fun' for this pairwise_alignment item (questions: choice)"),
     "choice not a candidate": ("pw,p1,ann1,choice,m3,,,",
                                "line 3: value for 'choice' must be one of ['m1', 'm2', 'tie'], got 'm3'"),
-    "tie not allowed": ("asp,a1,ann1,fun,tie,,,", "line 3: value for 'fun' must be one of ['plot-a', 'plot-b'], got 'tie'"),
+    "tie not allowed": ("asp,a1,ann1,fun,tie,,,",
+                        "line 3: value for 'fun' must be one of ['plot-a', 'plot-b'], got 'tie'"),
     "rating out of scale": ("sim,s1,ann1,ref,7,,,", "line 3: value for 'ref' must be an integer in [1, 6], got '7'"),
     "rating not an integer": ("ex,e1,ann1,usefulness,3.5,,,",
                               "line 3: value for 'usefulness' must be an integer in [1, 5], got '3.5'"),
@@ -207,7 +207,8 @@ sim,s1,judge,,ref,4.5
     out = io.StringIO()
     call_command("import_predictions", str(path), stdout=out)
     assert json.loads(out.getvalue()) == {"studies": ["asp", "pw", "sim"], "created": 7, "updated": 0, "skipped": 0}
-    assert set(Prediction.objects.filter(item__item_id="a1").values_list("evaluator", "annotator", "question", "value")) == {
+    rows = Prediction.objects.filter(item__item_id="a1").values_list("evaluator", "annotator", "question", "value")
+    assert set(rows) == {
         ("perse", "ann2", "fun", "plot-b"), ("perse", "ann2", "end", "")}
     again = import_predictions(io.BytesIO(text.replace("0.31", "0.5").encode()))
     assert again == {"studies": ["asp", "pw", "sim"], "created": 0, "updated": 1, "skipped": 6}
@@ -215,10 +216,12 @@ sim,s1,judge,,ref,4.5
 
 
 PREDICTION_ERRORS = {
-    "score not a number": ("pw,p1,rougeL,,m1,high", "line 3: value for 'm1' must be a number, N/A or empty, got 'high'"),
+    "score not a number": ("pw,p1,rougeL,,m1,high",
+                           "line 3: value for 'm1' must be a number, N/A or empty, got 'high'"),
     "choice not a candidate": ("pw,p1,gemba,,choice,m7",
                                "line 3: value for 'choice' must be one of ['m1', 'm2', 'tie'], N/A or empty"),
-    "unknown question": ("pw,p1,gemba,,style,m1", "line 3: unknown question 'style': a question id or a candidate id of the item"),
+    "unknown question": ("pw,p1,gemba,,style,m1",
+                         "line 3: unknown question 'style': a question id or a candidate id of the item"),
     "empty evaluator": ("pw,p1,,,m1,0.2", "line 3: empty evaluator"),
     "unknown item": ("pw,zz,bleu,,m1,1", "line 3: unknown item_id 'zz' in study 'pw'"),
     "infinite score": ("pw,p1,bleu,,m1,inf", "line 3: value for 'm1' must be a finite number"),

@@ -1,14 +1,10 @@
 """The load test of bench/load_test.py, small: 20 annotators for 15 s on gunicorn and a
 fresh PostgreSQL database. Zero errors, zero lost or duplicated judgments, no item over
 its overlap, counters consistent."""
-import os
-
 import pytest
-
 from bench_loader import load_bench
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    not (os.environ.get("DATABASE_URL") or "").startswith("postgres"), reason="needs PostgreSQL (DATABASE_URL)")]
+pytestmark = [pytest.mark.slow, pytest.mark.postgres("gunicorn workers on a fresh PostgreSQL database")]
 
 
 def test_twenty_annotators_for_fifteen_seconds_lose_nothing():

@@ -15,9 +15,9 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from conftest import make_user
+from tests.factories import add_items, make_study, make_user, short_pairwise
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 ROLES = ("anonymous", "annotator", "researcher", "admin")
 LOGIN = 302  # a page that sends anonymous users to /login/
 
@@ -54,6 +54,11 @@ def hidden(world):
     return {"slug": world.hidden.slug}
 
 
+def scoped(world):
+    """A study listing another researcher and another annotator: only admins see it."""
+    return {"slug": world.scoped.slug}
+
+
 def nothing_written_for_other(world):
     from annotate.models import Judgment
 
@@ -82,32 +87,44 @@ TABLE = {
         Probe("POST", by_role(403, 201, 404, 404), own_assignment, valid_answer),
         Probe("PUT", by_role(403, 404, 404, 404), others_assignment, valid_answer),
     ],
-    # Researchers read.
-    "api-study-report": [Probe("GET", by_role(403, 403, 200, 200), slug)],
-    "dashboard": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug)],
-    "dashboard-progress": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug)],
-    "dashboard-report": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug)],
-    # Admins start jobs; researchers (and the job's creator) read them.
+    # Researchers read: the study's own (none listed = every researcher) and admins. A
+    # study someone may not see answers 404, like a slug that does not exist.
+    "api-study-report": [Probe("GET", by_role(403, 403, 200, 200), slug),
+                         Probe("GET", by_role(403, 404, 404, 200), scoped)],
+    "dashboard": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
+                  Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
+    "dashboard-progress": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
+                           Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
+    "dashboard-report": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
+                         Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
+    # Admins start jobs; researchers of the job's study (and the job's creator) read them.
     "api-jobs": [Probe("GET", by_role(403, 403, 403, 200)),
                  Probe("POST", by_role(403, 403, 403, 400), body=lambda w: {})],
-    "api-job": [Probe("GET", by_role(403, 403, 200, 200), job)],
+    "api-job": [Probe("GET", by_role(403, 404, 200, 200), job),
+                Probe("GET", by_role(403, 404, 404, 200), lambda w: {"pk": w.scoped_job.pk})],
+    # Anyone signed in replaces their own API token.
+    "api-token-rotate": [Probe("POST", by_role(403, 200, 200, 200))],
     "home": [Probe("GET", by_role(LOGIN, 200, 200, 200))],
     # Studies: everyone signed in lists what they may see; a study listing other
     # annotators is invisible to the rest; only admins create and load.
     "api-studies": [Probe("GET", by_role(403, 200, 200, 200)),
                     Probe("POST", by_role(403, 403, 403, 400), body=lambda w: {})],
     "api-study": [Probe("GET", by_role(403, 200, 200, 200), slug),
-                  Probe("GET", by_role(403, 404, 200, 200), hidden)],
+                  Probe("GET", by_role(403, 404, 200, 200), hidden),
+                  Probe("GET", by_role(403, 404, 404, 200), scoped)],
     "api-study-batches": [Probe("POST", by_role(403, 403, 403, 400), slug, body=lambda w: b"not json",
                                 content_type="application/x-ndjson")],
     "api-study-predictions": [Probe("POST", by_role(403, 403, 403, 400), slug, body=lambda w: b"bad",
                                     content_type="text/csv")],
-    "api-study-judgments": [Probe("GET", by_role(403, 403, 200, 200), slug)],
-    "study-upload": [Probe("GET", by_role(LOGIN, 403, 403, 200), slug)],
+    "api-study-judgments": [Probe("GET", by_role(403, 403, 200, 200), slug),
+                            Probe("GET", by_role(403, 404, 404, 200), scoped)],
+    "study-upload": [Probe("GET", by_role(LOGIN, 403, 403, 200), slug),
+                     Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
     "batch-upload": [Probe("GET", by_role(LOGIN, 403, 403, 200))],
     # Task pages: annotators of the study only.
     "annotate-task": [Probe("GET", by_role(LOGIN, 200, 403, 403), slug),
-                      Probe("GET", by_role(LOGIN, 403, 403, 403), hidden)],
+                      Probe("GET", by_role(LOGIN, 404, 403, 403), hidden),
+                      Probe("GET", by_role(LOGIN, 404, 404, 403), scoped)],
     "annotate-next": [Probe("POST", by_role(LOGIN, 200, 403, 403), slug, content_type="form")],
     "annotate-submit": [
         Probe("POST", by_role(LOGIN, 200, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.others_assignment.pk},
@@ -122,16 +139,12 @@ TABLE = {
               lambda w: {"choice": "m2"}, content_type="form", after=nothing_written_for_other),
         Probe("GET", by_role(LOGIN, 200, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.own_assignment.pk}),
     ],
-    "annotate-quality": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug)],
+    "annotate-quality": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
+                         Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
 }
 
 ADMIN_NAMESPACE = "admin"
 ADMIN_OPEN = {"admin:login": 200}  # the admin login form itself
-
-
-@pytest.fixture(autouse=True)
-def plain_http(settings):
-    settings.SECURE_SSL_REDIRECT = False  # the test client speaks http
 
 
 # --- the world every probe runs in -----------------------------------------------------------
@@ -142,32 +155,35 @@ class World:
     own_assignment: object = None
     others_assignment: object = None
     hidden: object = None  # a study listing only the other annotator
+    scoped: object = None  # a study listing only the other annotator and the other researcher
     job: object = None
+    scoped_job: object = None  # a job working on `scoped`
 
 
 @pytest.fixture
 def world(django_user_model):
     from annotate.assignment import next_assignment
-    from annotate.models import Item, Study
     from models_runtime.models import Job
 
     w = World()
     w.users = {
-        "annotator": make_user(django_user_model, "ann-own", "annotators"),
-        "other": make_user(django_user_model, "ann-other", "annotators"),
-        "researcher": make_user(django_user_model, "res", "researchers"),
-        "admin": make_user(django_user_model, "adm", "admins"),
+        "annotator": make_user("ann-own", "annotators"),
+        "other": make_user("ann-other", "annotators"),
+        "researcher": make_user("res", "researchers"),
+        "other-researcher": make_user("res-other", "researchers"),
+        "admin": make_user("adm", "admins"),
     }
-    w.study = Study.objects.create(slug="perm", kind="pairwise_alignment", title="Perm", gold_rate=0.0,
-                                   randomize_order=False)
-    for n in range(3):
-        Item.objects.create(study=w.study, item_id=f"i{n}", position=n, content_hash=f"{n:064d}", data={
-            "input": "q", "reference": "r", "candidates": [{"id": "m1", "text": "a"}, {"id": "m2", "text": "b"}]})
+    w.study = make_study(slug="perm", title="Perm", randomize_order=False)
+    add_items(w.study, [(f"i{n}", short_pairwise(), None) for n in range(3)])
     w.own_assignment = next_assignment(w.study, w.users["annotator"])
     w.others_assignment = next_assignment(w.study, w.users["other"])
-    w.hidden = Study.objects.create(slug="perm-hidden", kind="pairwise_alignment", title="Hidden", gold_rate=0.0)
+    w.hidden = make_study(slug="perm-hidden", title="Hidden")
     w.hidden.annotators.set([w.users["other"]])
+    w.scoped = make_study(slug="perm-scoped", title="Scoped")
+    w.scoped.annotators.set([w.users["other"]])
+    w.scoped.researchers.set([w.users["other-researcher"]])
     w.job = Job.objects.create(kind="score", params={}, created_by=w.users["admin"])
+    w.scoped_job = Job.objects.create(kind="score", params={"study": w.scoped.slug}, created_by=w.users["admin"])
     return w
 
 
@@ -270,7 +286,7 @@ def test_django_admin_is_staff_only(world, django_user_model):
                 mismatches.append(f"{name} {url} as {role}: {response.status_code}")
     assert checked > 10
     assert not mismatches, "\n".join(mismatches)
-    root = make_user(django_user_model, "root", is_superuser=True, is_staff=True)
+    root = make_user("root", None, is_superuser=True, is_staff=True)
     client = Client()
     client.force_login(root)
     assert client.get(reverse("admin:index")).status_code == 200

@@ -1,11 +1,15 @@
 """explanation_choice, similarity_survey and aspect_pairwise reports on hand-worked studies."""
-from datetime import datetime, timedelta, timezone
+import itertools
+from datetime import UTC, datetime, timedelta
 
+import krippendorff
+import numpy as np
 import pytest
+from scipy import stats
 
 from annotate.report_data import fetch_report_input
 from evaluation.report import build_report
-from report_helpers import make_study, two
+from tests.factories import make_judged_study, two
 
 pytestmark = pytest.mark.django_db
 EPS = 1e-5
@@ -34,7 +38,7 @@ def explanation_report():
     judgments = []
     for item, who, choice, shown, useful in EX_ROWS:
         judgments += [(item, who, "choice", choice, shown, 7.0), (item, who, "usefulness", str(useful), "", 7.0)]
-    return report_of(make_study("ex", "explanation_choice", items, judgments))
+    return report_of(make_judged_study("ex", "explanation_choice", items, judgments))
 
 
 def test_explanation_choice_keys(explanation_report):
@@ -58,23 +62,61 @@ def test_explanation_choice_agreement(explanation_report):
     e2 (3,3,4) 4/2, e3 (1,2) 2/1 -> 18; all pairs 2*8*12 = 192 -> 1 - 7*18/192 = 0.34375.
     ordinal: midranks 1->0.5, 2->2, 3->4, 4->6, 5->7.5; within 97/2 + 16/2 + 4.5/1 = 61;
     all pairs 2*8*40.5 = 648 -> 1 - 7*61/648 = 221/648.
-    Fleiss (units with 3 ratings: e1, e2): P = (0 + 1/3)/2 = 1/6, P_e = (1+4+1+4)/36
-    -> (1/6 - 10/36)/(26/36) = -4/26. Percent: (0 + 1/3 + 0)/3 = 1/9."""
+    Fleiss, generalised (r = 3, 3, 2): pi_1 = (1/2)/3, pi_2 = (1/3 + 1/2)/3, pi_3 = (2/3)/3,
+    pi_4 = (2/3)/3, pi_5 = (1/3)/3 -> P_e = 70/324; P_a = (0 + 1/3 + 0)/3 = 1/9
+    -> (18/162 - 35/162)/(127/162) = -17/127 over 3 units. Percent: (0 + 1/3 + 0)/3 = 1/9."""
     a = explanation_report["agreement"]
     assert a["choice"]["krippendorff_alpha"] == pytest.approx(-0.3125)
     u = a["usefulness"]
     assert (u["level"], u["n_units"]) == ("interval", 3)
     assert u["krippendorff_alpha"] == pytest.approx(0.34375)
     assert u["krippendorff_alpha_ordinal"] == pytest.approx(221 / 648)
-    assert u["fleiss_kappa"] == pytest.approx(-4 / 26)
+    assert u["fleiss_kappa"] == pytest.approx(-17 / 127) and u["fleiss_n_units"] == 3
     assert u["percent_agreement"] == pytest.approx(1 / 9)
 
 
 def test_explanation_choice_position_bias(explanation_report):
-    """First-shown choices: e1 ann1; e2 ann2, ann3; e3 ann1, ann2 -> 5 of 8;
+    """One choice per screen. First-shown choices: e1 ann1; e2 ann2, ann3; e3 ann1, ann2 -> 5 of 8;
     two-sided exact binomial p = 2 * (56 + 28 + 8 + 1) / 256."""
-    assert explanation_report["position_bias"] == {
-        "first_shown_rate": 0.625, "n": 8, "p_value": pytest.approx(186 / 256)}
+    bias = explanation_report["position_bias"]
+    assert {k: bias[k] for k in ("first_shown_rate", "n", "p_value", "unit")} == {
+        "first_shown_rate": 0.625, "n": 8, "p_value": pytest.approx(186 / 256), "unit": "screen"}
+    assert list(bias["per_question"]) == ["choice"]
+
+
+def test_explanation_choice_loo_per_question(explanation_report):
+    """Issue 13, item 7: never pooled across questions. choice (others' strict majority):
+    ann1 e1 (x,y) none, e2 (x,y) none, e3 (y) != x -> 0/1; ann2 e2 (y,y) != x, e3 (x) != y
+    -> 0/2; ann3 e1 (x,x) != y, e2 none -> 0/1. usefulness (|rating - median of the
+    others|, units with >= 2 others): ann1 e1 |5-3| e2 |3-3.5| -> 1.25; ann2 |4-3.5|,
+    |3-3.5| -> .5; ann3 |2-4.5|, |4-3| -> 1.75."""
+    loo = {n: a["loo"] for n, a in explanation_report["annotators"].items()}
+    assert loo == {"ann1": {"choice": 0.0, "usefulness": 1.25}, "ann2": {"choice": 0.0, "usefulness": 0.5},
+                   "ann3": {"choice": 0.0, "usefulness": 1.75}}
+
+
+def test_explanation_choice_correlations(explanation_report):
+    """`expert` (item level): x = ExPerT(x) - ExPerT(y), y = share of choices for x:
+    e1 (0.4, 2/3), e2 (-0.4, 1/3), e3 (0, 1/2) -> every coefficient 1, exact p 2/3! = 1/3.
+    expert_chosen_vs_usefulness (per judgment): ExPerT of the chosen candidate vs the same
+    annotator's usefulness: (.8, 5) (.8, 4) (.4, 2) (.6, 3) (.2, 3) (.6, 4) (.5, 1) (.5, 2);
+    coefficients from scipy, p over all 8! orderings (brute force here)."""
+    c = explanation_report["correlations"]
+    assert c["expert"]["n"] == 3
+    for method in ("pearson", "spearman", "kendall"):
+        assert c["expert"][method]["r"] == pytest.approx(1.0)
+        assert c["expert"][method]["p_value"] == pytest.approx(1 / 3)
+    x = [0.8, 0.8, 0.4, 0.6, 0.2, 0.6, 0.5, 0.5]
+    y = [5, 4, 2, 3, 3, 4, 1, 2]
+    u = c["expert_chosen_vs_usefulness"]
+    assert (u["n"], u["unit"]) == (8, "judgment")
+    r = stats.spearmanr(x, y).statistic
+    rx, ry = stats.rankdata(x), stats.rankdata(y)  # Spearman = Pearson of midranks, per ordering
+    orderings = ry[np.array(list(itertools.permutations(range(8))))]
+    null = [np.corrcoef(rx, row)[0, 1] for row in orderings]
+    assert u["spearman"]["r"] == pytest.approx(r)
+    assert u["spearman"]["p_value"] == pytest.approx(np.mean(np.abs(null) >= abs(r) - 1e-12))
+    assert u["pearson"]["r"] == pytest.approx(stats.pearsonr(x, y).statistic)
 
 
 # ---------------------------------------------------------------- similarity_survey
@@ -85,7 +127,8 @@ def survey_item(doc, users):
     pairs = [{"id": "ref", "source": "reference", "texts": [f"reference summary harbour fishing {u}" for u in users]}]
     pairs += [{"id": pid, "source": "model", "model": "m", "prompt_style": style,
                "texts": [f"generated summary {pid} boats weather {u}" for u in users]} for pid, style in STYLES.items()]
-    return {"document": {"id": doc, "title": "Harbour news", "text": "Fishing boats returned to the harbour after storms."},
+    return {"document": {"id": doc, "title": "Harbour news",
+                         "text": "Fishing boats returned to the harbour after storms."},
             "users": users, "pairs": pairs}
 
 
@@ -105,20 +148,27 @@ def survey_report():
                  for item, by_pair in SURVEY.items() for pid, ratings in by_pair.items()
                  for who, r in zip(("ann1", "ann2"), ratings)]
     judgments += [("s3", "ann1", "ref", "6", "1|0", 9.0), ("s3", "ann2", "ref", "5", "0|1", 9.0)]
-    return report_of(make_study("sim", "similarity_survey", items, judgments, overlap=2))
+    return report_of(make_judged_study("sim", "similarity_survey", items, judgments, overlap=2))
 
 
 def test_similarity_mean_and_agreement(survey_report):
     """Means over non-gold ratings: ref (2+4+1+1)/4, m-c0 (5+5+6+6)/4, m-c2 (3+3+1+2)/4, m-c2h 6.
-    ref alpha (interval): values 2,4 | 1,1, mean 2, squared deviations 6 -> all pairs 48;
-    within (2-4)^2 * 2 / 1 = 8 -> 1 - 3*8/48 = 0.5. m-c0: no disagreement inside units -> 1.
-    m-c2h: one unit of identical values -> undefined (null)."""
+    One survey-level entry over (item, pair) units (s3 is gold): values 2,4 5,5 3,3 6,6 | 1,1
+    6,6 1,2, n = 14, mean 51/14, sum of squared deviations 745/14 -> expected 2*14*745/14 =
+    1490; within units (2-4)^2*2/1 + (1-2)^2*2/1 = 10 -> alpha = 1 - 13*10/1490 = 136/149."""
     r = survey_report
     assert r["mean_similarity"] == {"m-c0": 5.5, "m-c2": 2.25, "m-c2h": 6.0, "ref": 2.0}
-    assert r["agreement"]["ref"]["krippendorff_alpha"] == pytest.approx(0.5)
-    assert r["agreement"]["m-c0"]["krippendorff_alpha"] == pytest.approx(1.0)
-    assert r["agreement"]["m-c2h"]["krippendorff_alpha"] is None
-    assert r["position_bias"] == {"first_shown_rate": None, "n": 0, "p_value": None}
+    assert list(r["agreement"]) == ["similarity"]
+    a = r["agreement"]["similarity"]
+    assert (a["level"], a["n_units"], a["n_values"]) == ("interval", 7, 14)
+    assert a["krippendorff_alpha"] == pytest.approx(136 / 149)
+    data = np.array([[2, 5, 3, 6, 1, 6, 1], [4, 5, 3, 6, 1, 6, 2]], float)
+    assert a["krippendorff_alpha"] == pytest.approx(krippendorff.alpha(data, level_of_measurement="interval"))
+    assert a["krippendorff_alpha_ordinal"] == pytest.approx(krippendorff.alpha(data, level_of_measurement="ordinal"))
+    assert r["position_bias"] == {"first_shown_rate": None, "n": 0, "p_value": None, "unit": "screen",
+                                  "per_question": {}}
+    assert r["jsd_preprocessing"][:4] == ["remove_punctuation", "lowercase", "remove_digits", "tokenize_treebank"]
+    assert r["egises_hj_errors"] == [] and r["correlations"] == {}
     assert {n: a["gold_accuracy"] for n, a in r["annotators"].items()} == {"ann1": 1.0, "ann2": 0.0}
 
 
@@ -139,7 +189,7 @@ def test_similarity_egises_hj_and_paradoxes(survey_report):
 
 
 # ---------------------------------------------------------------- aspect_pairwise
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 # Candidates a1 (p, q), a2 (r, s), a3 (p, q); every order shown as the candidates' order.
 #   item  ann1 fun/end t   ann2 fun/end t   ann3 fun/end t
 #   a1    p q  1           p p  4           q q  7
@@ -165,7 +215,7 @@ def aspect_report():
         when = T0 + timedelta(minutes=t)
         judgments += [(item, who, "fun", fun, shown, 20.0, when), (item, who, "end", end, shown, 20.0, when)]
     aspects = [{"key": "fun", "question": "More fun?"}, {"key": "end", "question": "Better ending?"}]
-    return report_of(make_study("asp", "aspect_pairwise", items, judgments, ASPECT_PREDICTIONS,
+    return report_of(make_judged_study("asp", "aspect_pairwise", items, judgments, ASPECT_PREDICTIONS,
                                 config={"aspects": aspects}))
 
 
@@ -198,14 +248,27 @@ def test_aspect_evaluators(aspect_report):
     assert end["perse"] == {"accuracy": pytest.approx(2 / 3), "accuracy_strict": 0.25, "n": 8}
     assert "perse" not in fun
     assert fun["reviewer_prior"]["accuracy"] == 0.375 and end["reviewer_prior"]["accuracy"] == 0.5
+    # perse predicts one of the two aspects: no average (statistics.md: null unless every aspect).
     assert aspect_report["evaluators_average"] == {
-        "llm": pytest.approx((0.4 + 0.625) / 2), "perse": pytest.approx(2 / 3),
+        "llm": pytest.approx((0.4 + 0.625) / 2), "perse": None,
         "reviewer_prior": pytest.approx((0.375 + 0.5) / 2)}
+    assert aspect_report["aspects_covered"] == {"llm": 2, "perse": 1, "reviewer_prior": 2}
 
 
 def test_aspect_position_bias(aspect_report):
-    """Chose the first-shown candidate: fun a1 ann1 ann2, a2 ann2, a3 ann1 ann3 (5 of 8);
-    end a1 ann2, a3 ann1 (2 of 8) -> 7 of 16; exact two-sided p = 2 * P(X <= 7 | 16, .5)
-    = 2 * 26333 / 65536."""
-    assert aspect_report["position_bias"] == {
-        "first_shown_rate": 7 / 16, "n": 16, "p_value": pytest.approx(2 * 26333 / 65536)}
+    """One vote per screen (item, annotator) over its two choices (first-shown = the
+    candidates' order): a1 ann1 p,q split; a2 ann1 s,s second; a3 ann1 p,p first; a1 ann2
+    p,p first; a2 ann2 r,s split; a3 ann2 q,q second; a1 ann3 q,q second; a3 ann3 p,q split
+    -> 2 "first" of 5 votes, p = 1. Per annotator: ann1 1/2, ann2 1/2, ann3 0/1 (p = 1).
+    Per question (one choice per screen): fun 5 of 8 first (p = 186/256), end 2 of 8
+    (p = 2 * 37/256); Holm: end 2 * 74/256, fun max(that, 186/256)."""
+    bias = aspect_report["position_bias"]
+    assert {k: bias[k] for k in ("first_shown_rate", "n", "p_value", "unit")} == {
+        "first_shown_rate": 0.4, "n": 5, "p_value": 1.0, "unit": "screen"}
+    assert bias["per_question"] == {
+        "fun": {"first_shown_rate": 0.625, "n": 8, "p_value": pytest.approx(186 / 256),
+                "p_holm": pytest.approx(186 / 256)},
+        "end": {"first_shown_rate": 0.25, "n": 8, "p_value": pytest.approx(74 / 256),
+                "p_holm": pytest.approx(148 / 256)}}
+    assert {n: (a["first_shown_rate"], a["first_shown_p"]) for n, a in aspect_report["annotators"].items()} == {
+        "ann1": (0.5, 1.0), "ann2": (0.5, 1.0), "ann3": (0.0, 1.0)}

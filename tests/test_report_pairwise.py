@@ -1,12 +1,18 @@
 """pairwise_alignment report on a hand-worked study (every number worked out below)."""
+import csv
+import io
+import itertools
 import json
 
+import numpy as np
 import pytest
 from django.core.management import call_command
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 
 from annotate.report_data import fetch_report_input
 from evaluation.report import build_report
-from report_helpers import make_study, two
+from tests.factories import make_judged_study, two
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +45,7 @@ def pairwise_study(slug="pw"):
                   "metric_scores": {"rougeL": ROUGE[i]}}, "x" if i == "g1" else None)
              for i in ("i1", "i2", "i3", "i4", "g1")]
     judgments = [(i, who, "choice", v, shown, s) for i, who, v, shown, s in JUDGMENTS]
-    return make_study(slug, "pairwise_alignment", items, judgments, PREDICTIONS)
+    return make_judged_study(slug, "pairwise_alignment", items, judgments, PREDICTIONS)
 
 
 @pytest.fixture
@@ -59,13 +65,15 @@ def test_agreement(report):
     """Values per unit: i1 (x,x,y), i2 (y,y,y), i3 (x,y), i4 (x,x,x); n_x = 6, n_y = 5, n = 11.
     alpha: disagreeing coincidences o_xy + o_yx = i1 2*1*2/(3-1) + i3 1*1*2/(2-1) = 4;
            1 - (n-1) * 4 / (2 n_x n_y) = 1 - 10*4/60 = 1/3.
-    Fleiss over the 3 units with 3 ratings: P_i = 1/3, 1, 1 -> P = 7/9; p_x = 5/9, p_y = 4/9,
-           P_e = 41/81; kappa = (63/81 - 41/81) / (40/81) = 22/40 = 0.55.
+    Fleiss (generalised, every unit with >= 2 ratings): pi_x = (2/3 + 0 + 1/2 + 1)/4 = 13/24,
+           pi_y = 11/24, P_e = 290/576; P_a = (1/3 + 1 + 0 + 1)/4 = 7/12;
+           kappa = (168/288 - 145/288) / (143/288) = 23/143 over 4 units.
     percent: (1/3 + 1 + 0 + 1) / 4 = 7/12."""
     a = report["agreement"]["choice"]
     assert a["level"] == "nominal"
     assert a["krippendorff_alpha"] == pytest.approx(1 / 3)
-    assert a["fleiss_kappa"] == pytest.approx(0.55)
+    assert a["fleiss_kappa"] == pytest.approx(23 / 143)
+    assert a["fleiss_n_units"] == 4
     assert a["percent_agreement"] == pytest.approx(7 / 12)
     assert a["n_units"] == 4
     assert list(report["agreement"]) == ["choice"]
@@ -75,6 +83,8 @@ def test_majority_and_win_rate(report):
     # majorities i1 x, i2 y, i4 x -> x wins 2/3, y 1/3; i3 has none; gold g1 is left out.
     assert report["majority"] == {"i1": "x", "i2": "y", "i3": None, "i4": "x"}
     assert report["no_majority"] == 1
+    assert (report["too_few_votes"], report["tie_majority"], report["min_votes"]) == (0, 0, 2)
+    assert report["majority_votes"] == {"3": 3}
     assert report["win_rate"] == {"x": pytest.approx(2 / 3), "y": pytest.approx(1 / 3)}
 
 
@@ -90,11 +100,14 @@ def test_alignment(report):
     assert al["bleu"]["alignment"] == pytest.approx(2 / 3)
     assert (al["bleu"]["agree"], al["bleu"]["ties"], al["bleu"]["n"]) == (2, 0, 3)
     assert (al["gemba"]["alignment"], al["gemba"]["n"]) == (1.0, 1)
-    for metric in al.values():
-        lo, hi = metric["ci95"]
-        assert 0 <= lo <= metric["alignment"] <= hi <= 1
-    # With every item credited 1 (gemba, one item) every resample gives 1.
-    assert al["gemba"]["ci95"] == [1.0, 1.0]
+    # 95% Wilson score intervals (statsmodels' proportion_confint, method="wilson"): at
+    # x = agree + 0.5 ties (half-credit) and x = agree (strict).
+    for metric, (x_half, x_strict, n) in {"rougeL": (2.5, 2, 3), "bleu": (2, 2, 3), "gemba": (1, 1, 1)}.items():
+        assert al[metric]["ci95"] == pytest.approx(list(proportion_confint(x_half, n, method="wilson")), abs=1e-12)
+        assert al[metric]["ci95_strict"] == pytest.approx(list(proportion_confint(x_strict, n, method="wilson")),
+                                                          abs=1e-12)
+    # One agreeing item is not [1, 1] (a percentile bootstrap's answer): Wilson gives [0.2065, 1].
+    assert [round(v, 4) for v in al["gemba"]["ci95"]] == [0.2065, 1.0]
 
 
 def test_metric_comparisons(report):
@@ -108,23 +121,29 @@ def test_metric_comparisons(report):
 
 
 def test_position_bias(report):
-    """Chose the first-shown option: ann1 i1 i2 i3 i4 (4/4), ann2 i4 (1/4), ann3 i2 (1/3):
-    6 of 11; exact two-sided binomial p for 6/11 is 1."""
-    assert report["position_bias"] == {"first_shown_rate": pytest.approx(6 / 11), "n": 11, "p_value": pytest.approx(1.0)}
-    rates = {name: a["first_shown_rate"] for name, a in report["annotators"].items()}
-    assert rates == {"ann1": 1.0, "ann2": 0.25, "ann3": pytest.approx(1 / 3)}
+    """One choice per screen, so each screen votes with its choice. Chose the first-shown
+    option: ann1 i1 i2 i3 i4 (4/4), ann2 i4 (1/4), ann3 i2 (1/3): 6 of 11; exact two-sided
+    binomial p for 6/11 is 1. Per annotator: 4/4 -> 2/16; 1/4 -> 2 * 5/16; 1/3 -> 1."""
+    per_question = {"choice": {"first_shown_rate": pytest.approx(6 / 11), "n": 11, "p_value": pytest.approx(1.0),
+                               "p_holm": pytest.approx(1.0)}}
+    assert report["position_bias"] == {"first_shown_rate": pytest.approx(6 / 11), "n": 11,
+                                       "p_value": pytest.approx(1.0), "unit": "screen", "per_question": per_question}
+    rates = {name: (a["first_shown_rate"], a["first_shown_p"]) for name, a in report["annotators"].items()}
+    assert rates == {"ann1": (1.0, 0.125), "ann2": (0.25, 0.625), "ann3": (pytest.approx(1 / 3), pytest.approx(1.0))}
 
 
 def test_annotators(report):
     """Median seconds over the judged items (gold too): ann1 5,10,20,30,40 -> 20;
     ann2 4,6,8,10,12 -> 8; ann3 1,2,3 -> 2. Gold g1 ("x"): ann1 right, ann2 wrong, ann3 none.
-    Leave-one-out: ann1: i1 others x,y (none), i2 y=y, i3 others y != x, i4 x=x -> 2/3;
-    ann2: i2 agree, i3 others x != y, i4 agree -> 2/3; ann3: i1 others x,x != y, i2, i4 agree -> 2/3."""
+    Agreement with the others' strict majority, per question: ann1: i1 others x,y (none),
+    i2 y=y, i3 others y != x, i4 x=x -> 2/3; ann2: i2 agree, i3 others x != y, i4 agree
+    -> 2/3; ann3: i1 others x,x != y, i2, i4 agree -> 2/3."""
     a = report["annotators"]
     assert {n: v["judgments"] for n, v in a.items()} == {"ann1": 5, "ann2": 5, "ann3": 3}
     assert {n: v["median_seconds"] for n, v in a.items()} == {"ann1": 20.0, "ann2": 8.0, "ann3": 2.0}
     assert {n: v["gold_accuracy"] for n, v in a.items()} == {"ann1": 1.0, "ann2": 0.0, "ann3": None}
-    assert {n: v["loo_agreement"] for n, v in a.items()} == pytest.approx({"ann1": 2 / 3, "ann2": 2 / 3, "ann3": 2 / 3})
+    assert {n: v["loo"] for n, v in a.items()} == {n: {"choice": pytest.approx(2 / 3)}
+                                                   for n in ("ann1", "ann2", "ann3")}
 
 
 def test_command_prints_one_json_document(capsys):
@@ -142,19 +161,54 @@ def test_command_unknown_study_fails():
 
 
 def test_csv_table():
-    """One row per judged (item, question): counts per value, majority, metric picks."""
+    """One row per judged (item, question): counts per value, majority, metric picks; then an
+    empty line and the correlation table (one row per metric and coefficient)."""
     from evaluation.report import render
     inp = fetch_report_input(pairwise_study("pw-csv"))
-    text = render(build_report(inp), inp, "csv")
+    report = build_report(inp)
+    text = render(report, inp, "csv")
     lines = text.strip().split("\n")
     assert lines[0] == "item_id,question,is_gold,n_judgments,majority,n_x,n_y,pick_bleu,pick_gemba,pick_rougeL"
-    assert lines[1:] == [
+    assert lines[1:6] == [
         "i1,choice,0,3,x,2,1,y,x,x",
         "i2,choice,0,3,y,0,3,y,N/A,y",
         "i3,choice,0,2,,1,1,,,y",
         "i4,choice,0,3,x,3,0,x,,tie",
         "g1,choice,1,2,,1,1,,,",
     ]
+    assert lines[6] == ""
+    assert lines[7] == "correlation_table,metric,unit,n,coefficient,r,p_value,ci95_low,ci95_high,x,y"
+    rows = list(csv.reader(io.StringIO("\n".join(lines[8:]))))
+    assert [(r[0], r[1], r[3], r[4]) for r in rows] == [
+        ("correlations", m, n, c) for m, n in (("bleu", "3"), ("rougeL", "4"))
+        for c in ("pearson", "spearman", "kendall")]
+    pearson = report["correlations"]["rougeL"]["pearson"]
+    assert float(rows[3][5]) == pytest.approx(pearson["r"]) and float(rows[3][7]) == pytest.approx(pearson["ci95"][0])
+    assert rows[4][7:9] == ["", ""]  # Spearman's interval needs n >= 20
+
+
+def test_item_correlations():
+    """Items with >= 2 choices and both scores; x = score(x) - score(y), y = share of choices
+    for x (the first candidate): rougeL i1 (0.2, 2/3), i2 (-0.2, 0), i3 (-0.1, 1/2), i4 (0, 1);
+    bleu i1 (-1, 2/3), i2 (-1, 0), i4 (4, 1). Coefficients: scipy; p: all n! orderings
+    (brute force here); Pearson's CI: Fisher z by hand. gemba has no scores, no entry."""
+    report = build_report(fetch_report_input(pairwise_study("pw-corr")))
+    data = {"rougeL": ([0.2, -0.2, -0.1, 0.0], [2 / 3, 0.0, 0.5, 1.0]), "bleu": ([-1.0, -1.0, 4.0], [2 / 3, 0.0, 1.0])}
+    assert set(report["correlations"]) == {"rougeL", "bleu"} and "correlations_system" not in report
+    for metric, (x, y) in data.items():
+        c = report["correlations"][metric]
+        assert (c["n"], c["unit"]) == (len(x), "item")
+        for method, f in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr),
+                          ("kendall", lambda a, b: stats.kendalltau(a, b, variant="b"))):
+            r = f(x, y).statistic
+            perms = [f(x, [y[i] for i in p]).statistic for p in itertools.permutations(range(len(x)))]
+            assert c[method]["r"] == pytest.approx(r)
+            assert c[method]["p_value"] == pytest.approx(np.mean([abs(v) >= abs(r) - 1e-12 for v in perms]))
+        assert c["spearman"]["ci95"] is None and c["kendall"]["ci95"] is None
+        r = c["pearson"]["r"]
+        expected = None if len(x) <= 3 else [np.tanh(np.arctanh(r) + s * 1.959963984540054 / np.sqrt(len(x) - 3))
+                                             for s in (-1, 1)]
+        assert c["pearson"]["ci95"] == (None if expected is None else pytest.approx(expected))
 
 
 def test_pairwise_kappa_lists_pairs_with_ten_shared_items():
@@ -172,7 +226,7 @@ def test_pairwise_kappa_lists_pairs_with_ten_shared_items():
     judgments = [(ids[k], who, "choice", v, "x|y", 5) for who, row in answers.items() for k, v in enumerate(row)]
     judgments += [("g1", "ann1", "choice", "x", "x|y", 5), ("g1", "ann2", "choice", "y", "x|y", 5),
                   ("g1", "ann3", "choice", "y", "x|y", 5)]
-    report = build_report(fetch_report_input(make_study("kappa", "pairwise_alignment", items, judgments)))
+    report = build_report(fetch_report_input(make_judged_study("kappa", "pairwise_alignment", items, judgments)))
     assert report["pairwise_kappa"]["choice"] == [
         {"a": "ann1", "b": "ann3", "kappa": pytest.approx(7 / 12)},
         {"a": "ann2", "b": "ann3", "kappa": pytest.approx(8 / 13)},

@@ -8,17 +8,13 @@ from html.parser import HTMLParser
 import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
+from test_report_pairwise import JUDGMENTS, PREDICTIONS, ROUGE, pairwise_study
 
 from annotate.report_data import fetch_report_input
 from evaluation.report import build_report, render
-from test_report_pairwise import JUDGMENTS, PREDICTIONS, ROUGE, pairwise_study
+from tests.factories import make_judged_study
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def plain_http(settings):
-    settings.SECURE_SSL_REDIRECT = False
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 
 
 class Page(HTMLParser):
@@ -69,12 +65,12 @@ def test_html_report_has_every_figure_with_caption():
     for fig in ("fig-agreement", "fig-alignment", "fig-ratings", "fig-position-bias"):
         assert page.figures.get(fig) is True, fig
         assert len(page.captions[fig]) > 40
-    assert "bootstrap" in page.captions["fig-alignment"]
-    assert "binomial" in page.captions["fig-position-bias"]
+    assert "Wilson" in page.captions["fig-alignment"]
+    assert "binomial" in page.captions["fig-position-bias"] and "unit = screen" in page.captions["fig-position-bias"]
     assert page.external == []  # self-contained: no scripts, stylesheets or images to fetch
     assert page.tables >= 5
-    # 3 decimals: rougeL alignment 2.5/3, Fleiss 0.55, alpha 1/3, first-shown 6/11.
-    for number in ("0.833", "0.550", "0.333", "0.545"):
+    # 3 decimals: rougeL alignment 2.5/3, Fleiss 23/143, alpha 1/3, first-shown 6/11.
+    for number in ("0.833", "0.161", "0.333", "0.545"):
         assert f">{number}<" in text
     # Each SVG's ids are prefixed with its figure name, so no id repeats across figures.
     ids = [part.split('"', 1)[0] for part in text.split(' id="')[1:]]
@@ -84,11 +80,10 @@ def test_html_report_has_every_figure_with_caption():
 
 def test_html_report_for_other_kinds_has_histograms():
     from test_report_kinds import SURVEY, survey_item
-    from report_helpers import make_study
     items = [("s1", survey_item("d1", ["u1", "u2"]), None), ("s2", survey_item("d2", ["u1", "u3"]), None)]
     judgments = [(item, who, pid, str(r), "0|1", 30.0) for item, by_pair in SURVEY.items()
                  for pid, ratings in by_pair.items() for who, r in zip(("ann1", "ann2"), ratings)]
-    inp = fetch_report_input(make_study("sim-html", "similarity_survey", items, judgments, overlap=2))
+    inp = fetch_report_input(make_judged_study("sim-html", "similarity_survey", items, judgments, overlap=2))
     page = parse(render(build_report(inp), inp, "html"))
     assert page.figures["fig-ratings"] is True and page.figures["fig-agreement"] is True
     assert "similarity rating" in render(build_report(inp), inp, "html")
@@ -137,7 +132,7 @@ def test_dashboard_pages_roles(client, researcher, annotators, admin_user_):
     progress = client.get("/studies/pw/progress/").content.decode()
     # ann1 judged 5 items (5 judgments), ann2 5, ann3 3; i1, i2, i4 are complete.
     assert "<td>ann1</td><td class=\"num\">5</td><td class=\"num\">5</td>" in progress
-    assert "3 complete items of 5" in progress
+    assert "3 complete items of 4 (and 1 gold, not counted)" in progress
     client.force_login(admin_user_)
     text = client.get("/studies/pw/").content.decode()
     assert 'id="job-form"' in text and 'href="/studies/pw/upload/"' in text
@@ -160,7 +155,8 @@ def test_replay_through_importers_gives_the_same_report(tmp_path, capsys):
     judgments = tmp_path / "judgments.csv"
     with judgments.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["study", "item_id", "annotator", "question", "value", "shown_order", "seconds", "submitted_at"])
+        writer.writerow(["study", "item_id", "annotator", "question", "value", "shown_order", "seconds",
+                         "submitted_at"])
         for item, who, value, shown, seconds in JUDGMENTS:
             writer.writerow(["pw", item, who, "choice", value, shown, seconds, "2026-01-01T00:00:00+00:00"])
     predictions = tmp_path / "predictions.csv"

@@ -8,7 +8,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from conftest import make_user
+from tests.factories import make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 MAX_EXAMPLES = 15
@@ -43,8 +43,8 @@ def api_world(settings, django_user_model, keep_test_connection):
     from annotate.models import Study
 
     settings.SECURE_SSL_REDIRECT = False
-    root = make_user(django_user_model, "st-root", is_superuser=True, is_staff=True)
-    annotator = make_user(django_user_model, "st-ann", "annotators")
+    root = make_user("st-root", None, is_superuser=True, is_staff=True)
+    annotator = make_user("st-ann", "annotators")
     lines = [{"study": {"slug": SLUG, "kind": "explanation_choice", "title": "ST", "annotations_per_item": 2}}]
     for n in range(3):
         lines.append({"item_id": f"s{n}", "input": "q", "reference": "r",
@@ -66,10 +66,7 @@ def _lines_body(ctx, value):
         return {"data": value}
     if isinstance(value, str):
         return {"data": value.encode("utf-8", "surrogatepass")}
-    if isinstance(value, list):
-        text = "\n".join(json.dumps(v) for v in value)
-    else:
-        text = json.dumps(value)
+    text = "\n".join(json.dumps(v) for v in value) if isinstance(value, list) else json.dumps(value)
     return {"data": text.encode("utf-8", "surrogatepass")}
 
 

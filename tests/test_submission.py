@@ -2,17 +2,11 @@
 import pytest
 from rest_framework.test import APIClient
 
-from annot_helpers import make_items, make_study, plain_http  # noqa: F401 (fixture)
 from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, SIMILARITY_SURVEY
 from annotate.models import Assignment, AuditLog, Item, Judgment
+from tests.factories import api_client, make_items, make_study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
-
-
-def client_for(user):
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def take(client, slug):
@@ -28,7 +22,7 @@ def post_answers(client, assignment_id, body, method="post"):
 def test_next_endpoint_shape_and_204_when_done(annotators):
     study = make_study(overlap=1)
     make_items(study, 1)
-    client = client_for(annotators[0])
+    client = api_client(annotators[0])
     body = take(client, study.slug)
     assert set(body) == {"assignment", "item_id", "item", "questions"}
     assert body["item_id"] == "item-0000"
@@ -37,7 +31,7 @@ def test_next_endpoint_shape_and_204_when_done(annotators):
     assert take(client, study.slug)["assignment"] == body["assignment"]  # same open one
     post_answers(client, body["assignment"], {"choice": "m2", "seconds": 4.5})
     assert client.post(f"/api/studies/{study.slug}/assignments/next/").status_code == 204
-    other = client_for(annotators[1])
+    other = api_client(annotators[1])
     assert other.post(f"/api/studies/{study.slug}/assignments/next/").status_code == 204  # overlap 1 used up
 
 
@@ -45,15 +39,16 @@ def test_next_endpoint_refuses_outsiders_and_anonymous(django_user_model, annota
     study = make_study()
     make_items(study, 1)
     study.annotators.add(annotators[0])
-    assert client_for(annotators[1]).post(f"/api/studies/{study.slug}/assignments/next/").status_code == 403
+    # annotators[1] may not see the study: 404, the same as for a slug that does not exist.
+    assert api_client(annotators[1]).post(f"/api/studies/{study.slug}/assignments/next/").status_code == 404
     assert APIClient().post(f"/api/studies/{study.slug}/assignments/next/").status_code in (401, 403)
-    assert client_for(annotators[0]).post("/api/studies/no-such-study/assignments/next/").status_code == 404
+    assert api_client(annotators[0]).post("/api/studies/no-such-study/assignments/next/").status_code == 404
 
 
 def test_submit_stores_every_question_with_order_and_seconds(annotators):
     study = make_study(EXPLANATION_CHOICE)
     make_items(study, 1)
-    client = client_for(annotators[0])
+    client = api_client(annotators[0])
     body = take(client, study.slug)
     order = body["questions"][0]["options"]
     response = post_answers(client, body["assignment"], {"choice": order[1], "usefulness": 4, "seconds": 12.25})
@@ -74,7 +69,7 @@ def test_submit_stores_every_question_with_order_and_seconds(annotators):
 def test_repeat_submit_is_harmless_and_the_first_value_stands(annotators):
     study = make_study()
     make_items(study, 1)
-    client = client_for(annotators[0])
+    client = api_client(annotators[0])
     body = take(client, study.slug)
     first = post_answers(client, body["assignment"], {"choice": "m1", "seconds": 3})
     again = post_answers(client, body["assignment"], {"choice": "m2", "seconds": 9})
@@ -95,7 +90,7 @@ def test_repeat_submit_is_harmless_and_the_first_value_stands(annotators):
 def test_invalid_answers_are_refused_and_nothing_is_written(annotators, answers, errors):
     study = make_study()
     make_items(study, 1)
-    client = client_for(annotators[0])
+    client = api_client(annotators[0])
     body = take(client, study.slug)
     response = post_answers(client, body["assignment"], answers)
     assert response.status_code == 400
@@ -107,7 +102,7 @@ def test_invalid_answers_are_refused_and_nothing_is_written(annotators, answers,
 def test_rating_validation_and_tie(annotators):
     study = make_study(SIMILARITY_SURVEY)
     make_items(study, 1)
-    client = client_for(annotators[0])
+    client = api_client(annotators[0])
     body = take(client, study.slug)
     answers = {"ref": 6, "p1": "1", "p2": 7, "p3": 2.5}
     response = post_answers(client, body["assignment"], answers)
@@ -132,8 +127,8 @@ def test_rating_validation_and_tie(annotators):
 def test_someone_elses_assignment_is_not_found(annotators):
     study = make_study()
     make_items(study, 1)
-    body = take(client_for(annotators[0]), study.slug)
-    response = post_answers(client_for(annotators[1]), body["assignment"], {"choice": "m1"})
+    body = take(api_client(annotators[0]), study.slug)
+    response = post_answers(api_client(annotators[1]), body["assignment"], {"choice": "m1"})
     assert response.status_code == 404
     assert Judgment.objects.count() == 0
 
@@ -143,7 +138,7 @@ def test_edit_is_audited_and_closes_when_the_item_completes(annotators):
     submits, the item is complete (2 of 2) and a further edit answers 409."""
     study = make_study(overlap=2)
     make_items(study, 1)
-    c1, c2 = client_for(annotators[0]), client_for(annotators[1])
+    c1, c2 = api_client(annotators[0]), api_client(annotators[1])
     a1 = take(c1, study.slug)["assignment"]
     assert post_answers(c1, a1, {"choice": "m1", "edit": True}).status_code == 409  # nothing submitted yet
     post_answers(c1, a1, {"choice": "m1", "seconds": 2})

@@ -6,28 +6,32 @@
   201 with the stored judgments, or 200 with the already stored ones on a repeat;
   with "edit": true (or PUT/PATCH) the values replace earlier ones while the item is not
   complete (409 otherwise), and the change is audited.
-Annotators only ever see and write their own assignments (others' ids answer 404).
+Annotators only ever see and write their own assignments (others' ids answer 404), and
+only while they may annotate the study (removed from its list: 403).
 """
-from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate.assignment import NotAllowed, next_assignment
+from annotate.access import NotAllowed, study_for
+from annotate.api.serializers import (
+    AnswerErrorsSerializer,
+    AnswersSerializer,
+    DetailSerializer,
+    NextAssignmentSerializer,
+    SubmitResultSerializer,
+)
+from annotate.assignment import next_assignment
 from annotate.display import assignment_payload
-from annotate.models import Study
 from annotate.submission import AssignmentGone, EditNotAllowed, SubmissionError, edit, submit
 
 CONTROL_KEYS = ("seconds", "edit")
-
-
-def judgment_json(judgment):
-    return {"question": judgment.question, "value": judgment.value, "shown_order": judgment.shown_order,
-            "seconds": judgment.seconds,
-            "submitted_at": judgment.submitted_at.isoformat() if judgment.submitted_at else None}
+GONE = OpenApiResponse(DetailSerializer, description="Not your assignment, or it expired and went back to the pool.")
+REFUSED = OpenApiResponse(DetailSerializer, description="Not signed in, or you may not annotate this study.")
+NO_STUDY = OpenApiResponse(DetailSerializer, description="No such study, or one you may not see.")
+ANSWER_ERRORS = OpenApiResponse(AnswerErrorsSerializer, description="Invalid answers; nothing was stored.")
 
 
 def _truthy(value):
@@ -37,17 +41,25 @@ def _truthy(value):
 class NextAssignmentView(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 204: None},
+    @extend_schema(request=None,
+                   responses={200: NextAssignmentSerializer,
+                              204: OpenApiResponse(None, description="Nothing is left for you in this study."),
+                              403: REFUSED,
+                              404: NO_STUDY},
                    summary="The next item for the calling annotator (the open one if any).")
     def post(self, request, slug):
-        study = get_object_or_404(Study, slug=slug)
+        study = study_for(request.user, slug, "annotate")
         try:
             assignment = next_assignment(study, request.user)
-        except NotAllowed:
+        except NotAllowed:  # removed from the study between the two checks
             return Response({"detail": "You are not an annotator of this study."}, status=status.HTTP_403_FORBIDDEN)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(assignment_payload(assignment))
+        return Response(NextAssignmentSerializer(assignment_payload(assignment)).data)
+
+
+def _result(assignment_id, created, judgments):
+    return SubmitResultSerializer({"assignment": assignment_id, "created": created, "judgments": judgments}).data
 
 
 class AssignmentJudgmentsView(APIView):
@@ -71,22 +83,32 @@ class AssignmentJudgmentsView(APIView):
         except AssignmentGone:
             return Response({"detail": "No such assignment for you (it may have expired)."},
                             status=status.HTTP_404_NOT_FOUND)
+        except NotAllowed:
+            return Response({"detail": "You may no longer annotate this study."}, status=status.HTTP_403_FORBIDDEN)
         except EditNotAllowed as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response({"assignment": assignment_id, "created": created,
-                         "judgments": [judgment_json(j) for j in judgments]}, status=code)
+        return Response(_result(assignment_id, created, judgments), status=code)
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
+    @extend_schema(request=AnswersSerializer,
+                   responses={201: SubmitResultSerializer,
+                              200: OpenApiResponse(SubmitResultSerializer, description="A repeat, or an edit: the "
+                                                   "stored judgments."),
+                              400: ANSWER_ERRORS, 403: REFUSED, 404: GONE,
+                              409: OpenApiResponse(DetailSerializer, description="Edit refused: not submitted yet, "
+                                                   "or the item is complete.")},
                    summary="Submit the answers of an assignment (idempotent); \"edit\": true replaces them.")
     def post(self, request, pk):
         return self._answer(request, pk, editing=False)
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT},
+    EDIT_RESPONSES = {200: SubmitResultSerializer, 400: ANSWER_ERRORS, 403: REFUSED, 404: GONE,
+                      409: OpenApiResponse(DetailSerializer, description="Not submitted yet, or the item is complete.")}
+
+    @extend_schema(request=AnswersSerializer, responses=EDIT_RESPONSES,
                    summary="Edit submitted answers while the item is not complete (audited).")
     def put(self, request, pk):
         return self._answer(request, pk, editing=True)
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT},
+    @extend_schema(request=AnswersSerializer, responses=EDIT_RESPONSES,
                    summary="Edit submitted answers while the item is not complete (audited).")
     def patch(self, request, pk):
         return self._answer(request, pk, editing=True)

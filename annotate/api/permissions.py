@@ -1,7 +1,8 @@
-"""DRF permission classes for the three roles of interfaces.md (superusers pass all)."""
+"""DRF permission class for the admin role (superusers pass). Reading a study's results
+or annotating it is decided per study in annotate/access.py, not by a role gate."""
 from rest_framework.permissions import BasePermission
 
-from annotate.roles import is_admin, is_annotator, is_researcher
+from annotate.roles import is_admin
 
 
 class IsAdminRole(BasePermission):
@@ -11,21 +12,3 @@ class IsAdminRole(BasePermission):
 
     def has_permission(self, request, view):
         return is_admin(request.user)
-
-
-class IsResearcherRole(BasePermission):
-    """Members of `researchers` or `admins` (read reports and exports)."""
-
-    message = "Only researchers may do this."
-
-    def has_permission(self, request, view):
-        return is_researcher(request.user)
-
-
-class IsAnnotatorRole(BasePermission):
-    """Members of `annotators` (judge items)."""
-
-    message = "Only annotators may do this."
-
-    def has_permission(self, request, view):
-        return is_annotator(request.user)

@@ -1,19 +1,24 @@
-"""GET /api/studies/{slug}/report/?format=json|csv|html — researchers and admins only."""
+"""GET /api/studies/{slug}/report/?format=json|csv|html — the study's researchers (and admins)."""
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate.api.permissions import IsResearcherRole
-from annotate.models import Study
+from annotate.access import study_for
+from annotate.api.serializers import DetailSerializer, ReportSerializer
 from annotate.report_data import study_report
 from evaluation.report import FORMATS
 
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "html": "text/html; charset=utf-8"}
+
+
+def download_name(study, fmt):
+    """Every format downloads as <slug>-report.<fmt> (a JSON answer without it was saved
+    by browsers as "download.json")."""
+    return f'attachment; filename="{study.slug}-report.{fmt}"'
 
 
 def report_response(study, fmt):
@@ -22,7 +27,7 @@ def report_response(study, fmt):
     if fmt == "json":
         return None, report
     response = HttpResponse(text, content_type=CONTENT_TYPES[fmt])
-    response["Content-Disposition"] = f'attachment; filename="{study.slug}-report.{fmt}"'
+    response["Content-Disposition"] = download_name(study, fmt)
     return response, report
 
 
@@ -38,20 +43,27 @@ class JsonOnly(BaseContentNegotiation):
 
 
 class StudyReportView(APIView):
-    permission_classes = [IsResearcherRole]
     renderer_classes = [JSONRenderer]
     content_negotiation_class = JsonOnly
 
     @extend_schema(
         parameters=[OpenApiParameter("format", str, enum=list(FORMATS), default="json",
-                                     description="json (the report), csv (per-item table), html (self-contained page)")],
-        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
-        summary="Study report",
+                                     description="json (the report), csv (per-item table), html (one page)")],
+        responses={(200, "application/json"): ReportSerializer,
+                   (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The per-item table."),
+                   (200, "text/html"): OpenApiResponse(OpenApiTypes.STR, description="Self-contained page."),
+                   400: OpenApiResponse(DetailSerializer, description="Unknown format."),
+                   403: OpenApiResponse(DetailSerializer, description="Not one of the study's researchers."),
+                   404: OpenApiResponse(DetailSerializer, description="No such study, or one you may not see.")},
+        summary="Study report (agreement, bias, alignment, ...; statistics.md)",
     )
     def get(self, request, slug):
-        study = get_object_or_404(Study, slug=slug)
+        study = study_for(request.user, slug, "read")
         fmt = request.query_params.get("format", "json")
         if fmt not in FORMATS:
             return Response({"detail": f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}"}, status=400)
         response, report = report_response(study, fmt)
-        return response if response is not None else Response(report)
+        if response is None:
+            response = Response(report)
+            response["Content-Disposition"] = download_name(study, fmt)
+        return response

@@ -8,11 +8,9 @@ import json
 import tempfile
 
 from django.conf import settings
-from django.db.models import Q
 from django.http import StreamingHttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import BaseParser
@@ -20,15 +18,30 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate import roles
-from annotate.api.permissions import IsAdminRole, IsResearcherRole
+from annotate.access import study_for
+from annotate.api.permissions import IsAdminRole
+from annotate.api.serializers import (
+    BatchResultSerializer,
+    DetailSerializer,
+    LineErrorsSerializer,
+    PredictionsResultSerializer,
+    StudyCreateSerializer,
+    StudySerializer,
+)
 from annotate.batch_format import BatchInvalid
 from annotate.importing import import_batch, import_batch_bytes
 from annotate.judgments_csv import iter_judgments
 from annotate.judgments_io import export_judgment_rows, import_predictions
 from annotate.models import Study
 
-EXPORT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
+NDJSON = "application/x-ndjson"
+EXPORT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": NDJSON + "; charset=utf-8"}
+JUDGMENTS_CSV = "Header: study,item_id,annotator,question,value,shown_order,seconds,submitted_at"
+BATCH_EXAMPLE = (
+    '{"study": {"slug": "stories", "kind": "aspect_pairwise", "title": "Which plot do you prefer?"}}\n'
+    '{"item_id": "s1", "premise": "A keeper finds a letter.", "candidates": '
+    '[{"id": "plotA", "text": "One."}, {"id": "plotB", "text": "Two."}]}\n')
+PREDICTIONS_EXAMPLE = "study,item_id,evaluator,annotator,question,value\nstories,s1,rougeL,,plotA,0.31\n"
 
 
 class RawBody(BaseParser):
@@ -50,28 +63,15 @@ class FormatIsNotARenderer(BaseContentNegotiation):
         return parsers[0] if parsers else None
 
 
-def visible_studies(user):
-    """Admins and researchers see every study; annotators those open to them."""
-    studies = Study.objects.all()
-    if roles.is_researcher(user):
-        return studies
-    if roles.is_annotator(user):
-        return studies.filter(Q(annotators__isnull=True) | Q(annotators=user)).distinct()
-    return studies.none()
-
-
-def study_json(study):
-    return {"slug": study.slug, "kind": study.kind, "title": study.title, "instructions": study.instructions,
-            "annotations_per_item": study.annotations_per_item, "randomize_order": study.randomize_order,
-            "allow_tie": study.allow_tie, "config": study.config,
-            "annotators": sorted(study.annotators.values_list("username", flat=True)),
-            "n_items": study.items.count(), "n_gold_items": study.items.filter(is_gold=True).count(),
-            "n_judgments": study.judgments.count(), "created_at": study.created_at.isoformat()}
+def study_body(study, user):
+    """One study as `user` may see it (StudySerializer: researcher fields only for readers)."""
+    readable = {study.pk} if Study.objects.readable_by(user).filter(pk=study.pk).exists() else set()
+    return StudySerializer(study, context={"readable": readable}).data
 
 
 def spool(request):
     """Copy the request body to a temporary file, refusing bodies over the upload cap."""
-    handle = tempfile.TemporaryFile()
+    handle = tempfile.TemporaryFile()  # noqa: SIM115 (returned open; the caller closes it)
     limit = settings.HUMEVAL_MAX_UPLOAD_BYTES
     copied = 0
     while True:
@@ -91,7 +91,9 @@ def errors_response(exc):
     return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
 
 
-LINE_ERRORS = OpenApiResponse(OpenApiTypes.OBJECT, description='{"errors": ["line N: ..."]}')
+LINE_ERRORS = OpenApiResponse(LineErrorsSerializer, description="The file was refused; nothing was written.")
+NOT_FOUND = OpenApiResponse(DetailSerializer, description="No such study, or one you may not see.")
+FORBIDDEN = OpenApiResponse(DetailSerializer, description="Not signed in, or your role may not do this.")
 
 
 class UploadView(APIView):
@@ -115,11 +117,16 @@ class StudyListView(APIView):
     def get_permissions(self):
         return [IsAdminRole()] if self.request.method == "POST" else [IsAuthenticated()]
 
-    @extend_schema(operation_id="studies_list", responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="studies_list", responses={200: StudySerializer(many=True), 403: FORBIDDEN},
+                   summary="The studies you may annotate or read (annotators see fewer fields).")
     def get(self, request):
-        return Response([study_json(s) for s in visible_studies(request.user)])
+        readable = set(Study.objects.readable_by(request.user).values_list("pk", flat=True))
+        studies = Study.objects.visible_to(request.user)
+        return Response(StudySerializer(studies, many=True, context={"readable": readable}).data)
 
-    @extend_schema(operation_id="studies_create", request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="studies_create", request=StudyCreateSerializer,
+                   responses={201: StudySerializer, 400: LINE_ERRORS, 403: FORBIDDEN},
+                   summary="Create an empty study from header fields (admins).")
     def post(self, request):
         """Body: the header's study object, e.g. {"slug", "kind", "title", ...}."""
         fields = request.data
@@ -131,38 +138,43 @@ class StudyListView(APIView):
             result = import_batch_bytes(json.dumps({"study": dict(fields)}).encode(), user=request.user, source="api")
         except BatchInvalid as exc:
             return errors_response(exc)
-        return Response(study_json(result.study), status=status.HTTP_201_CREATED)
+        return Response(study_body(result.study, request.user), status=status.HTTP_201_CREATED)
 
 
 class StudyDetailView(APIView):
-    @extend_schema(operation_id="studies_retrieve", responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="studies_retrieve", responses={200: StudySerializer, 403: FORBIDDEN, 404: NOT_FOUND})
     def get(self, request, slug):
-        study = get_object_or_404(visible_studies(request.user), slug=slug)
-        return Response(study_json(study))
+        return Response(study_body(study_for(request.user, slug), request.user))
 
 
 class BatchUploadView(UploadView):
     """POST the batch JSONL (application/x-ndjson). 400 {"errors": [...]} writes nothing."""
 
-    @extend_schema(request={"application/x-ndjson": OpenApiTypes.STR},
-                   responses={201: OpenApiResponse(OpenApiTypes.OBJECT, description='{"study", "created", "skipped"}'),
-                              400: LINE_ERRORS})
+    @extend_schema(request={NDJSON: OpenApiTypes.STR},
+                   examples=[OpenApiExample("Header and one item", request_only=True, media_type=NDJSON,
+                                            value=BATCH_EXAMPLE)],
+                   responses={201: BatchResultSerializer, 400: LINE_ERRORS, 403: FORBIDDEN},
+                   summary="Load a batch file (admins): all lines or none.")
     def post(self, request, slug):
         with spool(request) as body:
             result = import_batch(body, source="api", user=request.user, expected_slug=slug)
-        return Response(result.as_json(), status=status.HTTP_201_CREATED)
+        return Response(BatchResultSerializer(result.as_json()).data, status=status.HTTP_201_CREATED)
 
 
 class JudgmentsExportView(APIView):
-    """GET ?format=csv|jsonl (researchers): the judgments file, streamed."""
+    """GET ?format=csv|jsonl (the study's researchers): the judgments file, streamed."""
 
-    permission_classes = [IsResearcherRole]
     content_negotiation_class = FormatIsNotARenderer
 
-    @extend_schema(parameters=[OpenApiParameter("format", str, enum=["csv", "jsonl"])],
-                   responses={(200, "text/csv"): OpenApiTypes.STR, (200, "application/x-ndjson"): OpenApiTypes.STR})
+    @extend_schema(parameters=[OpenApiParameter("format", str, enum=list(EXPORT_TYPES), default="csv",
+                                                description="csv or jsonl (one JSON object a line, same keys)")],
+                   responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description=JUDGMENTS_CSV),
+                              (200, NDJSON): OpenApiTypes.STR,
+                              400: OpenApiResponse(LineErrorsSerializer, description="Unknown format."),
+                              403: FORBIDDEN, 404: NOT_FOUND},
+                   summary="Export the study's judgments (its researchers).")
     def get(self, request, slug):
-        study = get_object_or_404(Study, slug=slug)
+        study = study_for(request.user, slug, "read")
         fmt = request.query_params.get("format", "csv")
         if fmt not in EXPORT_TYPES:
             return Response({"errors": ["format must be csv or jsonl"]}, status=400)
@@ -176,10 +188,12 @@ class PredictionsUploadView(UploadView):
     """POST the predictions CSV (admins); rows must belong to this study."""
 
     @extend_schema(request={"text/csv": OpenApiTypes.STR},
-                   responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description='{"studies", "created", "updated", "skipped"}'),
-                              400: LINE_ERRORS})
+                   examples=[OpenApiExample("A metric score", request_only=True, media_type="text/csv",
+                                            value=PREDICTIONS_EXAMPLE)],
+                   responses={200: PredictionsResultSerializer, 400: LINE_ERRORS, 403: FORBIDDEN, 404: NOT_FOUND},
+                   summary="Load automatic evaluators' predictions (admins).")
     def post(self, request, slug):
-        get_object_or_404(Study, slug=slug)
+        study_for(request.user, slug, "read")
         with spool(request) as body:
             result = import_predictions(body, user=request.user, source="api", only_study=slug)
-        return Response(result)
+        return Response(PredictionsResultSerializer(result).data)

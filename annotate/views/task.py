@@ -10,27 +10,35 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotate import kinds
-from annotate.assignment import can_annotate, next_assignment, progress
+from annotate.access import NotAllowed, study_for
+from annotate.assignment import next_assignment
 from annotate.display import display_item, shown_questions
-from annotate.models import Assignment, Study
+from annotate.kinds import get_kind
+from annotate.models import Assignment
+from annotate.progress import annotator_progress
 from annotate.rendering import render_markdown
-from annotate.submission import (AssignmentGone, EditNotAllowed, SubmissionError, can_edit, edit, stored_judgments,
-                                 submit)
+from annotate.submission import (
+    AssignmentGone,
+    EditNotAllowed,
+    SubmissionError,
+    can_edit,
+    edit,
+    stored_judgments,
+    submit,
+)
+from evaluation.vocabulary import TIE
 
 FIELD_PREFIX = "q:"
 KEY_HINTS = (("1", "a"), ("2", "b"), ("3", "t"))
 
 
 def _study(request, slug):
-    study = get_object_or_404(Study, slug=slug)
-    if not can_annotate(request.user, study):
-        raise PermissionDenied("You are not an annotator of this study.")
-    return study
+    """The study of the URL, if the user may annotate it (404 if they may not see it)."""
+    return study_for(request.user, slug, "annotate")
 
 
 def _option_labels(study):
-    noun = "Plot" if study.kind == kinds.ASPECT_PAIRWISE else "Response"
+    noun = get_kind(study.kind).option_noun
     return {0: f"{noun} A", 1: f"{noun} B"}
 
 
@@ -43,7 +51,7 @@ def _question_context(study, questions, values, errors):
                  "value": str(values.get(q["id"], "")), "error": errors.get(q["id"]), "choices": []}
         if "options" in q:
             for i, option in enumerate(q["options"]):
-                label = "Tie" if option == kinds.TIE else labels.get(i, option)
+                label = "Tie" if option == TIE else labels.get(i, option)
                 entry["choices"].append({"value": option, "label": label, "keys": KEY_HINTS[i] if i < 3 else ()})
             entry["kind"] = "choice"
         else:
@@ -71,31 +79,25 @@ def item_context(study, assignment, values=None, errors=None, mode="submit"):
     return {
         "study": study, "assignment": assignment, "item": display, "questions": questions,
         "mode": mode, "errors": errors, "form_error": errors.get("answers") or errors.get("seconds"),
-        "partial": f"annotate/_{study.kind}.html",
-        "scale_words": _scale_words(study),
+        "partial": get_kind(study.kind).template,
+        "scale_words": get_kind(study.kind).scale_words,
     }
-
-
-def _scale_words(study):
-    if study.kind == kinds.SIMILARITY_SURVEY:
-        return ("low similarity", "very high similarity")
-    if study.kind == kinds.EXPLANATION_CHOICE:
-        return ("not useful", "very useful")
-    return ("", "")
 
 
 def _answers_from(post):
     return {key[len(FIELD_PREFIX):]: value for key, value in post.items() if key.startswith(FIELD_PREFIX)}
 
 
-def _render_next(request, study, notice=None, previous=None):
-    """The partial for the user's current/next item (or the done message)."""
+def _render_next(request, study, notice=None, previous=None, level="ok"):
+    """The partial for the user's current/next item (or the done message). `level` (ok,
+    warning, error) styles the notice: a refusal must not look like "Saved."."""
     assignment = next_assignment(study, request.user)
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
     if previous is not None:
         previous.item.refresh_from_db(fields=["n_completed"])  # the submit just bumped it
-    context.update(notice=notice, previous=previous if previous is not None and can_edit(previous) else None,
-                   progress=progress(study, request.user), oob=True)
+    context.update(notice=notice, notice_level=level,
+                   previous=previous if previous is not None and can_edit(previous) else None,
+                   progress=annotator_progress(study, request.user), oob=True)
     return render(request, "annotate/_item.html", context)
 
 
@@ -106,7 +108,7 @@ def task(request, slug):
     study = _study(request, slug)
     assignment = next_assignment(study, request.user)
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
-    prog = progress(study, request.user)
+    prog = annotator_progress(study, request.user)
     context.update(progress=prog, instructions_html=render_markdown(study.instructions),
                    show_instructions=prog["done"] == 0, oob=False)
     return render(request, "annotate/task.html", context)
@@ -127,16 +129,20 @@ def submit_item(request, slug, pk):
     study = _study(request, slug)
     answers = _answers_from(request.POST)
     try:
+        if not Assignment.objects.filter(pk=pk, study=study).exists():  # another study's item: not here
+            raise AssignmentGone(f"assignment {pk} is not in {study.slug}")
         assignment, _, created = submit(pk, request.user, answers, request.POST.get("seconds"))
+    except NotAllowed as exc:
+        raise PermissionDenied("You may no longer annotate this study.") from exc
     except SubmissionError as exc:
         assignment = get_object_or_404(Assignment.objects.select_related("item"), pk=pk, annotator=request.user)
         context = item_context(study, assignment, values=answers, errors=exc.errors)
-        context.update(progress=progress(study, request.user), oob=True,
+        context.update(progress=annotator_progress(study, request.user), oob=True, notice_level="error",
                        notice="Please answer every question before submitting.")
         return render(request, "annotate/_item.html", context)
     except AssignmentGone:
-        return _render_next(request, study, notice="That item had expired and went back to the pool. "
-                                                   "Here is your next item.")
+        return _render_next(request, study, level="warning", notice="That item had expired and went back "
+                                                                    "to the pool. Here is your next item.")
     return _render_next(request, study, notice="Saved." if created else "Already saved.", previous=assignment)
 
 
@@ -149,18 +155,21 @@ def edit_item(request, slug, pk):
                                    annotator=request.user, study=study)
     if request.method == "GET":
         if not can_edit(assignment):
-            return _render_next(request, study, notice="That item is complete; it can no longer be edited.")
+            return _render_next(request, study, level="warning",
+                                notice="That item is complete; it can no longer be edited.")
         values = {j.question: j.value for j in stored_judgments(assignment)}
         context = item_context(study, assignment, values=values, mode="edit")
-        context.update(progress=progress(study, request.user), oob=True)
+        context.update(progress=annotator_progress(study, request.user), oob=True)
         return render(request, "annotate/_item.html", context)
     answers = _answers_from(request.POST)
     try:
         edit(pk, request.user, answers)
     except SubmissionError as exc:
         context = item_context(study, assignment, values=answers, errors=exc.errors, mode="edit")
-        context.update(progress=progress(study, request.user), oob=True)
+        context.update(progress=annotator_progress(study, request.user), oob=True)
         return render(request, "annotate/_item.html", context)
     except (EditNotAllowed, AssignmentGone) as exc:
-        return _render_next(request, study, notice=f"Not changed: {exc}.")
+        return _render_next(request, study, notice=f"Not changed: {exc}.", level="error")
+    except NotAllowed as exc:
+        raise PermissionDenied("You may no longer annotate this study.") from exc
     return _render_next(request, study, notice="Your edit was saved.")

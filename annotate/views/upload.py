@@ -3,35 +3,36 @@
 command and the API; on errors the page lists every `line N: ...` and nothing is written."""
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
+from annotate.access import study_for
 from annotate.batch_format import BatchInvalid
 from annotate.importing import import_batch
-from annotate.models import Study
 from annotate.roles import is_admin
 
 
 def _upload(request, study=None):
     if not is_admin(request.user):
         raise PermissionDenied("Only admins may load batches.")
-    context = {"study": study, "errors": None, "result": None}
+    context = {"study": study, "errors": None, "n_errors": 0, "result": None}
     status = 200
     if request.method == "POST":
         upload = request.FILES.get("batch")
         if upload is None:
-            context["errors"], status = ["Choose a batch file (.jsonl) to upload."], 400
+            context["errors"], context["n_errors"], status = ["Choose a batch file (.jsonl) to upload."], 1, 400
         else:
             try:
                 context["result"] = import_batch(upload, source=upload.name, user=request.user,
                                                  expected_slug=study.slug if study else None)
             except BatchInvalid as exc:
-                context["errors"], status = exc.errors, 400
+                context["errors"], context["n_errors"], status = exc.errors, exc.total, 400
     return render(request, "annotate/upload.html", context, status=status)
 
 
 @login_required
 def upload_to_study(request, slug):
-    return _upload(request, get_object_or_404(Study, slug=slug))
+    study = study_for(request.user, slug)  # 404 for studies the user may not see
+    return _upload(request, study)
 
 
 @login_required

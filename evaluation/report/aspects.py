@@ -1,20 +1,24 @@
 """aspect_pairwise report (PerSE / Per-DOC): per-aspect agreement and majority shares, and
 each automatic evaluator's accuracy against every annotator's own choices (lenient and
 strict), with the reviewer_prior baseline and the average over aspects."""
+from typing import Any
+
 import numpy as np
 
-from .common import NOMINAL, base_report, clean, majority, question_rows
+from evaluation.vocabulary import DEFAULT_ASPECT_KEYS
+
+from .common import NOMINAL, Question, base_report, clean, majority, question_rows
+from .inputs import Judgments, ReportInput
 
 REVIEWER_PRIOR = "reviewer_prior"
 
 
-def aspect_keys(inp):
-    aspects = inp.config.get("aspects") or [{"key": k} for k in
-                                            ("interestingness", "adaptability", "surprise", "character", "ending")]
+def aspect_keys(inp: ReportInput) -> list[str]:
+    aspects = inp.config.get("aspects") or [{"key": k} for k in DEFAULT_ASPECT_KEYS]
     return [a["key"] if isinstance(a, dict) else str(a) for a in aspects]
 
 
-def majority_share(labels):
+def majority_share(labels: dict[str, Any]) -> dict[str, float]:
     """{candidate id: share of the items with a majority whose majority is that candidate}."""
     winners = [v for v in labels.values() if v is not None]
     if not winners:
@@ -23,33 +27,42 @@ def majority_share(labels):
     return {str(i): float(c / len(winners)) for i, c in zip(ids, counts)}
 
 
-def prior_predictions(inp, rows):
-    """reviewer_prior's predictions as candidate ids: the baseline predicts a position,
-    which is the candidate at that position in the item being predicted."""
+def shown_ids(inp: ReportInput, item: int, shown: str) -> list[str]:
+    """The candidate ids of `item` in the order this annotator saw them: the judgment's
+    shown_order (ties left out), or the item's order when none was recorded."""
+    ids = [str(c) for c in inp.candidates[item].tolist()]
+    order = [c for c in str(shown or "").split("|") if c in ids]
+    return order if sorted(order) == sorted(ids) else ids
+
+
+def prior_predictions(inp: ReportInput, rows: Judgments) -> dict[tuple[str, str], str]:
+    """reviewer_prior's predictions as candidate ids. The baseline predicts a position as
+    shown to the annotator (first or second), i.e. the candidate shown at that position to
+    the same annotator in the item being predicted (statistics.md, "Per-DOC")."""
     from evaluation.perdoc import reviewer_prior
 
-    index_of = {str(item_id): i for i, item_id in enumerate(inp.item_ids)}
-    judged = []
-    for item, who, value, time in zip(rows.item.tolist(), rows.annotator.tolist(), rows.value.tolist(),
-                                      rows.time.tolist()):
-        ids = inp.candidates[item].tolist()
-        position = ids.index(value) if value in ids else value
+    judged, seen = [], {}
+    for item, who, value, shown, time in zip(rows.item.tolist(), rows.annotator.tolist(), rows.value.tolist(),
+                                             rows.shown.tolist(), rows.time.tolist()):
+        order = shown_ids(inp, item, shown)
+        seen[(str(inp.item_ids[item]), str(who))] = order
+        position = order.index(value) if value in order else value
         judged.append((str(inp.item_ids[item]), str(who), position, time))
     out = {}
-    for (item_id, who), position in reviewer_prior(judged).items():
-        ids = inp.candidates[index_of[item_id]].tolist()
-        out[(item_id, who)] = ids[position] if isinstance(position, int) and position < len(ids) else position
+    for key, position in reviewer_prior(judged).items():
+        order = seen[key]
+        out[key] = order[position] if isinstance(position, int) and position < len(order) else str(position)
     return out
 
 
-def evaluator_part(inp, js, aspect):
+def evaluator_part(inp: ReportInput, js: Judgments, aspect: str) -> dict[str, dict[str, Any]]:
     """{evaluator: {"accuracy", "accuracy_strict", "n"}} for one aspect, reviewer_prior included."""
     from evaluation.perdoc import aspect_accuracy
 
     rows = question_rows(js, aspect)
     judgments = [(str(inp.item_ids[i]), str(a), str(v)) for i, a, v in zip(rows.item, rows.annotator, rows.value)]
     pmask = (inp.p_question == aspect) & ~inp.is_gold[inp.p_item] if len(inp.p_item) else np.zeros(0, bool)
-    by_evaluator = {}
+    by_evaluator: dict[str, dict[tuple[str, str], str]] = {}
     for item, evaluator, who, value in zip(inp.p_item[pmask], inp.p_evaluator[pmask], inp.p_annotator[pmask],
                                            inp.p_value[pmask]):
         by_evaluator.setdefault(str(evaluator), {})[(str(inp.item_ids[item]), str(who))] = str(value)
@@ -62,21 +75,30 @@ def evaluator_part(inp, js, aspect):
     return out
 
 
-def build(inp):
-    keys = aspect_keys(inp)
-    report, js = base_report(inp, [(k, NOMINAL) for k in keys], None)
-    aspects = {}
-    for key in keys:
-        labels, _ = majority(question_rows(js, key), inp.item_ids, inp.value_names)
-        aspects[key] = {"krippendorff_alpha": report["agreement"][key]["krippendorff_alpha"],
-                        "majority_share": majority_share(labels),
-                        "evaluators": evaluator_part(inp, js, key)}
+def averages(aspects: dict[str, dict[str, Any]], keys: list[str]) -> tuple[dict[str, Any], dict[str, int]]:
+    """(evaluators_average, aspects_covered): the mean of an evaluator's aspect accuracies,
+    None unless it has an accuracy for every aspect of the study; how many it has."""
     evaluators = sorted({e for a in aspects.values() for e in a["evaluators"]})
-    average = {}
+    average, covered = {}, {}
     for e in evaluators:
         values = [aspects[k]["evaluators"].get(e, {}).get("accuracy") for k in keys]
-        values = [v for v in values if v is not None]
-        average[e] = clean(float(np.mean(values))) if values else None
+        present = [v for v in values if v is not None]
+        covered[e] = len(present)
+        average[e] = clean(float(np.mean(present))) if len(present) == len(keys) and keys else None
+    return average, covered
+
+
+def build(inp: ReportInput) -> dict[str, Any]:
+    keys = aspect_keys(inp)
+    report, js = base_report(inp, [Question.single(k, NOMINAL) for k in keys], None)
+    aspects = {}
+    for key in keys:
+        result = majority(question_rows(js, key), inp.item_ids, inp.value_names, inp.min_votes)
+        aspects[key] = {"krippendorff_alpha": report["agreement"].get(key, {}).get("krippendorff_alpha"),
+                        "majority_share": majority_share(result.labels),
+                        "too_few_votes": int(result.too_few_votes),
+                        "evaluators": evaluator_part(inp, js, key)}
     report["aspects"] = aspects
-    report["evaluators_average"] = average
+    report["evaluators_average"], report["aspects_covered"] = averages(aspects, keys)
+    report["correlations"] = {}
     return report

@@ -1,18 +1,23 @@
 """Dispatch by study kind, and rendering to the three output formats."""
 import json
+from typing import Any
+
+from evaluation.vocabulary import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 
 from . import aspects, explanation, pairwise, similarity
+from .inputs import ReportInput
 
+# The report function of each study kind (annotate.kinds: StudyKind.report_builder).
 BUILDERS = {
-    "pairwise_alignment": pairwise.build,
-    "explanation_choice": explanation.build,
-    "similarity_survey": similarity.build,
-    "aspect_pairwise": aspects.build,
+    PAIRWISE_ALIGNMENT: pairwise.build,
+    EXPLANATION_CHOICE: explanation.build,
+    SIMILARITY_SURVEY: similarity.build,
+    ASPECT_PAIRWISE: aspects.build,
 }
 FORMATS = ("json", "csv", "html")
 
 
-def build_report(inp):
+def build_report(inp: ReportInput) -> dict[str, Any]:
     """The report dict of one study (every key of interfaces.md for its kind)."""
     try:
         builder = BUILDERS[inp.kind]
@@ -21,7 +26,7 @@ def build_report(inp):
     return builder(inp)
 
 
-def render(report, inp, fmt="json"):
+def render(report: dict[str, Any], inp: ReportInput, fmt: str = "json") -> str:
     """The report as text in `fmt` (json, csv or html)."""
     if fmt == "json":
         return json.dumps(report, indent=2, sort_keys=False, allow_nan=False) + "\n"

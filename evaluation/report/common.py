@@ -1,51 +1,100 @@
 """Report parts every kind shares: counts, agreement, majority, annotators, position bias.
 
-The statistics come from evaluation/ (agreement, majority, position_bias); this module
-selects the judgment rows (gold items left out), hands them over as integer codes, and
-shapes the results into the report keys of interfaces.md.
+The statistics come from evaluation/ (agreement, alpha_ci, majority, position_bias); this
+module selects the judgment rows (gold items left out), hands them over as integer codes
+or numbers, and shapes the results into the report keys of interfaces.md.
+
+An agreement *question* is a name, a level and the question ids it pools: one id for a
+choice or a rating question, every pair id for the similarity survey, whose units are
+then (item, pair).
 """
 import math
 from collections import Counter
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from evaluation.agreement import (fleiss_kappa, krippendorff_alpha, leave_one_out_agreement,
-                                  pairwise_cohen_kappa, percent_agreement)
-from evaluation.majority import majority_labels
-from evaluation.position_bias import position_bias
-from evaluation.tabulate import distinct_sorted
+from evaluation.agreement import (
+    fleiss_kappa,
+    krippendorff_alpha,
+    leave_one_out_agreement,
+    leave_one_out_rating_difference,
+    pairwise_cohen_kappa,
+    percent_agreement,
+)
+from evaluation.alignment import holm
+from evaluation.alpha_ci import krippendorff_alpha_ci95
+from evaluation.majority import Majority
+from evaluation.majority import majority as majority_of
+from evaluation.position_bias import position_bias, screen_votes
+from evaluation.tabulate import distinct_sorted, is_missing
+from evaluation.vocabulary import TIE
 
-from .inputs import Judgments, to_float
+from .inputs import Judgments, ReportInput, to_float
 
-TIE = "tie"
 NOMINAL = "nominal"
 INTERVAL = "interval"
 ORDINAL = "ordinal"
 
 
-def clean(x):
-    """A JSON-safe number: NaN/inf become None, NumPy scalars become Python ones."""
+@dataclass(frozen=True)
+class Question:
+    """An agreement entry: `name` in the report, `level`, and the question ids it pools."""
+
+    name: str
+    level: str
+    ids: tuple[str, ...]
+
+    @classmethod
+    def single(cls, question_id: str, level: str) -> "Question":
+        return cls(question_id, level, (question_id,))
+
+
+@dataclass(frozen=True)
+class Coded:
+    """One agreement question's rows as long format: units, coders, values (value codes
+    at the nominal level, numbers otherwise); missing values already dropped."""
+
+    units: np.ndarray
+    coders: np.ndarray
+    values: np.ndarray
+
+
+def clean(x: Any) -> Any:
+    """A JSON-safe number: NaN/inf become None, NumPy scalars become Python ones.
+
+    >>> clean(float("nan")), clean(np.int64(3)), clean(np.float64(0.5))
+    (None, 3, 0.5)
+    """
     if x is None:
         return None
-    if isinstance(x, (bool, np.bool_)):
+    if isinstance(x, bool | np.bool_):
         return bool(x)
     if isinstance(x, np.integer):
         return int(x)
-    if isinstance(x, (float, np.floating)):
+    if isinstance(x, float | np.floating):
         x = float(x)
         return None if math.isnan(x) or math.isinf(x) else x
     return x
 
 
-def header(inp):
-    """The counts at the top of every report. complete_items: items (gold included) judged
-    by at least `annotations_per_item` different annotators."""
+def clean_list(values: list[float] | None) -> list[float | None] | None:
+    return None if values is None else [clean(v) for v in values]
+
+
+def header(inp: ReportInput) -> dict[str, Any]:
+    """The counts at the top of every report. complete_items: real (non-gold) items with
+    `annotations_per_item` completed assignments: given by the caller, or else counted as
+    real items judged by at least that many different annotators."""
     n_coders = len(inp.annotator_names)
-    complete = 0
-    if len(inp.j_item):
-        pairs = distinct_sorted(inp.j_item * n_coders + inp.j_coder)
-        per_item = np.bincount(pairs // n_coders, minlength=inp.n_items)
-        complete = int(np.sum(per_item >= inp.annotations_per_item))
+    complete = inp.complete_items
+    if complete is None:
+        complete = 0
+        if len(inp.j_item):
+            pairs = distinct_sorted(inp.j_item * n_coders + inp.j_coder)
+            per_item = np.bincount(pairs // n_coders, minlength=inp.n_items)
+            complete = int(np.sum((per_item >= inp.annotations_per_item) & ~inp.is_gold))
     return {
         "study": inp.slug,
         "kind": inp.kind,
@@ -54,31 +103,50 @@ def header(inp):
         "n_judgments": int(len(inp.j_item)),
         "n_annotators": int(n_coders),
         "complete_items": complete,
+        "min_votes": int(inp.min_votes),
     }
 
 
-def question_rows(js, question):
+def question_rows(js: Judgments, question: str) -> Judgments:
     return js.of_question(question)
 
 
-def agreement(js, level, value_names):
-    """Agreement of one question's judgments: alpha at `level`, Fleiss, percent, n_units.
-    Rating questions (interval) also get alpha at the ordinal level (statistics.md)."""
-    units, coders, codes = js.item, js.coder, js.vcode
-    if level == NOMINAL:
-        values = codes
-    else:
-        numbers = to_float(value_names)[codes] if len(codes) else np.zeros(0)
-        keep = ~np.isnan(numbers)
-        units, coders, codes, values = units[keep], coders[keep], codes[keep], numbers[keep]
+def missing_codes(value_names: np.ndarray) -> np.ndarray:
+    """Mask over value codes: True where the value is a missing value (statistics.md)."""
+    return np.array([is_missing(v) for v in value_names.tolist()], dtype=bool)
+
+
+def coded(js: Judgments, question: Question, value_names: np.ndarray) -> Coded:
+    """The long format of one agreement question: units are items, or (item, question id)
+    when the question pools several ids."""
+    rows = js.where(np.isin(js.qcode, [k for k, q in enumerate(js.question_names.tolist()) if q in question.ids]))
+    keep = ~missing_codes(value_names)[rows.vcode] if len(rows) else np.zeros(0, bool)
+    units = rows.item if len(question.ids) == 1 else rows.item * max(len(js.question_names), 1) + rows.qcode
+    if question.level == NOMINAL:
+        return Coded(units[keep], rows.coder[keep], rows.vcode[keep])
+    numbers = to_float(value_names)[rows.vcode] if len(rows) else np.zeros(0)
+    keep &= ~np.isnan(numbers)
+    return Coded(units[keep], rows.coder[keep], numbers[keep])
+
+
+def agreement(data: Coded, level: str) -> dict[str, Any] | None:
+    """Agreement of one question (statistics.md, "Agreement"), None for fewer than 2
+    pairable units. Every statistic compares numbers at numeric levels. Rating questions
+    (interval) also get alpha at the ordinal level."""
+    units, coders, values = data.units, data.coders, data.values
     alpha = krippendorff_alpha(units, coders, values, level)
-    kappa, kappa_units = fleiss_kappa(units, coders, codes)
+    if alpha.n_units < 2:
+        return None
+    ci = krippendorff_alpha_ci95(units, coders, values, level)
+    kappa, kappa_units = fleiss_kappa(units, coders, values, level)
     result = {
         "krippendorff_alpha": clean(alpha.value),
         "level": level,
+        "krippendorff_alpha_ci95": clean_list(ci.ci95),
+        "krippendorff_alpha_ci95_undefined": int(ci.undefined),
         "fleiss_kappa": clean(kappa),
         "fleiss_n_units": int(kappa_units),
-        "percent_agreement": clean(percent_agreement(units, coders, codes)),
+        "percent_agreement": clean(percent_agreement(units, coders, values, level)),
         "n_units": int(alpha.n_units),
         "n_values": int(alpha.n_values),
     }
@@ -89,36 +157,65 @@ def agreement(js, level, value_names):
     return result
 
 
-def majority(js, item_ids, value_names):
-    """({item_id: majority value or None} over the items with judgments, items without one)."""
-    labels = majority_labels(js.item, js.vcode)
-    out = {str(item_ids[unit]): (None if code is None else str(value_names[code])) for unit, code in labels.items()}
-    return out, sum(1 for v in out.values() if v is None)
+def majority(js: Judgments, item_ids: np.ndarray, value_names: np.ndarray, min_votes: int) -> Majority:
+    """Majority of one question's rows, keyed by item id (statistics.md, "Majority label")."""
+    keep = ~missing_codes(value_names)[js.vcode] if len(js) else np.zeros(0, bool)
+    result = majority_of(js.item[keep], js.vcode[keep], min_votes)
+    labels = {str(item_ids[unit]): (None if code is None else str(value_names[code]))
+              for unit, code in result.labels.items()}
+    return Majority(labels, result.no_majority, result.too_few_votes, result.votes)
 
 
-def chose_first(js):
-    """(mask of two-option choices with a recorded order and no tie, chose-first flags)."""
+def majority_keys(result: Majority) -> dict[str, Any]:
+    """The majority keys of a choice question."""
+    return {"majority": dict(sorted(result.labels.items())), "no_majority": int(result.no_majority),
+            "too_few_votes": int(result.too_few_votes),
+            "majority_votes": {str(k): int(v) for k, v in result.votes.items()}}
+
+
+def chose_first(js: Judgments) -> tuple[np.ndarray, np.ndarray]:
+    """(mask of choices with a recorded order and no tie, chose-first flags)."""
     first = np.array([s.split("|", 1)[0] for s in js.shown.tolist()], dtype=object)
     ok = (first != "") & (js.value != TIE)
     return ok, (js.value == first) & ok
 
 
-def position_bias_part(js, n_coders):
-    """Overall position bias (exact binomial test), and the first-shown rate per coder code."""
-    ok, first = chose_first(js)
-    overall = position_bias(first[ok].tolist())
-    n = np.bincount(js.coder[ok], minlength=n_coders)
-    k = np.bincount(js.coder[ok], weights=first[ok].astype(float), minlength=n_coders)
-    rates = {c: k[c] / n[c] for c in np.flatnonzero(n).tolist()}
-    return {"first_shown_rate": clean(overall["first_shown_rate"]), "n": int(overall["n"]),
-            "p_value": clean(overall["p_value"])}, rates
+def position_bias_part(js: Judgments, choice_questions: list[str], n_coders: int
+                       ) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """(position_bias, {coder code: {"first_shown_rate", "first_shown_p"}}): one vote per
+    screen (item, annotator) over its choice questions, an exact binomial test overall and
+    per annotator; each question on its own with Holm-corrected p-values."""
+    codes = [k for k, q in enumerate(js.question_names.tolist()) if q in choice_questions]
+    rows = js.where(np.isin(js.qcode, codes))
+    ok, first = chose_first(rows)
+    screens = rows.item[ok].astype(np.int64) * max(n_coders, 1) + rows.coder[ok]
+    voted, vote_first = screen_votes(screens, first[ok])
+    overall = position_bias(vote_first.tolist())
+    per_coder = {}
+    voter = voted % max(n_coders, 1)
+    for c in np.unique(voter).tolist():
+        result = position_bias(vote_first[voter == c].tolist())
+        per_coder[int(c)] = {"first_shown_rate": clean(result["first_shown_rate"]),
+                             "first_shown_p": clean(result["p_value"])}
+    per_question = {}
+    for q in choice_questions:
+        mask = ok & (rows.question == q)
+        if mask.any():
+            per_question[q] = position_bias(first[mask].tolist())
+    adjusted = holm([r["p_value"] for r in per_question.values()]) if per_question else []
+    for r, p in zip(per_question.values(), adjusted):
+        r["p_holm"] = p
+    part = {"first_shown_rate": clean(overall["first_shown_rate"]), "n": int(overall["n"]),
+            "p_value": clean(overall["p_value"]), "unit": "screen",
+            "per_question": {q: {k: clean(v) for k, v in r.items()} for q, r in per_question.items()}}
+    return part, per_coder
 
 
-def empty_bias():
-    return {"first_shown_rate": None, "n": 0, "p_value": None}
+def empty_bias() -> dict[str, Any]:
+    return {"first_shown_rate": None, "n": 0, "p_value": None, "unit": "screen", "per_question": {}}
 
 
-def _same(value, expected):
+def _same(value: Any, expected: Any) -> bool:
     if str(value) == str(expected):
         return True
     try:
@@ -127,11 +224,12 @@ def _same(value, expected):
         return False
 
 
-def gold_accuracy(inp, primary_question):
+def gold_accuracy(inp: ReportInput, primary_question: str | None) -> dict[int, float]:
     """{coder code: share of their gold answers equal to the item's gold}. An item's gold is
     {question: value} or one value; one value applies to `primary_question` (None: to every
     question of the item)."""
-    hits, totals = Counter(), Counter()
+    hits: Counter[int] = Counter()
+    totals: Counter[int] = Counter()
     for row in np.flatnonzero(inp.is_gold[inp.j_item]).tolist():
         gold = inp.gold[inp.j_item[row]]
         question = inp.j_question[row]
@@ -149,15 +247,24 @@ def gold_accuracy(inp, primary_question):
     return {c: hits[c] / totals[c] for c in totals}
 
 
-def loo_agreement(js, n_questions):
-    """{coder code: agreement with the leave-one-out majority}; units = (item, question)."""
-    if not len(js):
-        return {}
-    units = js.item * max(len(js.question_names), 1) + js.qcode
-    return leave_one_out_agreement(units, js.coder, js.vcode)
+def loo_part(data: dict[str, Coded], levels: dict[str, str]) -> dict[int, dict[str, float | None]]:
+    """{coder code: {question: agreement with the others}} per question, never pooled:
+    choices, the share equal to the others' strict majority; ratings, the mean absolute
+    difference from the others' median (statistics.md)."""
+    out: dict[int, dict[str, float | None]] = {}
+    for name, d in data.items():
+        if not len(d.units):
+            continue
+        if levels[name] == NOMINAL:
+            values = leave_one_out_agreement(d.units, d.coders, d.values)
+        else:
+            values = leave_one_out_rating_difference(d.units, d.coders, d.values)
+        for coder, v in values.items():
+            out.setdefault(int(coder), {})[name] = clean(v)
+    return out
 
 
-def median_seconds(inp):
+def median_seconds(inp: ReportInput) -> dict[int, float]:
     """{coder code: median seconds per judged item}; every question of an item carries the
     item's time, so each (item, annotator) counts once."""
     keep = ~np.isnan(inp.j_seconds)
@@ -174,59 +281,67 @@ def median_seconds(inp):
     return {int(coder[s]): float(np.median(secs[s:e])) for s, e in zip(starts, ends)}
 
 
-def annotators_part(inp, js, primary_question, first_rates, n_questions):
+def annotators_part(inp: ReportInput, primary_question: str | None, bias: dict[int, dict[str, Any]],
+                    loo: dict[int, dict[str, float | None]], questions: list[str]) -> dict[str, Any]:
     """Per-annotator table: judgments (all, gold included), median seconds per item, gold
-    accuracy, first-shown rate, agreement with the leave-one-out majority."""
+    accuracy, first-shown rate and its exact p (screen votes), agreement with the others
+    per question (`loo`)."""
     gold = gold_accuracy(inp, primary_question)
-    loo = loo_agreement(js, n_questions)
     counts = np.bincount(inp.j_coder, minlength=len(inp.annotator_names))
     seconds = median_seconds(inp)
+    no_bias = {"first_shown_rate": None, "first_shown_p": None}
     return {
         str(name): {
             "judgments": int(counts[c]),
             "median_seconds": clean(seconds.get(c)),
             "gold_accuracy": clean(gold.get(c)),
-            "first_shown_rate": clean(first_rates.get(c)),
-            "loo_agreement": clean(loo.get(c)),
+            **bias.get(c, no_bias),
+            "loo": {q: loo.get(c, {}).get(q) for q in questions},
         }
         for c, name in enumerate(inp.annotator_names.tolist())
     }
 
 
-def pairwise_kappa_part(js, annotator_names, min_shared=10):
+def pairwise_kappa_part(data: Coded, level: str, annotator_names: np.ndarray,
+                        min_shared: int = 10) -> list[dict[str, Any]]:
     """[{"a", "b", "kappa"}] for annotator pairs sharing >= min_shared units of one question,
-    lowest kappa first so that outliers top the list (statistics.md: to spot outliers)."""
-    if not len(js):
+    lowest kappa first so that outliers top the list (statistics.md: to spot outliers):
+    unweighted for choices, quadratic-weighted for rating scales."""
+    if not len(data.units):
         return []
-    kappas = pairwise_cohen_kappa(js.item, js.coder, js.vcode, min_shared)
+    kappas = pairwise_cohen_kappa(data.units, data.coders, data.values, min_shared,
+                                  weights=None if level == NOMINAL else "quadratic")
     rows = [{"a": str(annotator_names[a]), "b": str(annotator_names[b]), "kappa": clean(k)}
             for (a, b), k in kappas.items()]
     return sorted(rows, key=lambda r: (r["kappa"] is None, r["kappa"] if r["kappa"] is not None else 0.0,
                                        r["a"], r["b"]))
 
 
-def value_counts(js):
+def value_counts(js: Judgments) -> dict[str, dict[str, int]]:
     """{question: {value: count}} of counted judgments (for the histograms)."""
-    out = {}
+    out: dict[str, dict[str, int]] = {}
     for (q, v), n in sorted(Counter(zip(js.question.tolist(), js.value.tolist())).items()):
         out.setdefault(str(q), {})[str(v)] = int(n)
     return out
 
 
-def base_report(inp, questions, primary_question):
-    """(report with the keys every kind has, counted judgment rows). questions = [(id, level)]."""
+def base_report(inp: ReportInput, questions: list[Question], primary_question: str | None
+                ) -> tuple[dict[str, Any], Judgments]:
+    """(report with the keys every kind has, counted judgment rows)."""
     report = header(inp)
     js = Judgments.of(inp, inp.counted())
-    rows = {q: question_rows(js, q) for q, _ in questions}
-    report["agreement"] = {q: agreement(rows[q], level, inp.value_names) for q, level in questions}
-    report["pairwise_kappa"] = {q: pairwise_kappa_part(rows[q], inp.annotator_names) for q in rows}
-    choices = [q for q, level in questions if level == NOMINAL]
+    data = {q.name: coded(js, q, inp.value_names) for q in questions}
+    levels = {q.name: q.level for q in questions}
+    entries = {q.name: agreement(data[q.name], q.level) for q in questions}
+    report["agreement"] = {name: e for name, e in entries.items() if e is not None}
+    report["pairwise_kappa"] = {name: pairwise_kappa_part(data[name], levels[name], inp.annotator_names)
+                                for name in data}
+    choices = [i for q in questions if q.level == NOMINAL for i in q.ids]
     if choices:
-        codes = [k for k, q in enumerate(js.question_names.tolist()) if q in choices]
-        report["position_bias"], first_rates = position_bias_part(js.where(np.isin(js.qcode, codes)),
-                                                                  len(inp.annotator_names))
+        report["position_bias"], bias = position_bias_part(js, choices, len(inp.annotator_names))
     else:
-        report["position_bias"], first_rates = empty_bias(), {}
-    report["annotators"] = annotators_part(inp, js, primary_question, first_rates, len(questions))
+        report["position_bias"], bias = empty_bias(), {}
+    report["annotators"] = annotators_part(inp, primary_question, bias, loo_part(data, levels), list(data))
     report["value_counts"] = value_counts(js)
     return report, js
+

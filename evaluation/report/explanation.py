@@ -1,29 +1,33 @@
 """explanation_choice report: the pairwise keys for `choice` (with the ExPerT score of the
 explanations as one more metric, `expert`), how often annotators chose the output with the
 higher ExPerT score, and the usefulness ratings."""
+from typing import Any
+
 import numpy as np
 
-from .common import INTERVAL, NOMINAL, base_report, clean, question_rows
-from .inputs import to_float
-from .pairwise import CHOICE, TIE, choice_keys, picks_from_scores
+from evaluation.vocabulary import USEFULNESS_QUESTION as USEFULNESS
 
-USEFULNESS = "usefulness"
+from .common import INTERVAL, NOMINAL, Question, base_report, clean, question_rows
+from .correlations import EXPERT_USEFULNESS, expert_usefulness
+from .inputs import Judgments, ReportInput, to_float
+from .pairwise import CHOICE, TIE, Extra, choice_keys, picks_from_scores
+
 EXPERT_METRIC = "expert"
 
 
-def expert_extra(inp):
+def expert_extra(inp: ReportInput) -> Extra:
     """ExPerT scores of the explanations as one more metric, `expert`."""
     return {EXPERT_METRIC: (inp.e_item, inp.e_candidate, inp.e_value)}
 
 
-def higher_expert(inp):
+def higher_expert(inp: ReportInput) -> np.ndarray:
     """Per item: the candidate with the strictly higher ExPerT score, else None."""
     pick = picks_from_scores(inp, inp.e_item, inp.e_candidate, inp.e_value)
     pick[pick == TIE] = None
     return pick
 
 
-def choice_matches_expert(inp, js):
+def choice_matches_expert(inp: ReportInput, js: Judgments) -> float | None:
     """Share of counted choice judgments equal to the higher-ExPerT candidate, over the
     items where one candidate scores strictly higher; a `tie` answer counts as no match."""
     rows = question_rows(js, CHOICE)
@@ -34,7 +38,7 @@ def choice_matches_expert(inp, js):
     return float(np.mean(rows.value[known] == target[known]))
 
 
-def usefulness(js):
+def usefulness(js: Judgments) -> dict[str, Any]:
     values = to_float(question_rows(js, USEFULNESS).value)
     values = values[~np.isnan(values)]
     n = len(values)
@@ -43,9 +47,11 @@ def usefulness(js):
             "n": int(n)}
 
 
-def build(inp):
-    report, js = base_report(inp, [(CHOICE, NOMINAL), (USEFULNESS, INTERVAL)], CHOICE)
+def build(inp: ReportInput) -> dict[str, Any]:
+    questions = [Question.single(CHOICE, NOMINAL), Question.single(USEFULNESS, INTERVAL)]
+    report, js = base_report(inp, questions, CHOICE)
     report.update(choice_keys(inp, js, expert_extra(inp)))
+    report["correlations"][EXPERT_USEFULNESS] = expert_usefulness(inp, js, CHOICE, USEFULNESS)
     report["choice_matches_expert"] = clean(choice_matches_expert(inp, js))
     report["usefulness"] = usefulness(js)
     return report

@@ -1,9 +1,20 @@
 """The report's figures as inline SVG (matplotlib, Agg backend; no files, no CDN).
 
 Each function returns an SVG string, or None when there is nothing to draw.
+
+Every text on a figure comes from the study (candidate ids, metric, aspect, evaluator and
+annotator names), so matplotlib must draw it literally: by default it reads `$...$` as
+TeX math, and one `$\\x$` in a name raised ValueError, a 500 on the dashboard and the
+HTML report until the data was removed. Figures are drawn with `text.parse_math` off
+(and usetex off), and labels are shortened and stripped of control characters
+(`plain_label`); the tables beside the figures show the full names.
 """
+import functools
 import io
 import re
+import unicodedata
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import matplotlib
 
@@ -11,12 +22,39 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 BLUE, GREY, ORANGE = "#3b6ea8", "#8a8a8a", "#d9822b"
+MAX_LABEL = 40  # characters of a name shown under a bar or in a legend
+MAX_AXIS_LABEL = 80  # characters of an axis title (it may embed a question name)
+LITERAL_TEXT: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
 
 
-def _svg(fig, name):
+def plain_label(value: Any, limit: int = MAX_LABEL) -> str:
+    """A name as a figure shows it: text, no control or format characters (newlines,
+    zero-width marks), at most `limit` characters (an ellipsis marks a cut)."""
+    text = "".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in str(value))
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+Draw = TypeVar("Draw", bound=Callable[..., Any])
+
+
+def _literal_text(draw: Draw) -> Draw:
+    """Run a figure function with every text drawn literally (no mathtext, no TeX)."""
+
+    @functools.wraps(draw)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with matplotlib.rc_context(LITERAL_TEXT):
+            return draw(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _svg(fig: Any, name: str) -> str:
     """Serialize a figure to an inline <svg> (no XML prolog; ids salted per figure so that
-    several SVGs in one page never share an id)."""
-    with matplotlib.rc_context({"svg.hashsalt": name, "svg.fonttype": "none"}):
+    several SVGs in one page never share an id). `name` may carry a question id from the
+    study: only [A-Za-z0-9_-] of it goes into the id attributes."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+    with matplotlib.rc_context({"svg.hashsalt": name, "svg.fonttype": "none", **LITERAL_TEXT}):
         buf = io.StringIO()
         fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
@@ -26,12 +64,15 @@ def _svg(fig, name):
         'url(#', f'url(#{name}-').replace('xlink:href="#', f'xlink:href="#{name}-')
 
 
-def _figure(n_bars, height=3.0):
+def _figure(n_bars: int, height: float = 3.0) -> Any:
     width = min(10.0, max(4.0, 0.55 * n_bars + 2.5))
     return plt.subplots(figsize=(width, height))
 
 
-def bars(name, labels, values, ylabel, lo=None, hi=None, ylim=None, reference=None, colors=None):
+@_literal_text
+def bars(name: str, labels: list[Any], values: list[Any], ylabel: str, lo: list[Any] | None = None,
+         hi: list[Any] | None = None, ylim: tuple[float, float] | None = None, reference: float | None = None,
+         colors: list[str] | None = None) -> str | None:
     """A bar chart; with `lo`/`hi`, whiskers from lo to hi; `reference` draws a dashed line."""
     if not labels:
         return None
@@ -42,7 +83,7 @@ def bars(name, labels, values, ylabel, lo=None, hi=None, ylim=None, reference=No
     for x, v in zip(xs, values):
         if v is None:
             ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=8, color=GREY)
-    if lo is not None:
+    if lo is not None and hi is not None:
         for x, v, a, b in zip(xs, heights, lo, hi):
             if a is not None and b is not None:
                 ax.errorbar([x], [v], yerr=[[max(v - a, 0)], [max(b - v, 0)]], fmt="none", ecolor="black", capsize=4)
@@ -50,15 +91,18 @@ def bars(name, labels, values, ylabel, lo=None, hi=None, ylim=None, reference=No
         ax.axhline(reference, color=ORANGE, linestyle="--", linewidth=1)
     ax.set_xlim(-0.5 - 0.5 * (len(labels) < 3), len(labels) - 0.5 + 0.5 * (len(labels) < 3))
     ax.set_xticks(list(xs))
-    ax.set_xticklabels([str(label) for label in labels], rotation=30 if len(labels) > 4 else 0, ha="right" if len(labels) > 4 else "center")
-    ax.set_ylabel(ylabel)
+    ax.set_xticklabels([plain_label(label) for label in labels], rotation=30 if len(labels) > 4 else 0,
+                       ha="right" if len(labels) > 4 else "center")
+    ax.set_ylabel(plain_label(ylabel, MAX_AXIS_LABEL))
     if ylim:
         ax.set_ylim(*ylim)
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig, name)
 
 
-def grouped_bars(name, groups, series, ylabel, ylim=None):
+@_literal_text
+def grouped_bars(name: str, groups: list[Any], series: dict[str, list[Any]], ylabel: str,
+                 ylim: tuple[float, float] | None = None) -> str | None:
     """Bars grouped by `groups` with one bar per series: series = {label: [value per group]}."""
     if not groups or not series:
         return None
@@ -66,10 +110,10 @@ def grouped_bars(name, groups, series, ylabel, ylim=None):
     width = 0.8 / len(series)
     for k, (label, values) in enumerate(series.items()):
         xs = [g + (k - (len(series) - 1) / 2) * width for g in range(len(groups))]
-        ax.bar(xs, [0.0 if v is None else v for v in values], width=width, label=str(label))
+        ax.bar(xs, [0.0 if v is None else v for v in values], width=width, label=plain_label(label))
     ax.set_xticks(list(range(len(groups))))
-    ax.set_xticklabels([str(g) for g in groups], rotation=30 if len(groups) > 4 else 0)
-    ax.set_ylabel(ylabel)
+    ax.set_xticklabels([plain_label(g) for g in groups], rotation=30 if len(groups) > 4 else 0)
+    ax.set_ylabel(plain_label(ylabel, MAX_AXIS_LABEL))
     if ylim:
         ax.set_ylim(*ylim)
     ax.legend(fontsize=8, frameon=False)
@@ -77,7 +121,8 @@ def grouped_bars(name, groups, series, ylabel, ylim=None):
     return _svg(fig, name)
 
 
-def histogram(name, counts, xlabel):
+@_literal_text
+def histogram(name: str, counts: dict[str, int], xlabel: str) -> str | None:
     """Bars of counts per value: counts = {value label: count}, values in the given order."""
     if not counts:
         return None
@@ -85,8 +130,8 @@ def histogram(name, counts, xlabel):
     labels = list(counts)
     ax.bar(range(len(labels)), [counts[k] for k in labels], color=BLUE, width=0.7)
     ax.set_xticks(list(range(len(labels))))
-    ax.set_xticklabels(labels)
-    ax.set_xlabel(xlabel)
+    ax.set_xticklabels([plain_label(label) for label in labels])
+    ax.set_xlabel(plain_label(xlabel, MAX_AXIS_LABEL))
     ax.set_ylabel("judgments")
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig, name)

@@ -1,22 +1,35 @@
 """The report as one self-contained HTML page (inline CSS and SVG, no external requests)
-that a researcher can attach to a paper draft. Numbers have 3 decimals; every figure has a
-caption saying what it shows and how it was computed."""
+that a researcher can attach to a paper draft. Numbers have 3 decimals; every table has a
+caption saying what each column means, every figure its unit, n and interval, and a figure
+that would mean nothing (no data, or nothing defined) is replaced by a sentence saying so."""
 from html import escape
+from typing import Any
+
+from evaluation.paradoxes import PROBES, SUMMARY
+from evaluation.vocabulary import ASPECT_PAIRWISE, SIMILARITY_SURVEY
 
 from . import figures
 from .inputs import to_float
 
 STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
+color:#222}
 h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.5rem 0 1rem}th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}
-td.num{text-align:right;font-variant-numeric:tabular-nums}figure{margin:1rem 0}figcaption{font-size:.9rem;color:#444;max-width:50rem}
+caption{caption-side:bottom;text-align:left;font-size:.85rem;color:#444;padding-top:.3rem;max-width:50rem}
+td.num{text-align:right;font-variant-numeric:tabular-nums}figure{margin:1rem 0}
+figcaption{font-size:.9rem;color:#444;max-width:50rem}
 svg{max-width:100%;height:auto}
 """
+Report = dict[str, Any]
 
 
-def num(x, digits=3):
-    """A number for people: 3 decimals for floats, plain ints, an en dash for missing."""
+def num(x: Any, digits: int = 3) -> str:
+    """A number for people: 3 decimals for floats, plain ints, an en dash for missing.
+
+    >>> num(0.5), num(3), num(None), num(True)
+    ('0.500', '3', '–', 'yes')
+    """
     if x is None:
         return "–"
     if isinstance(x, bool):
@@ -28,7 +41,14 @@ def num(x, digits=3):
     return escape(str(x))
 
 
-def table(headers, rows, caption=None, cls=""):
+def interval(ci: list[float | None] | None) -> str:
+    """[lo, hi] as text, an en dash when there is none."""
+    if not ci or ci[0] is None or ci[1] is None:
+        return "–"
+    return f"[{num(ci[0])}, {num(ci[1])}]"
+
+
+def table(headers: list[str], rows: list[Any], caption: str | None = None, cls: str = "") -> str:
     """An HTML table; cells that are numbers (or None) are right-aligned and formatted."""
     out = [f'<table class="{cls}">' if cls else "<table>"]
     if caption:
@@ -37,7 +57,7 @@ def table(headers, rows, caption=None, cls=""):
     for row in rows:
         cells = []
         for cell in row:
-            if cell is None or isinstance(cell, (int, float)):
+            if cell is None or isinstance(cell, int | float):
                 cells.append(f'<td class="num">{num(cell)}</td>')
             else:
                 cells.append(f"<td>{escape(str(cell))}</td>")
@@ -46,72 +66,135 @@ def table(headers, rows, caption=None, cls=""):
     return "".join(out)
 
 
-def figure(fig_id, svg, caption):
+def figure(fig_id: str, svg: str | None, caption: str) -> str:
     if svg is None:
-        return f'<p id="{fig_id}" class="no-figure">No data yet for this figure. {escape(caption)}</p>'
+        return f'<p id="{fig_id}" class="no-figure">No figure: nothing to show yet. {escape(caption)}</p>'
     return f'<figure id="{fig_id}">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
 
 
-def summary_section(r):
+def summary_section(r: Report) -> str:
     rows = [("Study", r["study"]), ("Kind", r["kind"]), ("Items", r["n_items"]), ("Gold items", r["n_gold_items"]),
-            ("Judgments", r["n_judgments"]), ("Annotators", r["n_annotators"]), ("Complete items", r["complete_items"])]
-    if "no_majority" in r:
-        rows.append(("Items without a majority", r["no_majority"]))
+            ("Judgments", r["n_judgments"]), ("Annotators", r["n_annotators"]), ("Complete items", r["complete_items"]),
+            ("Minimum votes for a majority", r.get("min_votes"))]
+    for key, label in (("no_majority", "Items without a majority (top count shared)"),
+                       ("too_few_votes", "Items with fewer votes than the minimum (no majority)"),
+                       ("tie_majority", "Items whose majority is 'tie' (left out of alignment)")):
+        if key in r:
+            rows.append((label, r[key]))
+    if r.get("majority_votes"):
+        rows.append(("Items with a majority, by number of votes",
+                     ", ".join(f"{k} votes: {v}" for k, v in r["majority_votes"].items())))
     if "choice_matches_expert" in r:
         rows.append(("Choices matching the higher ExPerT score", r["choice_matches_expert"]))
     if "usefulness" in r:
         u = r["usefulness"]
         rows += [("Usefulness mean", u["mean"]), ("Usefulness sd", u["sd"]), ("Usefulness n", u["n"])]
-    if "egises_hj_skipped" in r:
-        rows.append(("EGISES-HJ skipped (document, user pair)s", r["egises_hj_skipped"]))
-    b = r["position_bias"]
-    rows += [("First-shown rate", b["first_shown_rate"]), ("Position bias n", b["n"]), ("Position bias p", b["p_value"])]
-    return '<section id="summary"><h2>Summary</h2>' + table(["", "value"], rows) + "</section>"
+    caption = ("Counts over all items; every statistic below leaves gold (attention-check) items out. A majority is "
+               "the value chosen by strictly more non-gold judgments than any other, on items with at least the "
+               "minimum number of votes (report --min-votes N, or the study setting min_votes; default 2).")
+    return '<section id="summary"><h2>Summary</h2>' + table(["", "value"], rows, caption) + "</section>"
 
 
-def agreement_section(r):
+def agreement_section(r: Report) -> str:
     agreement = r["agreement"]
-    rows = [(q, a["level"], a["krippendorff_alpha"], a.get("krippendorff_alpha_ordinal"), a["fleiss_kappa"],
-             a["percent_agreement"], a["n_units"]) for q, a in agreement.items()]
-    svg = figures.grouped_bars(
-        "fig-agreement", list(agreement),
-        {"Krippendorff's alpha": [a["krippendorff_alpha"] for a in agreement.values()],
-         "Fleiss' kappa": [a["fleiss_kappa"] for a in agreement.values()],
-         "percent agreement": [a["percent_agreement"] for a in agreement.values()]},
-        "agreement", ylim=(min([0.0] + [a["krippendorff_alpha"] or 0 for a in agreement.values()]), 1.0))
-    caption = ("Agreement per question over non-gold items. Krippendorff's alpha uses the coincidence matrix "
-               "at the level shown (choices nominal, ratings interval; units with fewer than 2 values are "
-               "ignored); Fleiss' kappa uses the units with the most common number of ratings; percent agreement "
-               "is the share of agreeing ordered annotator pairs. Missing bars are undefined values.")
+    rows = [(q, a["level"], a["krippendorff_alpha"], interval(a.get("krippendorff_alpha_ci95")),
+             a.get("krippendorff_alpha_ordinal"), a["fleiss_kappa"], a["fleiss_n_units"], a["percent_agreement"],
+             a["n_units"]) for q, a in agreement.items()]
+    caption = ("One row per question with at least 2 pairable units (units = items; for a similarity survey, "
+               "(item, pair)). alpha: Krippendorff's alpha at the level shown (choices nominal, ratings interval), "
+               "over units with 2 or more values. alpha 95% CI: percentile interval of 1,000 bootstrap resamples of "
+               "those units (seed 0; resamples where alpha is undefined are dropped). alpha (ordinal): the rating "
+               "questions at the ordinal level. Fleiss' kappa: generalised to a varying number of ratings per unit, "
+               "over the units with 2 or more ratings ('Fleiss units'). Percent agreement: mean share of agreeing "
+               "ordered annotator pairs per unit. An en dash is an undefined value (e.g. all values identical).")
+    defined = [q for q, a in agreement.items() if a["krippendorff_alpha"] is not None]
+    svg = None
+    if defined:
+        lows = [agreement[q]["krippendorff_alpha_ci95"][0] if agreement[q]["krippendorff_alpha_ci95"] else None
+                for q in defined]
+        highs = [agreement[q]["krippendorff_alpha_ci95"][1] if agreement[q]["krippendorff_alpha_ci95"] else None
+                 for q in defined]
+        svg = figures.bars("fig-agreement", defined, [agreement[q]["krippendorff_alpha"] for q in defined],
+                           "Krippendorff's alpha", lo=lows, hi=highs,
+                           ylim=(min([0.0] + [v for v in lows if v is not None]), 1.0))
+    n_text = ", ".join(f"{q}: n = {agreement[q]['n_units']} units" for q in defined) or "none defined"
+    fig_caption = (f"Krippendorff's alpha per question ({n_text}); whiskers: 95% bootstrap interval over units "
+                   "(1,000 resamples, seed 0). Questions whose alpha is undefined are not drawn.")
     return ('<section id="agreement"><h2>Agreement per question</h2>'
-            + table(["question", "level", "alpha", "alpha (ordinal)", "Fleiss kappa", "percent agreement", "units"], rows)
-            + figure("fig-agreement", svg, caption) + "</section>")
+            + table(["question", "level", "alpha", "alpha 95% CI", "alpha (ordinal)", "Fleiss' kappa", "Fleiss units",
+                     "percent agreement", "units"], rows, caption)
+            + figure("fig-agreement", svg, fig_caption) + "</section>")
 
 
-def alignment_section(r):
+def alignment_section(r: Report) -> str:
     alignment = r.get("alignment") or {}
-    rows = [(m, a["alignment"], a["alignment_strict"], a["agree"], a["ties"], a["n"], a["ci95"][0], a["ci95"][1])
-            for m, a in alignment.items()]
-    metrics = list(alignment)
-    svg = figures.bars("fig-alignment", metrics, [alignment[m]["alignment"] for m in metrics], "alignment with majority",
+    rows = [(m, a["alignment"], interval(a["ci95"]), a["alignment_strict"], interval(a["ci95_strict"]), a["agree"],
+             a["ties"], a["n"]) for m, a in alignment.items()]
+    caption = ("n: items with a human majority for one candidate (items whose majority is 'tie', or that have no "
+               "majority or fewer votes than the minimum, are left out) and scores for both candidates. The metric "
+               "picks the candidate with the higher score, a tie on equal scores. alignment (half-credit) = (agree + "
+               "0.5 x ties) / n; strict = agree / n. 95% CI: Wilson score interval at x = agree + 0.5 ties "
+               "(half-credit) or x = agree (strict).")
+    metrics = [m for m in alignment if alignment[m]["n"]]
+    svg = figures.bars("fig-alignment", metrics, [alignment[m]["alignment"] for m in metrics],
+                       "alignment with majority",
                        lo=[alignment[m]["ci95"][0] for m in metrics], hi=[alignment[m]["ci95"][1] for m in metrics],
-                       ylim=(0, 1), reference=0.5)
-    caption = ("Alignment of each metric with the human majority: (agree + 0.5 x ties) / n over items that have a "
-               "majority and scores for both candidates; the metric picks the candidate with the higher score. "
-               "Whiskers: 95% percentile bootstrap interval (2000 resamples of items, seed 0). Dashed line: chance (0.5).")
+                       ylim=(0, 1), reference=0.5) if metrics else None
+    n_text = ", ".join(f"{m}: n = {alignment[m]['n']}" for m in metrics) or "no metric has scored items with a majority"
+    fig_caption = (f"Half-credit alignment of each metric with the human majority over items ({n_text}). Whiskers: "
+                   "95% Wilson score interval (not a percentile bootstrap, which undercovers at small n). Dashed line: "
+                   "chance (0.5).")
     comparisons = table(["metric a", "metric b", "McNemar p", "Holm p"],
-                        [(c["a"], c["b"], c["p_value"], c["p_holm"]) for c in r.get("metric_comparisons", [])])
-    wins = table(["candidate", "win rate"], list(r.get("win_rate", {}).items()))
+                        [(c["a"], c["b"], c["p_value"], c["p_holm"]) for c in r.get("metric_comparisons", [])],
+                        "Exact McNemar test on the items where exactly one of the two metrics agrees with the majority "
+                        "(a metric tie counts as not agreeing); Holm p: corrected over all metric pairs.")
+    wins = table(["candidate", "win rate"], list(r.get("win_rate", {}).items()),
+                 "Share of the items with a candidate majority whose majority is that candidate.")
     return ('<section id="alignment"><h2>Metric alignment with human majority</h2>'
-            + table(["metric", "alignment", "strict", "agree", "ties", "n", "CI low", "CI high"], rows)
-            + figure("fig-alignment", svg, caption)
-            + "<h3>Metric comparisons (exact McNemar, Holm-corrected)</h3>" + comparisons
-            + "<h3>Win rate (share of items with a majority won by each candidate)</h3>" + wins + "</section>")
+            + table(["metric", "alignment", "95% CI", "strict", "strict 95% CI", "agree", "ties", "n"], rows, caption)
+            + figure("fig-alignment", svg, fig_caption)
+            + "<h3>Metric comparisons</h3>" + comparisons
+            + "<h3>Win rate</h3>" + wins + "</section>")
 
 
-def _rating_counts(value_counts, questions):
-    """Pool the counts of rating questions, keyed by the integer rating in ascending order."""
-    pooled = {}
+def _correlation_rows(entries: dict[str, Any]) -> list[tuple[Any, ...]]:
+    rows = []
+    for metric, e in entries.items():
+        rows.append((metric, e["unit"], e["n"],
+                     e["pearson"]["r"], interval(e["pearson"]["ci95"]), e["pearson"]["p_value"],
+                     e["spearman"]["r"], interval(e["spearman"]["ci95"]), e["spearman"]["p_value"],
+                     e["kendall"]["r"], interval(e["kendall"]["ci95"]), e["kendall"]["p_value"]))
+    return rows
+
+
+CORRELATION_HEADERS = ["metric", "unit", "n", "Pearson r", "95% CI", "p", "Spearman rho", "95% CI", "p",
+                       "Kendall tau-b", "95% CI", "p"]
+CORRELATION_NOTE = ("Pearson's CI: Fisher z (n > 3). Spearman's and Kendall's CI: percentile bootstrap over units "
+                    "(2,000 resamples, seed 0), only when n >= 20. p: exact permutation p-value (all n! orderings) "
+                    "when n <= 9, else scipy's. An en dash: undefined (n < 3, a constant side) or not computed.")
+
+
+def correlations_section(r: Report) -> str:
+    items = r.get("correlations") or {}
+    systems = r.get("correlations_system")
+    what = "; ".join(f"{m}: x = {e['x']}, y = {e['y']}" for m, e in items.items())
+    parts = ['<section id="correlations"><h2>Metric-vs-human correlations</h2>']
+    if items:
+        parts.append(table(CORRELATION_HEADERS, _correlation_rows(items),
+                           f"What is correlated (one row per metric): {what}. {CORRELATION_NOTE}"))
+    else:
+        parts.append("<p>No metric scores to correlate with the human judgments yet.</p>")
+    if systems is not None:
+        what = "; ".join(f"{m}: x = {e['x']}, y = {e['y']}, systems {', '.join(e['systems'])}"
+                         for m, e in systems.items())
+        parts.append("<h3>System level</h3>" + table(CORRELATION_HEADERS, _correlation_rows(systems),
+                                                     f"One unit per system (candidate id). {what}. {CORRELATION_NOTE}"))
+    return "".join(parts) + "</section>"
+
+
+def _rating_counts(value_counts: dict[str, dict[str, int]], questions: list[str]) -> dict[str, int]:
+    """Pool the counts of rating questions, keyed by the rating in ascending order."""
+    pooled: dict[float, int] = {}
     for q in questions:
         for value, n in value_counts.get(q, {}).items():
             x = to_float([value])[0]
@@ -120,119 +203,182 @@ def _rating_counts(value_counts, questions):
     return {f"{k:g}": pooled[k] for k in sorted(pooled)}
 
 
-def ratings_section(r):
+def ratings_section(r: Report) -> str:
     """Rating histograms (usefulness, similarity) or, for choice-only kinds, choice counts."""
     counts = r.get("value_counts", {})
     parts = []
-    rating_questions = [q for q, a in r["agreement"].items() if a["level"] != "nominal"]
-    if r["kind"] == "similarity_survey":
-        svg = figures.histogram("fig-ratings", _rating_counts(counts, rating_questions), "similarity rating")
-        parts.append(figure("fig-ratings", svg, "Histogram of all similarity ratings (every pair of every non-gold "
-                                                "item, all annotators); 1 = low, 6 = very high similarity."))
-    elif rating_questions:
+    if r["kind"] == SIMILARITY_SURVEY:
+        pooled = _rating_counts(counts, list(counts))
+        svg = figures.histogram("fig-ratings", pooled, "similarity rating")
+        parts.append(figure("fig-ratings", svg, f"Histogram of all similarity ratings (every pair of every non-gold "
+                                                f"item, all annotators; n = {sum(pooled.values())} ratings); "
+                                                "1 = low, 6 = very high similarity."))
+    else:
+        rating_questions = [q for q, a in r["agreement"].items() if a["level"] != "nominal"]
         for q in rating_questions:
-            svg = figures.histogram("fig-ratings" if not parts else f"fig-ratings-{q}", _rating_counts(counts, [q]), f"{q} rating")
-            parts.append(figure("fig-ratings" if len(parts) == 0 else f"fig-ratings-{q}", svg,
-                                f"Histogram of the '{q}' ratings of non-gold items, all annotators."))
+            fig_id = "fig-ratings" if not parts else f"fig-ratings-{q}"
+            pooled = _rating_counts(counts, [q])
+            parts.append(figure(fig_id, figures.histogram(fig_id, pooled, f"{q} rating"),
+                                f"Histogram of the '{q}' ratings of non-gold items, all annotators "
+                                f"(n = {sum(pooled.values())} ratings)."))
     choice_questions = [q for q, a in r["agreement"].items() if a["level"] == "nominal"]
     if choice_questions:
-        labels = {}
+        labels: dict[str, int] = {}
         for q in choice_questions:
             for value, n in counts.get(q, {}).items():
                 labels[value] = labels.get(value, 0) + n
         top = dict(sorted(labels.items(), key=lambda kv: -kv[1])[:20])
         fig_id = "fig-choices" if parts else "fig-ratings"
         svg = figures.histogram(fig_id, top, "chosen option")
-        parts.append(figure(fig_id, svg, "Number of non-gold judgments choosing each option, pooled over the choice "
-                                         "questions (at most the 20 most chosen options shown)."))
+        parts.append(figure(fig_id, svg, f"Number of non-gold judgments choosing each option, pooled over the choice "
+                                         f"questions (n = {sum(labels.values())} judgments; at most the 20 most chosen "
+                                         "options shown)."))
     return '<section id="ratings"><h2>Ratings and choices</h2>' + "".join(parts) + "</section>"
 
 
-def position_section(r):
+SCREEN_VOTE = ("A screen is one item as one annotator saw it; it votes 'first' when most of its two-option choices "
+               "(ties left out) picked the option shown first, 'second' when most picked the other, and does not "
+               "vote when they split evenly.")
+
+
+def position_section(r: Report) -> str:
     b = r["position_bias"]
     names = [n for n, a in r["annotators"].items() if a["first_shown_rate"] is not None]
     labels = ["all"] + names if b["n"] else []
     values = [b["first_shown_rate"]] + [r["annotators"][n]["first_shown_rate"] for n in names] if b["n"] else []
-    svg = figures.bars("fig-position-bias", labels, values, "share choosing the first-shown option",
-                       ylim=(0, 1), reference=0.5, colors=[figures.ORANGE] + [figures.BLUE] * len(names) if labels else None)
-    caption = (f"Position bias: share of two-option choices (ties and unrecorded orders excluded) that picked the "
-               f"option shown first, overall and per annotator; dashed line = 0.5 (no bias). Exact two-sided "
-               f"binomial test of the overall rate against 0.5: n = {b['n']}, p = {num(b['p_value'])}.")
-    return '<section id="position-bias"><h2>Position bias</h2>' + figure("fig-position-bias", svg, caption) + "</section>"
+    svg = figures.bars("fig-position-bias", labels, values, "share of screens voting 'first'",
+                       ylim=(0, 1), reference=0.5,
+                       colors=[figures.ORANGE] + [figures.BLUE] * len(names) if labels else None)
+    caption = (f"Position bias, unit = screen (n = {b['n']} voting screens): share of screens voting 'first', "
+               f"overall and per annotator; dashed line = 0.5 (no bias). Exact two-sided binomial test of the overall "
+               f"share against 0.5: p = {num(b['p_value'])}. {SCREEN_VOTE}")
+    per_question = b.get("per_question") or {}
+    rows = [("all choice questions (unit = screen)", b["first_shown_rate"], b["n"], b["p_value"], None)]
+    rows += [(f"{q} (unit = judgment)", v["first_shown_rate"], v["n"], v["p_value"], v.get("p_holm"))
+             for q, v in per_question.items()]
+    questions = table(["choices", "first-shown rate", "n", "p", "Holm p"], rows,
+                      "First row: share of screens voting 'first', exact two-sided binomial p. Then each choice "
+                      "question on its own (one choice per screen): share of non-tie choices of the option shown "
+                      "first, exact binomial p, and p Holm-corrected across the questions.")
+    return ('<section id="position-bias"><h2>Position bias</h2>' + questions + figure("fig-position-bias", svg, caption)
+            + "</section>")
 
 
 KAPPA_ROWS = 10
 
 
-def pairwise_kappa_table(r):
+def pairwise_kappa_table(r: Report) -> str:
     """The lowest pairwise Cohen's kappas per question (outlier pairs first)."""
     rows = [(q, p["a"], p["b"], p["kappa"]) for q, pairs in r.get("pairwise_kappa", {}).items()
             for p in pairs[:KAPPA_ROWS]]
     if not rows:
         return "<p>No annotator pair shares 10 or more units of one question yet.</p>"
     return table(["question", "annotator a", "annotator b", "Cohen's kappa"], rows,
-                 caption=f"Lowest {KAPPA_ROWS} Cohen's kappas per question, over annotator pairs sharing "
-                         "at least 10 non-gold items (the full list is in the JSON report).")
+                 caption=f"Lowest {KAPPA_ROWS} Cohen's kappas per question (unweighted for choices, quadratic-weighted "
+                         "for rating scales), over annotator pairs sharing at least 10 non-gold units (the full list "
+                         "is in the JSON report).")
 
 
-def annotators_section(r):
-    rows = [(n, a["judgments"], a["median_seconds"], a["gold_accuracy"], a["first_shown_rate"], a.get("loo_agreement"))
-            for n, a in r["annotators"].items()]
-    return ('<section id="annotators"><h2>Annotators</h2>'
-            + table(["annotator", "judgments", "median seconds", "gold accuracy", "first-shown rate",
-                     "agreement with leave-one-out majority"], rows)
+def annotators_section(r: Report) -> str:
+    first: dict[str, Any] = next(iter(r["annotators"].values()), {})
+    questions = list(first.get("loo", {}))
+    rows = [[n, a["judgments"], a["median_seconds"], a["gold_accuracy"], a["first_shown_rate"], a["first_shown_p"]]
+            + [a.get("loo", {}).get(q) for q in questions] for n, a in r["annotators"].items()]
+    caption = ("judgments: all of the annotator's judgments, gold included. median seconds: per judged item. gold "
+               "accuracy: share of gold answers equal to the expected one. first-shown rate / p: share of the "
+               "annotator's screens voting 'first' and its exact binomial p. '<question>: vs the others', per question "
+               "(never pooled): for a choice question the share of units where the annotator's value equals the "
+               "strict majority of the other annotators (units without one skipped); for a rating question the mean "
+               "absolute difference from the median of the others' ratings (units with 2 or more other ratings; "
+               f"lower = closer). {SCREEN_VOTE}")
+    headers = ["annotator", "judgments", "median seconds", "gold accuracy", "first-shown rate", "first-shown p"]
+    headers += [f"{q}: vs the others" for q in questions]
+    return ('<section id="annotators"><h2>Annotators</h2>' + table(headers, rows, caption)
             + "<h3>Pairwise agreement</h3>" + pairwise_kappa_table(r) + "</section>")
 
 
-def similarity_section(r):
-    mean = table(["pair", "mean similarity"], list(r.get("mean_similarity", {}).items()))
+def _probe_text(label: str) -> str:
+    richer, plainer = PROBES[SUMMARY[label]]
+    return f"{label} (probe {SUMMARY[label]}): EGISES({richer}) >= EGISES({plainer})"
+
+
+def similarity_section(r: Report) -> str:
+    mean = table(["pair", "mean similarity"], list(r.get("mean_similarity", {}).items()),
+                 "Mean rating of each pair id over its non-gold ratings (all items and annotators).")
     hj = r.get("egises_hj", {})
     styles = sorted({s for by_style in hj.values() for s in by_style})
-    egises = table(["model"] + styles, [[m] + [hj[m].get(s) for s in styles] for m in hj])
+    steps = ", ".join(r.get("jsd_preprocessing", []))
+    egises = table(["model"] + styles, [[m] + [hj[m].get(s) for s in styles] for m in hj],
+                   "EGISES-HJ per model and prompt style (lower = more personalized): sigma between two summaries = "
+                   "(max - mean rating) / (max - min) over all ratings of that pair of texts (a user pair is "
+                   f"unordered); sigma between a summary and the document = JSD after: {steps}.")
     paradox = table(["model", "PX-5", "PX-6"], [(m, num(p.get("PX-5")), num(p.get("PX-6")))
-                                                 for m, p in r.get("paradoxes", {}).items()])
+                                                 for m, p in r.get("paradoxes", {}).items()],
+                    "Paradox flags (yes = the richer prompt did not make the model more personalized): "
+                    f"{_probe_text('PX-5')}; {_probe_text('PX-6')}. An en dash: a score is missing.")
+    errors = r.get("egises_hj_errors") or []
+    error_list = ("<h3>Input problems</h3><ul>" + "".join(f"<li>{escape(e)}</li>" for e in errors) + "</ul>"
+                  if errors else "")
     return ('<section id="similarity"><h2>Similarity survey</h2><h3>Mean similarity per pair</h3>' + mean
-            + "<h3>EGISES-HJ (lower = more personalized)</h3>" + egises
+            + "<h3>EGISES-HJ</h3>" + egises
             + f"<p>Skipped (document, user pair)s without the needed ratings: {num(r.get('egises_hj_skipped'))}</p>"
-            + "<h3>Paradoxes (true = the richer contrastive prompt did not personalize more)</h3>" + paradox + "</section>")
+            + error_list + "<h3>Paradoxes</h3>" + paradox + "</section>")
 
 
-def aspects_section(r):
+def aspects_section(r: Report) -> str:
     aspects = r.get("aspects", {})
     rows = []
     for key, a in aspects.items():
         shares = ", ".join(f"{c}: {num(s)}" for c, s in a["majority_share"].items())
         rows.append((key, a["krippendorff_alpha"], shares))
     evaluators = sorted({e for a in aspects.values() for e in a["evaluators"]})
+    average, covered = r.get("evaluators_average", {}), r.get("aspects_covered", {})
     acc = [[e] + [aspects[k]["evaluators"].get(e, {}).get("accuracy") for k in aspects]
-           + [r.get("evaluators_average", {}).get(e)] for e in evaluators]
+           + [average.get(e), covered.get(e)] for e in evaluators]
     strict = [[e] + [aspects[k]["evaluators"].get(e, {}).get("accuracy_strict") for k in aspects] for e in evaluators]
-    avg = r.get("evaluators_average", {})
-    svg = figures.bars("fig-evaluators", list(avg), list(avg.values()), "mean aspect accuracy", ylim=(0, 1), reference=0.5)
-    caption = ("Mean over the aspects of each evaluator's accuracy: the share of human judgments (item, annotator, "
-               "aspect) where the evaluator's prediction for that annotator equals the annotator's choice "
-               "(unparsed predictions dropped, N/A counted wrong). reviewer_prior predicts each annotator's "
-               "earliest other choice position on the same aspect.")
-    return ('<section id="aspects"><h2>Aspects</h2>' + table(["aspect", "alpha", "majority share"], rows)
-            + "<h3>Evaluator accuracy (lenient)</h3>" + table(["evaluator"] + list(aspects) + ["average"], acc)
-            + "<h3>Evaluator accuracy (strict: unparsed counted wrong)</h3>" + table(["evaluator"] + list(aspects), strict)
+    shown = [e for e in average if average[e] is not None]
+    svg = figures.bars("fig-evaluators", shown, [average[e] for e in shown], "mean aspect accuracy", ylim=(0, 1),
+                       reference=0.5) if shown else None
+    n_judged = max((a["evaluators"].get(e, {}).get("n", 0) for a in aspects.values() for e in a["evaluators"]),
+                   default=0)
+    caption = (f"Mean over the {len(aspects)} aspects of each evaluator's lenient accuracy (unit = human judgment "
+               f"(item, annotator, aspect), up to n = {n_judged} per aspect; no interval). Evaluators without an "
+               "accuracy for every aspect are not drawn. reviewer_prior predicts, for each annotator, the position "
+               "(as shown to that annotator) of the candidate chosen in their earliest other judgment of the aspect.")
+    return ('<section id="aspects"><h2>Aspects</h2>'
+            + table(["aspect", "alpha", "majority share"], rows,
+                    "Krippendorff's alpha (nominal) per aspect, and the share of items with a majority won by each "
+                    "candidate.")
+            + "<h3>Evaluator accuracy (lenient)</h3>"
+            + table(["evaluator"] + list(aspects) + ["average", "aspects covered"], acc,
+                    "Lenient accuracy: share of the human judgments (item, annotator, aspect) where the evaluator's "
+                    "prediction for that annotator (or its prediction for everyone) equals the annotator's choice; "
+                    "unparsed predictions are left out, N/A counts wrong. average: mean over the aspects, shown only "
+                    "when the evaluator covers every aspect.")
+            + "<h3>Evaluator accuracy (strict)</h3>"
+            + table(["evaluator"] + list(aspects), strict,
+                    "Strict accuracy: unparsed (or missing) predictions count as wrong.")
             + figure("fig-evaluators", svg, caption) + "</section>")
 
 
-def report_fragment(report, inp=None):
+# The section a kind adds to the common ones.
+KIND_SECTIONS = {SIMILARITY_SURVEY: similarity_section, ASPECT_PAIRWISE: aspects_section}
+
+
+def report_fragment(report: Report, inp: Any = None) -> str:
     """The report body (no <html> wrapper): used by the dashboard and by report_html."""
     parts = [summary_section(report), agreement_section(report)]
     if "alignment" in report:
         parts.append(alignment_section(report))
-    if report["kind"] == "similarity_survey":
-        parts.append(similarity_section(report))
-    if report["kind"] == "aspect_pairwise":
-        parts.append(aspects_section(report))
+    if "correlations" in report:
+        parts.append(correlations_section(report))
+    if report["kind"] in KIND_SECTIONS:
+        parts.append(KIND_SECTIONS[report["kind"]](report))
     parts += [ratings_section(report), position_section(report), annotators_section(report)]
     return "\n".join(parts)
 
 
-def report_html(report, inp=None):
+def report_html(report: Report, inp: Any = None) -> str:
     """One self-contained HTML page of the report."""
     title = f"Report: {report['study']} ({report['kind']})"
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -6,12 +6,17 @@ Judgment, score and prediction rows point at items by index (`j_item`, `s_item`,
 into the item arrays, not by database id. Annotators and values also get integer codes
 (`j_coder`, `j_vcode`) once, so the statistics never sort strings twice.
 """
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+# A column given as a sequence or array; __post_init__ turns every one into an array.
+Column = Any
 
-def objects(values):
+
+def objects(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """A 1-d object array of `values` (strings stay Python strings)."""
     if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1:
         return values
@@ -20,10 +25,10 @@ def objects(values):
     return array
 
 
-def codes_of(values):
+def codes_of(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct labels, integer code per element) of an object array; a dict pass,
     which beats sorting a large array of Python strings."""
-    seen = {}
+    seen: dict[Any, int] = {}
     first = np.fromiter((seen.setdefault(v, len(seen)) for v in values.tolist()), dtype=np.int64, count=len(values))
     labels = sorted(seen, key=str)
     rank = np.empty(len(labels), dtype=np.int64)
@@ -31,7 +36,7 @@ def codes_of(values):
     return objects(labels), rank[first] if len(values) else first
 
 
-def to_float(values):
+def to_float(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Float array of number strings; anything that is not a number becomes NaN."""
     try:
         return np.asarray(values, dtype=float)
@@ -49,39 +54,43 @@ def to_float(values):
 class ReportInput:
     slug: str
     kind: str
-    config: dict
+    config: dict[str, Any]
     # Items, in import order.
     item_ids: np.ndarray  # object (str)
     is_gold: np.ndarray  # bool
-    gold: list  # the expected answer of gold items (a value or {question: value}); None elsewhere
-    candidates: np.ndarray = None  # object (n_items, 2): candidate ids of two-candidate kinds
-    item_data: list = None  # similarity_survey: {"document", "users", "pairs"} per item
+    gold: Column  # the expected answer of gold items (a value or {question: value}); None elsewhere
+    candidates: Column = None  # object (n_items, 2): candidate ids of two-candidate kinds
+    item_data: Column = None  # similarity_survey: {"document", "users", "pairs"} per item
     # Judgments.
-    j_item: np.ndarray = None  # int index into items
-    j_annotator: np.ndarray = None  # object (username)
-    j_question: np.ndarray = None  # object
-    j_value: np.ndarray = None  # object (str)
-    j_shown: np.ndarray = None  # object ("a|b" or "")
-    j_seconds: np.ndarray = None  # float, NaN = unknown
-    j_time: np.ndarray = None  # float submit time (any comparable unit); default: row order
+    j_item: Column = None  # int index into items
+    j_annotator: Column = None  # object (username)
+    j_question: Column = None  # object
+    j_value: Column = None  # object (str)
+    j_shown: Column = None  # object ("a|b" or "")
+    j_seconds: Column = None  # float, NaN = unknown
+    j_time: Column = None  # float submit time (any comparable unit); default: row order
     # Metric scores from the items' `metric_scores`: one row per (item, metric, candidate).
-    s_item: np.ndarray = None
-    s_metric: np.ndarray = None
-    s_candidate: np.ndarray = None
-    s_value: np.ndarray = None
+    s_item: Column = None
+    s_metric: Column = None
+    s_candidate: Column = None
+    s_value: Column = None
     # ExPerT scores from explanation_choice items' `explanations`: (item, candidate, score).
-    e_item: np.ndarray = None
-    e_candidate: np.ndarray = None
-    e_value: np.ndarray = None
+    e_item: Column = None
+    e_candidate: Column = None
+    e_value: Column = None
     # Predictions of automatic evaluators.
-    p_item: np.ndarray = None
-    p_evaluator: np.ndarray = None
-    p_annotator: np.ndarray = None  # "" = for every annotator
-    p_question: np.ndarray = None
-    p_value: np.ndarray = None
+    p_item: Column = None
+    p_evaluator: Column = None
+    p_annotator: Column = None  # "" = for every annotator
+    p_question: Column = None
+    p_value: Column = None
     annotations_per_item: int = 3
+    # Real items with `annotations_per_item` completed assignments, as the app counts them
+    # (annotate/progress.py); None = count real items judged by that many annotators.
+    complete_items: int | None = None
+    min_votes: int = 2  # non-gold judgments an item needs for a majority (statistics.md)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.item_ids = objects(self.item_ids)
         self.is_gold = np.asarray(self.is_gold, dtype=bool)
         n = len(self.item_ids)
@@ -112,10 +121,10 @@ class ReportInput:
         self.question_names, self.j_qcode = codes_of(self.j_question)
 
     @property
-    def n_items(self):
+    def n_items(self) -> int:
         return len(self.item_ids)
 
-    def counted(self):
+    def counted(self) -> np.ndarray:
         """Mask of judgment rows that count in statistics (gold items left out)."""
         return ~self.is_gold[self.j_item]
 
@@ -134,22 +143,22 @@ class Judgments:
     shown: np.ndarray
     seconds: np.ndarray
     time: np.ndarray
-    question_names: np.ndarray = None  # labels of qcode
+    question_names: Column = None  # labels of qcode
 
     @classmethod
-    def of(cls, inp, mask):
+    def of(cls, inp: ReportInput, mask: np.ndarray) -> "Judgments":
         return cls(inp.j_item[mask], inp.j_coder[mask], inp.j_vcode[mask], inp.j_qcode[mask], inp.j_annotator[mask],
                    inp.j_question[mask], inp.j_value[mask], inp.j_shown[mask], inp.j_seconds[mask], inp.j_time[mask],
                    question_names=inp.question_names)
 
-    def where(self, mask):
+    def where(self, mask: np.ndarray) -> "Judgments":
         rows = {f: getattr(self, f)[mask] for f in self.__dataclass_fields__ if f != "question_names"}
         return Judgments(**rows, question_names=self.question_names)
 
-    def of_question(self, question):
+    def of_question(self, question: str) -> "Judgments":
         """The rows of one question (compared by code, not by string)."""
         names = self.question_names.tolist()
         return self.where(self.qcode == (names.index(question) if question in names else -1))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.item)

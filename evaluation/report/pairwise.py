@@ -1,17 +1,25 @@
-"""pairwise_alignment report: majority per item, metric alignment with CIs, McNemar + Holm
-comparisons between metrics, and win rates (ExPerT Table 1)."""
+"""pairwise_alignment report: majority per item, metric alignment with Wilson intervals,
+McNemar + Holm comparisons between metrics, win rates (ExPerT Table 1), and metric-vs-human
+correlations at item and system level."""
+from typing import Any
+
 import numpy as np
 
 from evaluation.alignment import TIE, compare_metrics, metric_alignment, win_rate
+from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
 
-from .common import NOMINAL, base_report, clean, majority, question_rows
-from .inputs import codes_of, to_float
+from .common import NOMINAL, Question, base_report, clean, clean_list, majority, majority_keys, question_rows
+from .correlations import item_correlations, system_correlations_part
+from .inputs import Judgments, ReportInput, codes_of, to_float
 
-CHOICE = "choice"
 MISSING_PICKS = ("", "N/A")
+# {metric: (item index, candidate id, value)}: scores from outside the item (ExPerT).
+Extra = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+# {metric: (score of each item's first candidate, of its second)}; NaN = no score.
+Scores = dict[str, tuple[np.ndarray, np.ndarray]]
 
 
-def score_rows(inp):
+def score_rows(inp: ReportInput) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Long-format metric scores (item, metric, candidate, value): the items' metric_scores,
     then prediction rows whose question is one of the item's candidates (these win on a
     repeat). Non-numeric values are dropped."""
@@ -26,39 +34,59 @@ def score_rows(inp):
     return item[keep], metric[keep], candidate[keep], value[keep]
 
 
-def picks_from_scores(inp, item, candidate, value):
-    """Per item: the candidate with the higher score, "tie" on equal scores, None where a
-    candidate has no score (the rule of statistics.md; vectorized over items)."""
+def candidate_scores(inp: ReportInput, item: np.ndarray, candidate: np.ndarray,
+                     value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(score of each item's first candidate, of its second): NaN where missing and on gold
+    items; later rows overwrite earlier ones."""
     first = np.full(inp.n_items, np.nan)
     second = np.full(inp.n_items, np.nan)
     on_first = candidate == inp.candidates[item, 0]
     on_second = candidate == inp.candidates[item, 1]
-    first[item[on_first]] = value[on_first]  # later rows overwrite earlier ones
+    first[item[on_first]] = value[on_first]
     second[item[on_second]] = value[on_second]
+    first[inp.is_gold] = np.nan
+    second[inp.is_gold] = np.nan
+    return first, second
+
+
+def picks_of(inp: ReportInput, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Per item: the candidate with the higher score, "tie" on equal scores, None where a
+    candidate has no score (the rule of statistics.md; vectorized over items)."""
     pick = np.where(first > second, inp.candidates[:, 0], np.where(second > first, inp.candidates[:, 1], TIE))
     pick = pick.astype(object)
-    pick[np.isnan(first) | np.isnan(second) | inp.is_gold] = None
+    pick[np.isnan(first) | np.isnan(second)] = None
     return pick
 
 
-def metric_picks(inp, extra=None):
-    """{metric: {item_id: pick}} for every metric present on non-gold items: picks from
-    scores (item metric_scores, score predictions, and `extra` = {metric: (item, candidate,
-    value)} such as ExPerT scores) and non-personalized predicted choices (`N/A` and
-    unparsed predictions left out)."""
+def picks_from_scores(inp: ReportInput, item: np.ndarray, candidate: np.ndarray, value: np.ndarray) -> np.ndarray:
+    return picks_of(inp, *candidate_scores(inp, item, candidate, value))
+
+
+def metric_scores(inp: ReportInput, extra: Extra | None = None) -> Scores:
+    """Scores of every metric present: items' metric_scores, score predictions, and `extra`
+    (a metric there is used only if no score row has its name)."""
     item, metric, candidate, value = score_rows(inp)
-    by_metric = {}
+    out: Scores = {}
     names, code = codes_of(metric)
     for k, name in enumerate(names.tolist()):
         mask = code == k
-        by_metric[str(name)] = picks_from_scores(inp, item[mask], candidate[mask], value[mask])
+        out[str(name)] = candidate_scores(inp, item[mask], candidate[mask], value[mask])
     for name, (e_item, e_candidate, e_value) in (extra or {}).items():
-        if name not in by_metric and len(e_item):
-            by_metric[name] = picks_from_scores(inp, e_item, e_candidate, e_value)
-    out = {}
-    for name, pick in by_metric.items():
+        if name not in out and len(e_item):
+            out[name] = candidate_scores(inp, e_item, e_candidate, e_value)
+    return out
+
+
+def metric_picks(inp: ReportInput, extra: Extra | None = None,
+                 scores: Scores | None = None) -> dict[str, dict[str, Any]]:
+    """{metric: {item_id: pick}} for every metric present on non-gold items: picks from
+    scores and non-personalized predicted choices (`N/A` and unparsed left out)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, (first, second) in (scores if scores is not None else metric_scores(inp, extra)).items():
+        pick = picks_of(inp, first, second)
         has = np.flatnonzero(pick != None)  # noqa: E711 (elementwise)
-        out[name] = dict(zip(inp.item_ids[has].tolist(), pick[has].tolist()))
+        if len(has):
+            out[name] = dict(zip(inp.item_ids[has].tolist(), pick[has].tolist()))
     chosen = ((inp.p_question == CHOICE) & (inp.p_annotator == "") & ~np.isin(inp.p_value, MISSING_PICKS)
               & ~inp.is_gold[inp.p_item])
     for name in np.unique(inp.p_evaluator[chosen]).tolist() if chosen.any() else []:
@@ -67,33 +95,37 @@ def metric_picks(inp, extra=None):
     return {name: out[name] for name in sorted(out)}
 
 
-def choice_keys(inp, js, extra=None):
-    """The pairwise keys of interfaces.md for the `choice` question."""
-    labels, no_majority = majority(question_rows(js, CHOICE), inp.item_ids, inp.value_names)
-    picks = metric_picks(inp, extra)
-    alignment = {}
-    for metric, by_item in picks.items():
-        result = metric_alignment(labels, by_item)
-        alignment[metric] = {
-            "alignment": clean(result["alignment"]),
-            "alignment_strict": clean(result["alignment_strict"]),
-            "agree": int(result["agree"]),
-            "ties": int(result["ties"]),
-            "n": int(result["n"]),
-            "ci95": [clean(x) for x in result["ci95"]] if result["ci95"] is not None else [None, None],
-        }
+def alignment_entry(result: dict[str, Any]) -> dict[str, Any]:
+    return {"alignment": clean(result["alignment"]), "alignment_strict": clean(result["alignment_strict"]),
+            "agree": int(result["agree"]), "ties": int(result["ties"]), "n": int(result["n"]),
+            "ci95": clean_list(result["ci95"]), "ci95_strict": clean_list(result["ci95_strict"])}
+
+
+def choice_keys(inp: ReportInput, js: Judgments, extra: Extra | None = None) -> dict[str, Any]:
+    """The pairwise keys of interfaces.md for the `choice` question, correlations included."""
+    rows = question_rows(js, CHOICE)
+    result = majority(rows, inp.item_ids, inp.value_names, inp.min_votes)
+    labels = result.labels
+    scores = metric_scores(inp, extra)
+    picks = metric_picks(inp, scores=scores)
+    alignment = {metric: alignment_entry(metric_alignment(labels, by_item)) for metric, by_item in picks.items()}
     comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"])}
                    for c in compare_metrics(labels, picks)] if len(picks) >= 2 else []
-    return {
-        "majority": dict(sorted(labels.items())),
-        "no_majority": int(no_majority),
+    keys = {
+        **majority_keys(result),
+        "tie_majority": sum(v == TIE for v in labels.values()),
         "alignment": alignment,
         "metric_comparisons": comparisons,
         "win_rate": {str(k): clean(v) for k, v in sorted(win_rate(labels).items())},
+        "correlations": item_correlations(inp, rows, scores),
     }
+    systems = system_correlations_part(inp, labels, scores)
+    if systems is not None:
+        keys["correlations_system"] = systems
+    return keys
 
 
-def build(inp):
-    report, js = base_report(inp, [(CHOICE, NOMINAL)], CHOICE)
+def build(inp: ReportInput) -> dict[str, Any]:
+    report, js = base_report(inp, [Question.single(CHOICE, NOMINAL)], CHOICE)
     report.update(choice_keys(inp, js))
     return report

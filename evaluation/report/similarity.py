@@ -1,20 +1,35 @@
-"""similarity_survey report (iCOPERNICUS human survey): mean similarity per pair, EGISES-HJ
-per (model, prompt style) and the PX-5 / PX-6 paradox flags over the contrastive styles."""
+"""similarity_survey report (iCOPERNICUS human survey): one survey-level agreement entry over
+(item, pair) units, mean similarity per pair, EGISES-HJ per (model, prompt style), the PX-5 /
+PX-6 paradox flags over the contrastive styles, and metric-vs-human correlations per pair.
+
+EGISES-HJ input: a user pair is unordered, so an item listing users [b, a] rates the same
+pair as one listing [a, b]; its texts are matched to users by position. The texts an item
+shows for a (document, user, origin) must equal those of every other item: otherwise the
+item's ratings of that (document, user pair, origin) are not used and the conflict is
+listed in `egises_hj_errors`.
+"""
+from typing import Any
+
 import numpy as np
 
-from .common import INTERVAL, base_report, clean
-from .inputs import to_float
+from evaluation.paradoxes import STYLES, paradoxes
+from evaluation.text import preprocess
+
+from .common import INTERVAL, Question, base_report, clean
+from .correlations import similarity_correlations
+from .inputs import Judgments, ReportInput, to_float
 
 REFERENCE = "reference"
+SURVEY_QUESTION = "similarity"
+Origin = tuple[str, ...]  # ("reference",) or ("model", model, prompt style)
 
 
-def mean_similarity(js):
+def mean_similarity(js: Judgments) -> dict[str, float]:
     """{pair id: mean rating over all non-gold ratings of that pair id}."""
     ratings = to_float(js.value)
     keep = ~np.isnan(ratings)
-    out = {}
     if not keep.any():
-        return out
+        return {}
     questions = js.question[keep].astype(str)
     names, inverse = np.unique(questions, return_inverse=True)
     sums = np.bincount(inverse, weights=ratings[keep])
@@ -22,21 +37,28 @@ def mean_similarity(js):
     return {str(n): float(s / c) for n, s, c in zip(names, sums, counts)}
 
 
-def _ratings_by_item_pair(js):
+def _ratings_by_item_pair(js: Judgments) -> dict[tuple[int, str], list[float]]:
     ratings = to_float(js.value)
-    out = {}
+    out: dict[tuple[int, str], list[float]] = {}
     for item, question, x in zip(js.item.tolist(), js.question.tolist(), ratings.tolist()):
         if x == x:
             out.setdefault((item, str(question)), []).append(x)
     return out
 
 
-def survey_documents(inp, js):
-    """Group the non-gold items by document id: {doc_id: {"text", "title", "references":
-    {uid: text}, "ratings": {(source, model, style): {(u0, u1): [ratings]}},
-    "summaries": {(model, style): {uid: text}}, "pairs": {(u0, u1)}}}."""
+def _origin(pair: dict[str, Any]) -> Origin:
+    if pair.get("source") == REFERENCE:
+        return (REFERENCE,)
+    return ("model", str(pair.get("model")), str(pair.get("prompt_style")))
+
+
+def survey_documents(inp: ReportInput, js: Judgments) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """({doc_id: {"text", "title", "texts": {origin: {uid: text}}, "ratings": {origin:
+    {(u0, u1) sorted: [ratings]}}, "pairs": {(u0, u1) sorted}}}, errors) over non-gold items."""
     ratings = _ratings_by_item_pair(js)
-    docs = {}
+    docs: dict[str, dict[str, Any]] = {}
+    errors: list[str] = []
+    conflicted: set[tuple[str, tuple[str, ...], Origin]] = set()
     for index, data in enumerate(inp.item_data):
         if inp.is_gold[index]:
             continue
@@ -44,81 +66,93 @@ def survey_documents(inp, js):
         users = [str(u) for u in (data.get("users") or [])]
         if len(users) != 2:
             continue
-        doc = docs.setdefault(str(document.get("id", inp.item_ids[index])), {
-            "text": document.get("text", ""), "title": document.get("title"), "references": {},
-            "summaries": {}, "ratings": {}, "pairs": set()})
-        doc["pairs"].add(tuple(users))
+        doc_id = str(document.get("id", inp.item_ids[index]))
+        doc = docs.setdefault(doc_id, {"text": document.get("text", ""), "title": document.get("title"),
+                                       "texts": {}, "ratings": {}, "pairs": set()})
+        pair_key = tuple(sorted(users))
+        doc["pairs"].add(pair_key)
         for pair in data.get("pairs") or []:
             texts = list(pair.get("texts") or [])
             if len(texts) != 2:
                 continue
-            key = (REFERENCE, None, None) if pair.get("source") == REFERENCE else (
-                "model", str(pair.get("model")), str(pair.get("prompt_style")))
-            if key[0] == REFERENCE:
-                doc["references"].update(zip(users, texts))
-            else:
-                doc["summaries"].setdefault(key[1:], {}).update(zip(users, texts))
-            doc["ratings"].setdefault(key, {}).setdefault(tuple(users), []).extend(
+            origin = _origin(pair)
+            seen = doc["texts"].setdefault(origin, {})
+            clash = [u for u, t in zip(users, texts) if seen.setdefault(u, t) != t]
+            key = (doc_id, pair_key, origin)
+            if clash:
+                if key not in conflicted:
+                    errors.append(f"document {doc_id}, users {' / '.join(pair_key)}, {' / '.join(origin)}: item "
+                                  f"{inp.item_ids[index]} shows a different text for {', '.join(clash)} than an "
+                                  f"earlier item; these ratings are not used")
+                conflicted.add(key)
+            doc["ratings"].setdefault(origin, {}).setdefault(pair_key, []).extend(
                 ratings.get((index, str(pair.get("id"))), []))
-    return docs
+    for doc_id, pair_key, origin in conflicted:
+        docs[doc_id]["ratings"][origin].pop(pair_key, None)
+    return docs, errors
 
 
-def egises_inputs(docs, model_style):
-    """egises_hj's documents for one (model, prompt style), and how many user pairs were
-    never surveyed together (egises_hj counts those as skipped, the report does not)."""
+def egises_inputs(docs: dict[str, dict[str, Any]], origin: Origin) -> tuple[list[dict[str, Any]], int]:
+    """egises_hj's documents for one model origin, and how many user pairs were never
+    surveyed together (egises_hj counts those as skipped, the report does not)."""
     out, unsurveyed = [], 0
     for doc_id, doc in docs.items():
-        summaries = doc["summaries"].get(model_style)
+        summaries = doc["texts"].get(origin)
+        references = doc["texts"].get((REFERENCE,), {})
         if not summaries:
             continue
-        users = sorted(u for u in summaries if u in doc["references"])
+        users = sorted(u for u in summaries if u in references)
         if len(users) < 2:
             continue
         n_pairs = len(users) * (len(users) - 1) // 2
-        surveyed = {tuple(sorted(p)) for p in doc["pairs"] if p[0] in users and p[1] in users}
+        surveyed = {p for p in doc["pairs"] if p[0] in users and p[1] in users}
         unsurveyed += n_pairs - len(surveyed)
         entry = {"doc_id": doc_id, "text": doc["text"],
-                 "references": {u: doc["references"][u] for u in users},
+                 "references": {u: references[u] for u in users},
                  "summaries": {u: summaries[u] for u in users},
-                 "reference_ratings": doc["ratings"].get((REFERENCE, None, None), {}),
-                 "model_ratings": doc["ratings"].get(("model",) + model_style, {})}
+                 "reference_ratings": doc["ratings"].get((REFERENCE,), {}),
+                 "model_ratings": doc["ratings"].get(origin, {})}
         if doc.get("title"):
             entry["title"] = doc["title"]
         out.append(entry)
     return out, unsurveyed
 
 
-def egises_part(inp, js):
-    """(egises_hj {model: {style: float|None}}, skipped (document, user pair)s, errors,
-    paradoxes {model: {"PX-5", "PX-6"}})."""
+def egises_part(inp: ReportInput, js: Judgments) -> dict[str, Any]:
+    """egises_hj {model: {style: float|None}}, egises_hj_skipped (document, user pair)s,
+    egises_hj_errors, jsd_preprocessing steps, paradoxes {model: {"PX-5", "PX-6"}}."""
     from evaluation.egises import egises_hj
-    from evaluation.paradoxes import STYLES, paradoxes
 
     scale = inp.config.get("scale") or [1, 6]
-    docs = survey_documents(inp, js)
-    styles = sorted({key for doc in docs.values() for key in doc["summaries"]})
-    table, skipped, errors = {}, 0, []
-    for model, style in styles:
-        documents, unsurveyed = egises_inputs(docs, (model, style))
+    docs, errors = survey_documents(inp, js)
+    origins = sorted({o for doc in docs.values() for o in doc["texts"] if o[0] != REFERENCE})
+    table: dict[str, dict[str, Any]] = {}
+    skipped = 0
+    steps = preprocess("x")[1]
+    for origin in origins:
+        _, model, style = origin
+        documents, unsurveyed = egises_inputs(docs, origin)
         if not documents:
             continue
         result = egises_hj(documents, scale=(float(scale[0]), float(scale[1])))
         table.setdefault(model, {})[style] = clean(result["egises_hj"])
         skipped += int(result["skipped"]) - unsurveyed
+        steps = result["preprocessing"]
         errors += [f"{model} / {style} / {e['doc_id']}: {e['error']}" for e in result["errors"]]
     flags = {}
     for model, by_style in table.items():
         known = {s: v for s, v in by_style.items() if s in STYLES and v is not None}
         summary = paradoxes(known)["summary"]
         flags[model] = {"PX-5": summary["PX-5"], "PX-6": summary["PX-6"]}
-    return table, skipped, errors, flags
+    return {"egises_hj": table, "egises_hj_skipped": skipped, "egises_hj_errors": errors,
+            "jsd_preprocessing": steps, "paradoxes": flags}
 
 
-def build(inp):
+def build(inp: ReportInput) -> dict[str, Any]:
     pair_ids = sorted({str(q) for q in inp.j_question}) if len(inp.j_question) else []
-    report, js = base_report(inp, [(q, INTERVAL) for q in pair_ids], None)
+    survey = Question(SURVEY_QUESTION, INTERVAL, tuple(pair_ids))
+    report, js = base_report(inp, [survey], None)
     report["mean_similarity"] = mean_similarity(js)
-    report["egises_hj"], report["egises_hj_skipped"], errors, report["paradoxes"] = egises_part(inp, js)
-    if errors:
-        report["egises_hj_errors"] = errors
+    report.update(egises_part(inp, js))
+    report["correlations"] = similarity_correlations(inp, js, pair_ids)
     return report

@@ -1,32 +1,42 @@
-"""The per-item CSV table: one row per (item, question) with judgments: the majority,
-the count of each value, and each metric's pick / each evaluator's prediction."""
-import csv
+"""The CSV report: the per-item table (one row per (item, question) with judgments: the
+majority, the count of each value, and each metric's pick / each evaluator's prediction),
+then one empty line, then the correlation table (one row per correlation entry and
+coefficient; layout in docs/reports.md)."""
 import io
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
+from evaluation.csv_cells import SafeWriter
 from evaluation.majority import majority_labels
+from evaluation.vocabulary import EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT
 
 from .explanation import expert_extra
+from .inputs import ReportInput
 from .pairwise import CHOICE, metric_picks
 
+# Kinds whose table has a pick_<metric> column per metric: the extra scores each adds.
+METRIC_PICKS = {PAIRWISE_ALIGNMENT: lambda inp: None, EXPLANATION_CHOICE: expert_extra}
 
-def item_table_rows(inp):
+
+def item_table_rows(inp: ReportInput) -> tuple[list[str], list[list[Any]]]:
     """(header, rows) of the per-item table."""
     keys = list(zip(inp.j_item.tolist(), inp.j_question.tolist()))
-    unit_of = {}
+    unit_of: dict[tuple[int, str], int] = {}
     units = np.array([unit_of.setdefault(k, len(unit_of)) for k in keys], dtype=np.int64)
     counts = Counter(zip(units.tolist(), inp.j_value.tolist()))
     values = sorted({v for _, v in counts}, key=lambda v: (not _is_number(v), _as_number(v), v))
     non_gold = ~inp.is_gold[inp.j_item] if len(keys) else np.zeros(0, dtype=bool)
-    labels = majority_labels(units[non_gold], inp.j_value[non_gold].astype(str)) if non_gold.any() else {}
+    labels = (majority_labels(units[non_gold], inp.j_value[non_gold].astype(str), inp.min_votes)
+              if non_gold.any() else {})
     picks = {}
-    if inp.kind in ("pairwise_alignment", "explanation_choice"):
-        extra = expert_extra(inp) if inp.kind == "explanation_choice" else None
-        picks = {m: {(item_id, CHOICE): p for item_id, p in by.items()} for m, by in metric_picks(inp, extra).items()}
-    predicted = {}
-    for item, evaluator, who, question, value in zip(inp.p_item, inp.p_evaluator, inp.p_annotator, inp.p_question, inp.p_value):
+    if inp.kind in METRIC_PICKS:
+        picks = {m: {(item_id, CHOICE): p for item_id, p in by.items()}
+                 for m, by in metric_picks(inp, METRIC_PICKS[inp.kind](inp)).items()}
+    predicted: dict[str, dict[tuple[str, str], Any]] = {}
+    for item, evaluator, who, question, value in zip(inp.p_item, inp.p_evaluator, inp.p_annotator, inp.p_question,
+                                                     inp.p_value):
         if not who and question not in inp.candidates[item]:
             predicted.setdefault(str(evaluator), {})[(str(inp.item_ids[item]), question)] = value
     for evaluator, by in predicted.items():
@@ -44,7 +54,7 @@ def item_table_rows(inp):
     return header, rows
 
 
-def _is_number(v):
+def _is_number(v: Any) -> bool:
     try:
         float(v)
         return True
@@ -52,14 +62,36 @@ def _is_number(v):
         return False
 
 
-def _as_number(v):
+def _as_number(v: Any) -> float:
     return float(v) if _is_number(v) else 0.0
 
 
-def item_table_csv(inp, report=None):
+CORRELATION_HEADER = ["correlation_table", "metric", "unit", "n", "coefficient", "r", "p_value",
+                      "ci95_low", "ci95_high", "x", "y"]
+
+
+def correlation_rows(report: dict[str, Any]) -> list[list[Any]]:
+    """Rows of the correlation table: `correlations` and `correlations_system` entries,
+    one row per coefficient (empty cells for null values)."""
+    rows = []
+    for table_key in ("correlations", "correlations_system"):
+        for metric, entry in (report.get(table_key) or {}).items():
+            for method in ("pearson", "spearman", "kendall"):
+                c = entry[method]
+                ci = c["ci95"] or [None, None]
+                rows.append([table_key, metric, entry.get("unit", ""), entry["n"], method]
+                            + ["" if v is None else v for v in (c["r"], c["p_value"], ci[0], ci[1])]
+                            + [entry.get("x", ""), entry.get("y", "")])
+    return rows
+
+
+def item_table_csv(inp: ReportInput, report: dict[str, Any] | None = None) -> str:
     header, rows = item_table_rows(inp)
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = SafeWriter(buf)  # spreadsheet-safe cells (evaluation.csv_cells)
     writer.writerow(header)
     writer.writerows(rows)
+    writer.writerow([])
+    writer.writerow(CORRELATION_HEADER)
+    writer.writerows(correlation_rows(report or {}))
     return buf.getvalue()

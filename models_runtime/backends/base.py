@@ -4,11 +4,10 @@ A prompt is either a plain string or a list of chat messages ({"role", "content"
 `generate` takes a whole batch of prompts at once (backends batch or run them
 concurrently) and returns, per prompt, `params.n` generations.
 """
-from dataclasses import dataclass, field
-from typing import Union
+from dataclasses import dataclass
 
 Message = dict
-Prompt = Union[str, list]
+Prompt = str | list
 
 
 @dataclass(frozen=True)

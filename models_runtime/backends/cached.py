@@ -1,6 +1,6 @@
 """Backend base that answers from the generation cache first and generates only misses."""
 from .base import Backend, Generation, SamplingParams
-from .cache import GenerationCache, cache_key
+from .cache import cache_key
 
 
 class CachingBackend(Backend):

@@ -7,7 +7,9 @@ import os
 
 from django.conf import settings
 
-EMBEDDED_LLM = "smollm2"
+from evaluation.vocabulary import DEFAULT_MODEL
+
+EMBEDDED_LLM = DEFAULT_MODEL
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -75,7 +77,8 @@ def resolve_device(device=None):
     if not device:
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ModelNotAvailable(f"device {device!r} requested but CUDA is not available: use --device cpu or unset HUMEVAL_DEVICE")
+        raise ModelNotAvailable(f"device {device!r} requested but CUDA is not available: "
+                                "use --device cpu or unset HUMEVAL_DEVICE")
     if not (device == "cpu" or device.startswith("cuda")):
         raise ModelNotAvailable(f"unknown device {device!r}: use cpu or cuda")
     return device

@@ -5,6 +5,7 @@ failures (connection errors, timeouts, 408/409/429/5xx) are retried with exponen
 backoff, honouring Retry-After. Chat prompts go to /chat/completions; with
 `"endpoint": "completions"` plain strings go to /completions.
 """
+import contextlib
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +20,12 @@ RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
 class OpenAIError(RuntimeError):
-    """The server refused a request for a reason retrying will not fix, or retries ran out."""
+    """The server refused a request for a reason retrying will not fix, or retries ran out
+    (then `transient` is True: the job runner retries the chunk later, jobs.is_transient)."""
+
+    def __init__(self, message, transient=False):
+        super().__init__(message)
+        self.transient = transient
 
 
 class OpenAIBackend(CachingBackend):
@@ -84,10 +90,8 @@ class OpenAIBackend(CachingBackend):
                     raise OpenAIError(f"{self.name}: {last}")
                 retry_after = response.headers.get("retry-after")
                 if retry_after:
-                    try:
+                    with contextlib.suppress(ValueError):
                         wait = max(wait, float(retry_after))
-                    except ValueError:
-                        pass
             if attempt < self.max_retries:
                 time.sleep(min(wait, 30.0))
-        raise OpenAIError(f"{self.name}: gave up after {self.max_retries + 1} attempts ({last})")
+        raise OpenAIError(f"{self.name}: gave up after {self.max_retries + 1} attempts ({last})", transient=True)

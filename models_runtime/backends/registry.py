@@ -45,14 +45,16 @@ def get_backend(name=EMBEDDED_LLM, device=None):
                 from .openai_backend import OpenAIBackend
                 _backends[key] = OpenAIBackend(name, spec, cache=cache)
             else:
-                raise ModelNotAvailable(f"model {name!r}: unknown backend {kind!r} in HUMEVAL_MODELS (use transformers or openai)")
+                raise ModelNotAvailable(f"model {name!r}: unknown backend {kind!r} in HUMEVAL_MODELS "
+                                        "(use transformers or openai)")
         return _backends[key]
 
 
 def encoder_path(path=None):
     path = path or getattr(settings, "HUMEVAL_ENCODER_PATH", "") or embedded_encoder_path()
     if not os.path.isdir(path):
-        raise ModelNotAvailable(f"encoder directory {path} does not exist: set HUMEVAL_ENCODER_PATH to a sentence-transformers directory")
+        raise ModelNotAvailable(f"encoder directory {path} does not exist: "
+                                "set HUMEVAL_ENCODER_PATH to a sentence-transformers directory")
     return path
 
 
@@ -66,7 +68,8 @@ def get_encoder(path=None, device=None):
             try:
                 _encoders[(path, device)] = SentenceTransformer(path, device=device, local_files_only=True)
             except OSError as exc:
-                raise ModelNotAvailable(f"encoder {path} cannot be loaded offline: fix HUMEVAL_ENCODER_PATH ({exc})") from exc
+                raise ModelNotAvailable(f"encoder {path} cannot be loaded offline: "
+                                        f"fix HUMEVAL_ENCODER_PATH ({exc})") from exc
         return _encoders[(path, device)]
 
 

@@ -28,7 +28,8 @@ def _load(spec, name):
             raise ModelNotAvailable(
                 f"model {name!r}: {os.path.join(path, spec['gguf_file'])} does not exist: fix HUMEVAL_MODELS[{name!r}]")
     elif os.path.sep in path and not os.path.isdir(path):
-        raise ModelNotAvailable(f"model {name!r}: directory {path} does not exist: fix HUMEVAL_MODELS[{name!r}]['path']")
+        raise ModelNotAvailable(f"model {name!r}: directory {path} does not exist: "
+                                f"fix HUMEVAL_MODELS[{name!r}]['path']")
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
@@ -90,7 +91,8 @@ class TransformersBackend(CachingBackend):
         self.threads = apply_torch_threads(torch, spec.get("threads"))
         self.decoding = spec.get("decoding", "shared-prefix")
         if self.decoding not in ("shared-prefix", "generate"):
-            raise ModelNotAvailable(f"model {name!r}: decoding must be 'shared-prefix' or 'generate', not {self.decoding!r}")
+            raise ModelNotAvailable(f"model {name!r}: decoding must be 'shared-prefix' or 'generate', "
+                                    f"not {self.decoding!r}")
         self.tokenizer, self.model = load_model(spec, name, self.device)
         self.eos_ids = end_of_sequence_ids(self.tokenizer, self.model)
         self._torch = torch

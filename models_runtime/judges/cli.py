@@ -5,6 +5,7 @@ import sys
 
 from django.core.management.base import CommandError
 
+from evaluation.vocabulary import DEFAULT_MODEL
 from humeval.jsonl import json_lines
 
 
@@ -12,25 +13,25 @@ def read_jsonl(path, required=()):
     """Rows of a JSONL file; CommandError listing every `line N: ...` problem."""
     rows, errors = [], []
     try:
-        handle = open(path, encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            parsed = list(json_lines(handle))
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
-    with handle:
-        for number, row, error in json_lines(handle):
-            if error:
-                errors.append(f"line {number}: not JSON ({error.msg})")
-                continue
-            if not isinstance(row, dict):
-                errors.append(f"line {number}: expected a JSON object")
-                continue
-            if "study" in row and "item_id" not in row:
-                rows.append(row)  # a batch header; callers skip it
-                continue
-            missing = [k for k in required if not isinstance(row.get(k), str)]
-            if missing:
-                errors.append(f"line {number}: missing or non-text {', '.join(missing)}")
-                continue
-            rows.append(row)
+    for number, row, error in parsed:
+        if error:
+            errors.append(f"line {number}: not JSON ({error.msg})")
+            continue
+        if not isinstance(row, dict):
+            errors.append(f"line {number}: expected a JSON object")
+            continue
+        if "study" in row and "item_id" not in row:
+            rows.append(row)  # a batch header; callers skip it
+            continue
+        missing = [k for k in required if not isinstance(row.get(k), str)]
+        if missing:
+            errors.append(f"line {number}: missing or non-text {', '.join(missing)}")
+            continue
+        rows.append(row)
     if errors:
         raise CommandError("; ".join(errors))
     return rows
@@ -41,7 +42,7 @@ def backend_for(model, device):
     from models_runtime.backends.registry import get_backend
 
     try:
-        return get_backend(model or "smollm2", device=device)
+        return get_backend(model or DEFAULT_MODEL, device=device)
     except ModelNotAvailable as exc:
         raise CommandError(str(exc)) from exc
 
@@ -54,7 +55,8 @@ def progress_bar(total, desc):
 
 
 def add_model_arguments(parser):
-    parser.add_argument("--model", default="smollm2", help="a model name from HUMEVAL_MODELS (default: smollm2)")
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help=f"a model name from HUMEVAL_MODELS (default: {DEFAULT_MODEL})")
     parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
 
 

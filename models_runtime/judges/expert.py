@@ -3,7 +3,13 @@ text, as four batched LLM steps over all items at once.
 
 1. aspect extraction for every reference and output;
 2. aspect matching: each aspect against the other side's list (one call per aspect);
-3. content check and 4. style check for every matched (reference, generated) pair.
+3. content check and 4. style check of every match. As the official code does
+   (github.com/alirezasalemi7/ExPerT, expert_score/matching/match.py), each matched aspect
+   gets its own checks with its own aspect first: a recall match (reference aspect ->
+   generated) asks about (reference, generated), a precision match about (generated,
+   reference), so the two sides can disagree. `ExpertConfig(shared_checks=True)` instead
+   checks each distinct (reference, generated) pair once for both sides, which saves calls;
+   every explanation states which was used (`checks`: "separate" or "shared").
 Malformed answers are retried with rising temperature (steps.RetryPolicy), then count as
 unmatched. Scores come from evaluation.expert_score (statistics.md). Prompt wording is ours.
 """
@@ -52,6 +58,11 @@ class ExpertConfig:
     policy: RetryPolicy = RetryPolicy()
     batched: bool = True
     seed: int = 0
+    shared_checks: bool = False  # True: one content/style check per (reference, generated) pair
+
+    @property
+    def checks(self) -> str:
+        return "shared" if self.shared_checks else "separate"
 
 
 def _chat(text):
@@ -99,8 +110,10 @@ def explain(records, backend, config=ExpertConfig(), progress=None):
     # Step 1: aspects of every reference (even slots) and output (odd slots).
     prompts = []
     for r in records:
-        prompts += [extraction_prompt(r.get("input", ""), r["reference"]), extraction_prompt(r.get("input", ""), r["output"])]
-    found, attempts = run_step(backend, prompts, lambda i, t: parse_aspects(t), extract_params, config.policy, config.batched)
+        prompts += [extraction_prompt(r.get("input", ""), r["reference"]),
+                    extraction_prompt(r.get("input", ""), r["output"])]
+    found, attempts = run_step(backend, prompts, lambda i, t: parse_aspects(t), extract_params, config.policy,
+                               config.batched)
     aspects = [(found[2 * k] or [], found[2 * k + 1] or []) for k in range(n)]
     for k in range(n):
         calls[k] += attempts[2 * k] + attempts[2 * k + 1]
@@ -124,13 +137,8 @@ def explain(records, backend, config=ExpertConfig(), progress=None):
             matches[k].append({"side": side, "from": aspect["aspect"], "to": decision[0], "reason": decision[1]})
     _progress(progress, "matching")
 
-    # Steps 3 and 4: one content and one style check per distinct (reference, generated) pair.
-    pairs = {}
-    for k, item_matches in enumerate(matches):
-        by_title = ({a["aspect"]: a for a in aspects[k][0]}, {a["aspect"]: a for a in aspects[k][1]})
-        for m in item_matches:
-            ref_title, gen_title = (m["from"], m["to"]) if m["side"] == "recall" else (m["to"], m["from"])
-            pairs.setdefault((k, ref_title, gen_title), (by_title[0][ref_title], by_title[1][gen_title]))
+    # Steps 3 and 4: content and style checks of every match (see the module docstring).
+    pairs = _check_pairs(matches, aspects, config)
     keys = list(pairs)
     checks = {}
     for name, build in (("content", content_prompt), ("style", style_prompt)):
@@ -147,7 +155,7 @@ def explain(records, backend, config=ExpertConfig(), progress=None):
         ref, gen = aspects[k]
         side_matches = {"recall": [], "precision": []}
         for m in matches[k]:
-            key = (k, m["from"], m["to"]) if m["side"] == "recall" else (k, m["to"], m["from"])
+            key = _check_key(k, m, config)
             (c, c_reason), (s, s_reason) = checks[("content", key)], checks[("style", key)]
             m.update(content_match=c, content_reason=c_reason, style_match=s, style_reason=s_reason)
             side_matches[m["side"]].append((c, s))
@@ -155,14 +163,46 @@ def explain(records, backend, config=ExpertConfig(), progress=None):
         explanations.append({
             "score": scores["score"], "precision": scores["precision"], "recall": scores["recall"],
             "variants": scores["variants"], "aspects_reference": ref, "aspects_generated": gen,
-            "matches": matches[k], "llm_calls": calls[k],
+            "matches": matches[k], "llm_calls": calls[k], "checks": config.checks,
         })
     return explanations
 
 
+def _check_pairs(matches, aspects, config):
+    """{check key: (first aspect, second aspect)} of the content and style checks: each
+    match's own aspect first (official), or (reference, generated) when shared."""
+    pairs = {}
+    for k, item_matches in enumerate(matches):
+        reference = {a["aspect"]: a for a in aspects[k][0]}
+        generated = {a["aspect"]: a for a in aspects[k][1]}
+        for m in item_matches:
+            if m["side"] == "recall":
+                own, matched = reference[m["from"]], generated[m["to"]]
+            else:
+                own, matched = generated[m["from"]], reference[m["to"]]
+            if config.shared_checks and m["side"] == "precision":
+                own, matched = matched, own  # shared: always (reference, generated)
+            pairs.setdefault(_check_key(k, m, config), (own, matched))
+    return pairs
+
+
+def _check_key(k, match, config):
+    """Which check a match uses: its own (item, side, aspect), or with shared checks the
+    item's (reference title, generated title) pair."""
+    if not config.shared_checks:
+        return (k, match["side"], match["from"])
+    if match["side"] == "recall":
+        return (k, match["from"], match["to"])
+    return (k, match["to"], match["from"])
+
+
 def corpus_result(explanations):
-    """The `manage.py expert` document: corpus mean F, the items, total LLM calls."""
+    """The `manage.py expert` document: corpus mean F, the items, total LLM calls, LLM calls
+    per item, and which content/style checks were used."""
     from evaluation.expert_score import corpus_score
 
+    total = sum(e["llm_calls"] for e in explanations)
     return {"score": corpus_score([e["score"] for e in explanations]) if explanations else None,
-            "items": explanations, "llm_calls": sum(e["llm_calls"] for e in explanations)}
+            "items": explanations, "llm_calls": total,
+            "llm_calls_per_item": total / len(explanations) if explanations else None,
+            "checks": explanations[0]["checks"] if explanations else None}

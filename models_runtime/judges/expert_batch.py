@@ -9,9 +9,10 @@ INSTRUCTIONS = ("Each response was compared with the user's own expected output.
                 "the better response, then rate how useful the explanations were.")
 
 
-def explanation_batch(rows, backend, slug=None, config=ExpertConfig(), progress=None):
+def explanation_batch(rows, backend, slug=None, config=None, progress=None):
     """rows: a pairwise batch (header optional) -> (header, items, llm_calls). Items keep
     their keys and gain `explanations` {candidate id: explanation}."""
+    config = config or ExpertConfig()
     header = next((r for r in rows if "study" in r and "item_id" not in r), None)
     items = [r for r in rows if "item_id" in r]
     errors = [f"item {r['item_id']}: needs a reference and 2 candidates" for r in items
@@ -23,7 +24,8 @@ def explanation_batch(rows, backend, slug=None, config=ExpertConfig(), progress=
     records, owners = [], []
     for item in items:
         for candidate in item["candidates"]:
-            records.append({"input": item.get("input", ""), "output": candidate["text"], "reference": item["reference"]})
+            records.append({"input": item.get("input", ""), "output": candidate["text"],
+                            "reference": item["reference"]})
             owners.append((item["item_id"], candidate["id"]))
     explanations = explain(records, backend, config, progress=progress)
     by_item = {}

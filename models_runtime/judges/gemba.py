@@ -2,7 +2,8 @@
 0-100 score. The prompt is our own reference-based wording (not the GEMBA paper's)."""
 from models_runtime.backends.base import SamplingParams
 
-from .json_parsing import ParseError, parse_score
+from .json_parsing import ParseError
+from .score_text import parse_score
 from .steps import generate
 
 PROMPT = (

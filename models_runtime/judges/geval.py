@@ -1,8 +1,11 @@
 """G-Eval-style scoring: 20 samples at temperature 1 per record, score = mean of the
 parsed 1-5 ratings; unparseable samples are dropped and counted. Prompt wording is ours."""
+import contextlib
+
 from models_runtime.backends.base import SamplingParams
 
-from .json_parsing import ParseError, parse_score
+from .json_parsing import ParseError
+from .score_text import parse_score
 
 PROMPT = (
     "You will rate a response against the expected output that the user wrote themselves.\n"
@@ -31,10 +34,8 @@ def geval_details(records, backend, samples=SAMPLES, temperature=1.0, max_new_to
     for gens in outputs:
         values = []
         for gen in gens:
-            try:
+            with contextlib.suppress(ParseError):  # unparsed: dropped and counted below
                 values.append(parse_score(gen.text, LOW, HIGH))
-            except ParseError:
-                pass
         details.append({"score": sum(values) / len(values) if values else None,
                         "parsed": len(values), "dropped": len(gens) - len(values)})
     return details

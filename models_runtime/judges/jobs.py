@@ -1,111 +1,186 @@
-"""Judge runs as resumable jobs (models_runtime.jobs), so the dashboard and
-`POST /api/jobs/` can start them:
+"""Judge runs as resumable jobs (models_runtime.jobs): the `perse`, `expert`,
+`expert_batch` and `probes` commands submit these, and so can `POST /api/jobs/`.
 
-- `perse`: params {study, model?, k?, evaluator?, device?}; one job item per annotator.
-- `expert_batch`: params {input, out, slug?, model?, device?}; one job item per batch
-  item; `finish` writes the explanation_choice batch to `out`.
+- `perse`: params {study, model?, k?, evaluator?, device?}; one item per annotator.
+- `expert`: params {input, out?, model?, device?, max_attempts?, extract_tokens?,
+  judge_tokens?}; one item per record (key = its 0-based position); `finish` builds the
+  corpus document and writes it to `out`.
+- `expert_batch`: params {input, out, slug?, model?, device?}; one item per batch item;
+  `finish` writes the explanation_choice batch to `out`.
+- `probes`: params {input, metrics, suffix?, swap?, model?, device?}; one item per
+  suffix-probed metric (`suffix:<metric>`) plus `order_swap`.
+Input files are fingerprinted in the params (`input_sha256`): an edited file starts a new
+job instead of resuming one made from other contents.
 """
-import os
+import json
+from pathlib import Path
 
-from annotate.models import Judgment, Study
-from models_runtime.jobs import JobParamsError, register_job_kind
+from django.core.management.base import CommandError
+
+from annotate import services
+from evaluation.vocabulary import DEFAULT_MODEL
+from models_runtime.jobs import JobKind, JobParamsError, file_sha256
+from models_runtime.metrics.registry import get_metric
 from models_runtime.models import JobItem
+
+from .cli import read_jsonl
+from .expert import ExpertConfig, corpus_result, explain
+from .expert_batch import explanation_batch, write_batch
+from .perse import predict, store, study_info
+from .probes import SUFFIX, order_probe, records_from_lines, suffix_probe
+from .steps import RetryPolicy
 
 
 def _backend(params):
+    """The judge model of a job (tests replace this function with a scripted backend)."""
     from models_runtime.backends.registry import get_backend
 
-    return get_backend(params.get("model") or "smollm2", device=params.get("device"))
+    return get_backend(params.get("model") or DEFAULT_MODEL, device=params.get("device"))
+
+
+def _read(path, required=()):
+    try:
+        return read_jsonl(path, required=required)
+    except CommandError as exc:
+        raise JobParamsError(str(exc)) from exc
+
+
+def _input_params(params, required_keys=("input",)):
+    """Required keys present; `input` resolved and fingerprinted; `out` resolved."""
+    for key in required_keys:
+        if not params.get(key):
+            raise JobParamsError(f"--{key.replace('_', '-')} is required")
+    out = dict(params, input=str(Path(params["input"]).resolve()))
+    if Path(out["input"]).is_file():
+        out["input_sha256"] = file_sha256(out["input"])
+    if params.get("out"):
+        out["out"] = str(Path(params["out"]).resolve())
+        if not Path(out["out"]).parent.is_dir():
+            raise JobParamsError(f"the directory of {out['out']} does not exist")
+    return out
+
+
+def _results(job):
+    """{key: result} of the job's successful items."""
+    return {ji.key: ji.result for ji in JobItem.objects.filter(job=job, error="")}
 
 
 # ---- perse -------------------------------------------------------------------------------
 
+PERSE_COUNTS = ("predictions", "unparsed", "na", "skipped", "created", "updated")
+
+
 def validate_perse(params):
     slug = params.get("study") or params.get("slug")
-    study = Study.objects.filter(slug=slug).first() if slug else None
-    if study is None:
-        raise JobParamsError(f"study {slug!r} does not exist")
-    if study.kind != "aspect_pairwise":
-        raise JobParamsError(f"study {slug!r} is {study.kind}; the PerSE evaluator needs aspect_pairwise")
+    if not slug:
+        raise JobParamsError("perse needs a study slug")
+    try:
+        study_info(slug)
+    except ValueError as exc:
+        raise JobParamsError(str(exc)) from exc
     k = int(params.get("k") or 1)
     if k < 1:
         raise JobParamsError("k must be at least 1")
-    model = params.get("model") or "smollm2"
+    model = params.get("model") or DEFAULT_MODEL
     return {"study": slug, "model": model, "k": k, "evaluator": params.get("evaluator") or f"perse-{model}",
             "device": params.get("device"), "chunk_size": params.get("chunk_size", 4)}
 
 
 def perse_items(job):
-    return sorted(set(Judgment.objects.filter(study__slug=job.params["study"])
-                      .values_list("annotator__username", flat=True)))
+    return services.judging_annotators(job.params["study"])
 
 
 def perse_chunk(job, usernames):
-    from .perse import perse_predict
-
-    study = Study.objects.get(slug=job.params["study"])
-    result = perse_predict(study, _backend(job.params), k=job.params["k"], evaluator=job.params["evaluator"],
-                           annotators=usernames)
-    return {u: {"chunk": result} for u in usernames}
+    """One batched LLM call for the chunk's annotators; predictions stored per annotator."""
+    p = job.params
+    info = study_info(p["study"])
+    rows, skipped = predict(info, _backend(p), k=p["k"], evaluator=p["evaluator"], annotators=usernames)
+    return {u: store(info.slug, [r for r in rows if r.annotator == u], {u: skipped[u]}) for u in usernames}
 
 
 def perse_finish(job):
-    from annotate.models import Prediction
+    """The counts of `perse_predict`, summed over the annotators."""
+    results = _results(job).values()
+    return {"study": job.params["study"], "evaluator": job.params["evaluator"],
+            **{n: sum(r[n] for r in results) for n in PERSE_COUNTS}}
 
-    rows = Prediction.objects.filter(study__slug=job.params["study"], evaluator=job.params["evaluator"])
-    return {"study": job.params["study"], "evaluator": job.params["evaluator"], "predictions": rows.count(),
-            "unparsed": rows.filter(value="").count()}
+
+PERSE = JobKind("perse", items=perse_items, process_chunk=perse_chunk, finish=perse_finish, validate=validate_perse,
+                chunk_size=4)
 
 
-register_job_kind("perse", items=perse_items, process_chunk=perse_chunk, finish=perse_finish,
-                  validate=validate_perse, chunk_size=4)
+# ---- expert ------------------------------------------------------------------------------
+
+def _expert_records(path):
+    return [r for r in _read(path, required=("output", "reference")) if "study" not in r]
+
+
+def validate_expert(params):
+    out = _input_params(params)
+    if not _expert_records(out["input"]):
+        raise JobParamsError(f"{params['input']}: no records")
+    for key, default in (("max_attempts", 3), ("extract_tokens", ExpertConfig.extract_tokens),
+                         ("judge_tokens", ExpertConfig.judge_tokens)):
+        out[key] = int(default if params.get(key) is None else params[key])
+        if out[key] < 1:
+            raise JobParamsError("--max-attempts, --extract-tokens and --judge-tokens must be at least 1")
+    return dict(out, model=params.get("model") or DEFAULT_MODEL, chunk_size=params.get("chunk_size") or 64)
+
+
+def expert_items(job):
+    return [str(n) for n in range(len(_expert_records(job.params["input"])))]
+
+
+def expert_chunk(job, keys):
+    p = job.params
+    records = _expert_records(p["input"])
+    config = ExpertConfig(extract_tokens=p["extract_tokens"], judge_tokens=p["judge_tokens"],
+                          policy=RetryPolicy(max_attempts=p["max_attempts"]),
+                          shared_checks=bool(p.get("shared_checks", False)))
+    explanations = explain([records[int(k)] for k in keys], _backend(p), config)
+    return dict(zip(keys, explanations))
+
+
+def expert_finish(job):
+    results = _results(job)
+    document = corpus_result([results[k] for k in sorted(results, key=int)])
+    if job.params.get("out"):
+        with open(job.params["out"], "w", encoding="utf-8") as handle:
+            json.dump(document, handle, ensure_ascii=False)
+    return document
+
+
+EXPERT = JobKind("expert", items=expert_items, process_chunk=expert_chunk, finish=expert_finish,
+                 validate=validate_expert, chunk_size=64)
 
 
 # ---- expert_batch ------------------------------------------------------------------------
 
-def _read_batch(path):
-    from django.core.management.base import CommandError
-
-    from .cli import read_jsonl
-
-    try:
-        return read_jsonl(path)
-    except CommandError as exc:
-        raise JobParamsError(str(exc)) from exc
-
-
 def validate_expert_batch(params):
-    for key in ("input", "out"):
-        if not params.get(key):
-            raise JobParamsError(f"expert_batch needs {key!r}")
-    if not os.path.isfile(params["input"]):
-        raise FileNotFoundError(f"{params['input']} does not exist")
-    rows = _read_batch(params["input"])
-    items = [r for r in rows if "item_id" in r]
+    out = _input_params(params, ("input", "out"))
+    items = [r for r in _read(out["input"]) if "item_id" in r]
     if not items:
         raise JobParamsError(f"{params['input']}: no items")
-    bad = [r["item_id"] for r in items if len(r.get("candidates") or []) != 2 or not isinstance(r.get("reference"), str)]
+    bad = [r["item_id"] for r in items
+           if len(r.get("candidates") or []) != 2 or not isinstance(r.get("reference"), str)]
     if bad:
         raise JobParamsError(f"items without a reference and 2 candidates: {', '.join(map(str, bad))}")
-    return dict(params, model=params.get("model") or "smollm2", chunk_size=params.get("chunk_size", 16))
+    return dict(out, model=params.get("model") or DEFAULT_MODEL, chunk_size=params.get("chunk_size") or 32)
 
 
 def expert_batch_items(job):
-    return [str(r["item_id"]) for r in _read_batch(job.params["input"]) if "item_id" in r]
+    return [str(r["item_id"]) for r in _read(job.params["input"]) if "item_id" in r]
 
 
 def expert_batch_chunk(job, keys):
-    from .expert_batch import explanation_batch
-
-    rows = [r for r in _read_batch(job.params["input"]) if str(r.get("item_id")) in set(keys)]
+    wanted = set(keys)
+    rows = [r for r in _read(job.params["input"]) if str(r.get("item_id")) in wanted]
     _, items, _ = explanation_batch(rows, _backend(job.params), job.params.get("slug"))
     return {str(item["item_id"]): item for item in items}
 
 
 def expert_batch_finish(job):
-    from .expert_batch import explanation_batch, write_batch
-
-    rows = _read_batch(job.params["input"])
+    rows = _read(job.params["input"])
     header, _, _ = explanation_batch([r for r in rows if "item_id" not in r], None, job.params.get("slug"))
     failed = JobItem.objects.filter(job=job).exclude(error="").count()
     items = [ji.result for ji in JobItem.objects.filter(job=job, error="").order_by("position") if ji.result]
@@ -115,5 +190,64 @@ def expert_batch_finish(job):
             "out": job.params["out"]}
 
 
-register_job_kind("expert_batch", items=expert_batch_items, process_chunk=expert_batch_chunk,
-                  finish=expert_batch_finish, validate=validate_expert_batch, chunk_size=16)
+EXPERT_BATCH = JobKind("expert_batch", items=expert_batch_items, process_chunk=expert_batch_chunk,
+                       finish=expert_batch_finish, validate=validate_expert_batch, chunk_size=32)
+
+
+# ---- probes ------------------------------------------------------------------------------
+
+ORDER_SWAP = "order_swap"
+
+
+def _probe_records(path):
+    try:
+        return records_from_lines(_read(path))
+    except ValueError as exc:
+        raise JobParamsError(str(exc)) from exc
+
+
+def validate_probes(params):
+    out = _input_params(params)
+    singles, pairs = _probe_records(out["input"])
+    bad = [str(r.get("id", "?")) for r in singles
+           if not isinstance(r.get("output"), str) or not isinstance(r.get("reference"), str)]
+    if bad:
+        raise JobParamsError(f"records without output/reference: {', '.join(bad)}")
+    if not singles:
+        raise JobParamsError(f"{params['input']}: no records")
+    metrics = params.get("metrics") or "gemba,geval,expert"
+    metrics = [m.strip() for m in (metrics.split(",") if isinstance(metrics, str) else metrics) if m.strip()]
+    for name in metrics:
+        get_metric(name)  # UnknownMetric names the known ones
+    return dict(out, metrics=list(dict.fromkeys(metrics)), suffix=params.get("suffix") or SUFFIX,
+                swap=bool(params.get("swap", True)) and bool(pairs), model=params.get("model") or DEFAULT_MODEL,
+                chunk_size=1)
+
+
+def probes_items(job):
+    return [f"suffix:{m}" for m in job.params["metrics"]] + ([ORDER_SWAP] if job.params["swap"] else [])
+
+
+def probes_chunk(job, keys):
+    p = job.params
+    singles, pairs = _probe_records(p["input"])
+    out = {}
+    for key in keys:
+        if key == ORDER_SWAP:
+            out[key] = order_probe(pairs, _backend(p))
+        else:
+            name = key.removeprefix("suffix:")
+            out[key] = suffix_probe(singles, [name], model=p["model"], device=p.get("device"), suffix=p["suffix"])[name]
+    return out
+
+
+def probes_finish(job):
+    results = _results(job)
+    swap = {"pairwise": results[ORDER_SWAP]} if ORDER_SWAP in results else None
+    return {"suffix": {"text": job.params["suffix"],
+                       "metrics": {m: results[f"suffix:{m}"] for m in job.params["metrics"]}},
+            "order_swap": swap}
+
+
+PROBES = JobKind("probes", items=probes_items, process_chunk=probes_chunk, finish=probes_finish,
+                 validate=validate_probes, chunk_size=1)

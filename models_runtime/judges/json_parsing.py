@@ -207,25 +207,3 @@ def parse_decision(text):
     """Content or style check: {reason, is_matched} -> (bool, reason)."""
     value, decision = _is_matched(text)
     return decision, _text(value.get("reason"))
-
-
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
-
-
-def parse_score(text, low, high):
-    """The first number in [low, high] in a judge's answer ("Score: 4", "4/5", "{"score": 80}").
-    Raises ParseError when there is none."""
-    if not isinstance(text, str):
-        raise ParseError("not a text")
-    try:
-        value = extract_json(text, "object")
-        if isinstance(value, dict) and isinstance(value.get("score"), (int, float)) and not isinstance(value.get("score"), bool):
-            if low <= value["score"] <= high:
-                return float(value["score"])
-    except ParseError:
-        pass
-    for match in _NUMBER.finditer(text):
-        number = float(match.group())
-        if low <= number <= high:
-            return number
-    raise ParseError(f"no score between {low} and {high}")

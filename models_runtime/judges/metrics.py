@@ -1,11 +1,12 @@
 """The LLM judges as named metrics for `manage.py score` (metrics registry)."""
+from evaluation.vocabulary import DEFAULT_MODEL
 from models_runtime.metrics.registry import register_metric
 
 
 def _backend(model, device):
     from models_runtime.backends.registry import get_backend
 
-    return get_backend(model or "smollm2", device=device)
+    return get_backend(model or DEFAULT_MODEL, device=device)
 
 
 @register_metric("gemba")

@@ -3,16 +3,14 @@
 For each annotator and aspect, K of the annotator's other judgments on that aspect (the
 most recent earlier ones first, then later ones when too few came before) form the
 profile: premise, both plots, and which one this reader chose. The LLM predicts the
-reader's choice on the target item. Predictions are stored per annotator as
-annotate.Prediction rows (value = candidate id, "N/A", or "" when unparseable).
+reader's choice on the target item. Predictions are stored per annotator through
+annotate.services (value = candidate id, "N/A", or "" when unparseable).
 Prompt wording is ours.
 """
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 
-from django.db import transaction
-
-from annotate.kinds import ASPECT_PAIRWISE, study_aspects
+from annotate import services
 from models_runtime.backends.base import SamplingParams
 
 from .steps import generate
@@ -70,55 +68,58 @@ def profile_for(history, index, k):
     return (earlier + later)[:k]
 
 
-def perse_predict(study, backend, *, k=1, evaluator="perse-smollm2", max_new_tokens=8, max_chars=1500, batched=True,
-                  annotators=None):
-    """Predict every non-gold judgment of `study` (of `annotators` usernames only, when
-    given) and store the predictions (idempotent: re-running replaces this evaluator's
-    values). Returns counts."""
-    from annotate.models import Judgment, Prediction
+def study_info(study):
+    """The services.StudyInfo of a slug, or of anything with `.slug` (a Study, a StudyInfo)."""
+    slug = study if isinstance(study, str) else study.slug
+    info = services.get_study(slug)
+    if info is None:
+        raise ValueError(f"study {slug!r} does not exist")
+    if info.kind != services.ASPECT_PAIRWISE:
+        raise ValueError(f"study {info.slug} is {info.kind}, the PerSE evaluator needs aspect_pairwise")
+    return info
 
-    if study.kind != ASPECT_PAIRWISE:
-        raise ValueError(f"study {study.slug} is {study.kind}, the PerSE evaluator needs aspect_pairwise")
+
+def predict(info, backend, *, k, evaluator, max_new_tokens=8, max_chars=1500, batched=True, annotators=None):
+    """Predictions of every non-gold judgment of the study (of `annotators` usernames
+    only, when given), in one batched backend call. -> (rows [services.PredictionRow],
+    Counter of judgments skipped per annotator for want of a profile)."""
     if k < 1:
         raise ValueError("k must be at least 1")
-    aspects = {a["key"]: a["question"] for a in study_aspects(study.config)}
-    judgments = (Judgment.objects.filter(study=study, item__is_gold=False, question__in=list(aspects))
-                 .select_related("item", "annotator").order_by("submitted_at", "id"))
-    if annotators is not None:
-        judgments = judgments.filter(annotator__username__in=list(annotators))
+    aspects = {a["key"]: a["question"] for a in info.aspects}
     histories = defaultdict(list)
-    for j in judgments:
-        histories[(j.annotator.username, j.question)].append(j)
-
-    jobs, prompts, skipped = [], [], 0
+    for j in services.judgments_for_perse(info.slug, list(aspects), annotators):
+        histories[(j.annotator, j.question)].append(j)
+    targets, prompts, skipped = [], [], Counter()
     for (username, aspect), history in sorted(histories.items()):
         for index, target in enumerate(history):
             profile = profile_for(history, index, k)
             if not profile:
-                skipped += 1
+                skipped[username] += 1
                 continue
-            jobs.append((username, aspect, target.item))
-            prompts.append(build_prompt(aspects[aspect], [(p.item.data, p.value) for p in profile],
-                                        target.item.data, max_chars))
+            targets.append(target)
+            prompts.append(build_prompt(aspects[aspect], [(p.item_data, p.value) for p in profile],
+                                        target.item_data, max_chars))
     texts = generate(backend, prompts, SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0), batched)
-    values = [parse_answer(text, item.data) for (_, _, item), text in zip(jobs, texts)]
+    rows = [services.PredictionRow(item_key=t.item_key, evaluator=evaluator, annotator=t.annotator,
+                                   question=t.question, value=parse_answer(text, t.item_data))
+            for t, text in zip(targets, texts)]
+    return rows, skipped
 
-    with transaction.atomic():
-        existing = Prediction.objects.filter(study=study, evaluator=evaluator)
-        if annotators is not None:
-            existing = existing.filter(annotator__in=list(annotators))
-        existing = {(p.item_id, p.annotator, p.question): p for p in existing}
-        create, update = [], []
-        for (username, aspect, item), value in zip(jobs, values):
-            row = existing.get((item.id, username, aspect))
-            if row is None:
-                create.append(Prediction(study=study, item=item, evaluator=evaluator, annotator=username,
-                                         question=aspect, value=value))
-            elif row.value != value:
-                row.value = value
-                update.append(row)
-        Prediction.objects.bulk_create(create)
-        Prediction.objects.bulk_update(update, ["value"])
-    return {"study": study.slug, "evaluator": evaluator, "predictions": len(jobs),
-            "unparsed": values.count(""), "na": values.count(NA), "skipped": skipped,
-            "created": len(create), "updated": len(update)}
+
+def store(slug, rows, skipped):
+    """Upsert the rows -> the counts PerSE reports."""
+    stored = services.upsert_predictions(slug, rows)
+    values = [r.value for r in rows]
+    return {"predictions": len(rows), "unparsed": values.count(""), "na": values.count(NA),
+            "skipped": sum(skipped.values()), "created": stored.created, "updated": stored.updated}
+
+
+def perse_predict(study, backend, *, k=1, evaluator="perse-smollm2", max_new_tokens=8, max_chars=1500, batched=True,
+                  annotators=None):
+    """Predict every non-gold judgment of `study` (a slug or a Study; of `annotators`
+    usernames only, when given) and store the predictions (idempotent: re-running
+    replaces this evaluator's values). Returns counts."""
+    info = study_info(study)
+    rows, skipped = predict(info, backend, k=k, evaluator=evaluator, max_new_tokens=max_new_tokens,
+                            max_chars=max_chars, batched=batched, annotators=annotators)
+    return {"study": info.slug, "evaluator": evaluator, **store(info.slug, rows, skipped)}

@@ -4,6 +4,7 @@ prompts with rising temperature, up to a limit.
 Identical prompts within a step are sent once and share the answer. Every prompt records
 how many attempts it needed, so callers can count LLM calls per item.
 """
+import contextlib
 import json
 from dataclasses import dataclass, replace
 
@@ -28,10 +29,7 @@ def generate(backend, prompts, params, batched=True):
     `batched` is False (the baseline of the benchmark)."""
     if not prompts:
         return []
-    if batched:
-        outputs = backend.generate(prompts, params)
-    else:
-        outputs = [backend.generate([p], params)[0] for p in prompts]
+    outputs = backend.generate(prompts, params) if batched else [backend.generate([p], params)[0] for p in prompts]
     return [gens[0].text if gens else "" for gens in outputs]
 
 
@@ -67,10 +65,8 @@ def run_step(backend, prompts, parse, params, policy=RetryPolicy(), batched=True
                 if ok and j == i:
                     results[j] = value
                 elif ok:
-                    try:
+                    with contextlib.suppress(ParseError):
                         results[j] = parse(j, text)
-                    except ParseError:
-                        pass
             if not ok:
                 failed.append(i)
         pending = failed

@@ -52,9 +52,13 @@
     const button = itemForm().querySelector("button[type=submit]");
     if (button) button.focus();
   }
-  function announce(text) {
+  function announce(text, level) { // level: "ok" (default), "warning" or "error" (styled apart from "Saved.")
     const status = document.getElementById("status");
-    if (status) status.textContent = text;
+    if (!status) return;
+    const notice = document.createElement("span");
+    notice.className = "notice " + (level || "ok");
+    notice.textContent = text;
+    status.replaceChildren(notice);
   }
 
   /* ---- A new item arrived (page load or htmx swap) ---- */
@@ -85,7 +89,7 @@
     questions().forEach(function (q) { q.classList.toggle("missing", !answered(q)); });
     if (missing.length) {
       event.preventDefault();
-      announce("Please answer " + missing.length + " more question" + (missing.length > 1 ? "s" : "") + " first.");
+      announce("Please answer " + missing.length + " more question" + (missing.length > 1 ? "s" : "") + " first.", "error");
       focusQuestion(missing[0]);
       return;
     }
@@ -103,7 +107,7 @@
   });
   ["htmx:sendError", "htmx:responseError"].forEach(function (name) {
     document.body.addEventListener(name, function () {
-      announce("Your answer could not be sent (network or server problem). It is not lost: press Enter to try again.");
+      announce("Your answer could not be sent (network or server problem). It is not lost: press Enter to try again.", "error");
     });
   });
 

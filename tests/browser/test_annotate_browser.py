@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from annot_browser import chromium, new_page, plain_http_live_server  # noqa: F401 (fixtures)
-from annot_helpers import empty_tables_after_module, explanation, make_person  # noqa: F401 (fixture)
 from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
-from annotate.models import Assignment, AuditLog, Item, Judgment, Study
+from annotate.models import Assignment, AuditLog, Judgment
+from tests.factories import add_items, explanation, make_study, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("empty_tables_after_module")]
@@ -44,15 +43,12 @@ PLOT_B = ("A lighthouse keeper receives a letter from her younger self, written 
 
 
 def annotator(name="annie"):
-    return make_person(name, password=PASSWORD)
+    return make_user(name, password=PASSWORD)
 
 
 def study_with_item(kind, data, slug=None, overlap=1, n=1, **fields):
-    study = Study.objects.create(slug=slug or kind.replace("_", "-"), kind=kind, title=TITLES[kind],
-                                 instructions=INSTRUCTIONS[kind], annotations_per_item=overlap, gold_rate=0,
-                                 **fields)
-    for i in range(n):
-        Item.objects.create(study=study, item_id=f"{study.slug}-{i}", position=i, data=data, content_hash=str(i))
+    study = make_study(kind, slug, overlap, title=TITLES[kind], instructions=INSTRUCTIONS[kind], **fields)
+    add_items(study, [(f"{study.slug}-{i}", data, None) for i in range(n)])
     return study
 
 
@@ -69,11 +65,13 @@ INSTRUCTIONS = {
     ASPECT_PAIRWISE: "Read the premise and both plots, then answer the five questions.",
 }
 PAIRWISE_DATA = {"input": REVIEW_REQUEST, "reference": REFERENCE,
-                 "candidates": [{"id": "formal-model", "text": CANDIDATE_1}, {"id": "styled-model", "text": CANDIDATE_2}]}
+                 "candidates": [{"id": "formal-model", "text": CANDIDATE_1},
+                                {"id": "styled-model", "text": CANDIDATE_2}]}
 EXPLANATION_DATA = {**PAIRWISE_DATA, "explanations": {"formal-model": explanation("formal"),
                                                       "styled-model": explanation("styled")}}
 SIMILARITY_DATA = {"document": {"id": "d1", "text": "not shown"}, "users": ["u1", "u2"], "pairs": [
-    {"id": "ref", "source": "reference", "texts": ["Storm closes coastal roads", "Coastal towns brace for storm damage"]},
+    {"id": "ref", "source": "reference", "texts": ["Storm closes coastal roads",
+                                                   "Coastal towns brace for storm damage"]},
     {"id": "m1-c0", "source": "model", "model": "smollm2", "prompt_style": "C-0-shot",
      "texts": ["Heavy storm expected on the coast tonight", "Storm to hit the coast tonight"]},
     {"id": "m1-c2", "source": "model", "model": "smollm2", "prompt_style": "C-2-shot w/o hist",
@@ -279,11 +277,10 @@ def test_researcher_sees_annotator_quality(live_server, new_page):
     from annotate.submission import submit
 
     user = annotator()
-    make_person("rita", role="researchers", password=PASSWORD)
+    make_user("rita", role="researchers", password=PASSWORD)
     study = study_with_item(PAIRWISE_ALIGNMENT, PAIRWISE_DATA, n=0)
-    for k, (value, seconds) in enumerate((("formal-model", 8), ("styled-model", 12))):
-        item = Item.objects.create(study=study, item_id=f"g{k}", position=k, data=PAIRWISE_DATA, is_gold=True,
-                                   gold={"choice": "formal-model"}, content_hash=f"g{k}")
+    golds = add_items(study, [(f"g{k}", PAIRWISE_DATA, {"choice": "formal-model"}) for k in range(2)])
+    for item, (value, seconds) in zip(golds.values(), (("formal-model", 8), ("styled-model", 12))):
         a = Assignment.objects.create(study=study, item=item, annotator=user, shown_order={})
         submit(a.pk, user, {"choice": value}, seconds=seconds)
     page = new_page()

@@ -4,20 +4,16 @@ import json
 
 import pytest
 
-from annot_browser import chromium_per_test, logged_in, new_page, plain_http_live_server  # noqa: F401 (fixtures)
 from annotate.models import Item, Study
+from tests.factories import make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
 @pytest.fixture
-def page(new_page, live_server, client, django_user_model):
+def page(new_page, logged_in):
     """A page logged in as an admin."""
-    from django.contrib.auth.models import Group
-
-    admin = django_user_model.objects.create_user("upload-admin")
-    admin.groups.add(Group.objects.get(name="admins"))
-    return logged_in(new_page(), live_server, client, admin)
+    return logged_in(new_page(), make_user("upload-admin", "admins"))
 
 
 def batch(*items):
@@ -37,7 +33,8 @@ def test_upload_form_in_a_browser(page, live_server):
     page.click("#upload-submit")
     page.wait_for_selector("#upload-errors", timeout=30000)
     errors = page.locator("#upload-errors li").all_inner_texts()
-    assert errors == ["line 3: 'premise' must be a non-empty string", "line 4: duplicate item_id 'p1' (first on line 2)"]
+    assert errors == ["line 3: 'premise' must be a non-empty string",
+                      "line 4: duplicate item_id 'p1' (first on line 2)"]
     assert Study.objects.count() == 0
 
     page.set_input_files("#batch", files=[{"name": "good.jsonl", "mimeType": "application/x-ndjson",

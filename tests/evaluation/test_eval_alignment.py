@@ -1,4 +1,6 @@
 """Majority labels, metric alignment, McNemar/Holm, bootstrap, correlations, position bias."""
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -6,14 +8,20 @@ from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
 
 from evaluation.alignment import (
-    compare_metrics, holm, mcnemar_exact, metric_alignment, metric_pick, win_rate,
+    compare_metrics,
+    holm,
+    mcnemar_exact,
+    metric_alignment,
+    metric_pick,
+    win_rate,
 )
-from evaluation.bootstrap import bootstrap_ci, bootstrap_mean_ci, resample_blocks
+from evaluation.bootstrap import bootstrap_ci, bootstrap_weights, percentile_ci, resample_blocks
 from evaluation.correlation import correlations, system_correlations
 from evaluation.majority import majority_labels
-from evaluation.position_bias import position_bias, position_bias_by
+from evaluation.position_bias import position_bias, screen_votes
 
 
 def test_majority_labels_strict_with_ties():
@@ -38,11 +46,11 @@ def test_metric_alignment_hand_example():
     result = metric_alignment(majority, picks)
     assert {k: result[k] for k in ("alignment", "alignment_strict", "agree", "ties", "n")} == {
         "alignment": 0.6, "alignment_strict": 0.4, "agree": 2, "ties": 2, "n": 5}
-    lo, hi = result["ci95"]
-    assert 0.0 <= lo <= 0.6 <= hi <= 1.0
-    assert metric_alignment(majority, picks) == result  # seeded: identical on a rerun
+    # Wilson score intervals (statsmodels) at x = 3 (half-credit) and x = 2 (strict) of 5.
+    assert result["ci95"] == pytest.approx(list(proportion_confint(3, 5, method="wilson")), abs=1e-12)
+    assert result["ci95_strict"] == pytest.approx(list(proportion_confint(2, 5, method="wilson")), abs=1e-12)
     assert metric_alignment({1: None}, {1: "A"}) == {
-        "alignment": None, "alignment_strict": None, "agree": 0, "ties": 0, "n": 0, "ci95": None}
+        "alignment": None, "alignment_strict": None, "agree": 0, "ties": 0, "n": 0, "ci95": None, "ci95_strict": None}
 
 
 def test_bootstrap_ci_matches_a_plain_loop():
@@ -70,19 +78,16 @@ def test_row_block_bootstrap_equals_the_plain_loop():
     assert (stacked == np.vstack(list(resample_blocks(11, 50, 0)))).all()
 
 
-def test_mean_bootstrap_draws_value_counts():
-    """bootstrap_mean_ci draws how often each distinct value is picked (multinomial), the
-    same distribution as index resampling: here the exact computation, and on 400 items the
-    interval of index resampling to within a few thousandths."""
-    x = np.array([1.0, 0.5, 0.0, 1.0, 1.0, 0.0, 0.5, 1.0, 0.0, 1.0, 1.0])
-    counts = np.random.default_rng(0).multinomial(11, [3 / 11, 2 / 11, 6 / 11], size=2000)
-    expected = np.percentile(counts @ np.array([0.0, 0.5, 1.0]) / 11, [2.5, 97.5]).tolist()
-    assert bootstrap_mean_ci(x) == expected
-    big = np.random.default_rng(3).choice([0.0, 0.5, 1.0], size=400, p=[0.3, 0.1, 0.6])
-    by_index = bootstrap_ci(lambda idx: big[idx].mean(axis=1), 400, resamples=20000, rows=True)
-    assert bootstrap_mean_ci(big, resamples=20000) == pytest.approx(by_index, abs=0.006)
-    assert bootstrap_mean_ci([1.0] * 5) == [1.0, 1.0]
-    assert bootstrap_mean_ci([]) is None
+def test_bootstrap_weights_are_the_unit_bootstrap():
+    """Few profiles: the rows are multinomial(n, shares) drawn with default_rng(seed). Many:
+    the rows count n uniform index draws per profile (here 3 units, 1 each)."""
+    rows = np.vstack(list(bootstrap_weights([60, 30, 9], 50)))
+    expected = np.random.default_rng(0).multinomial(99, np.array([60, 30, 9]) / 99, size=50)
+    assert (rows == expected).all() and (rows.sum(axis=1) == 99).all()
+    rows = np.vstack(list(bootstrap_weights([1, 1, 1], 40, seed=3)))
+    draws = np.random.default_rng(3).integers(0, 3, (40, 3), dtype=np.uint32)
+    counts = np.array([np.bincount(idx, minlength=3) for idx in draws])
+    assert (rows == counts).all()
 
 
 @settings(max_examples=60, deadline=None)
@@ -118,8 +123,9 @@ def test_compare_metrics_and_win_rate():
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), min_size=3, max_size=30))
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), min_size=10, max_size=30))
 def test_correlations_match_scipy(pairs):
+    """n >= 10: coefficients and p-values are scipy's."""
     x = [p[0] for p in pairs]
     y = [p[1] for p in pairs]
     result = correlations(x, y, resamples=50)
@@ -133,19 +139,75 @@ def test_correlations_match_scipy(pairs):
         assert result[method]["p_value"] == pytest.approx(expected.pvalue, abs=1e-9)
 
 
-def test_correlation_ci_matches_scipy_on_the_same_resamples():
-    """The vectorized bootstrap gives the CI a plain scipy loop gives on the same indices."""
+@pytest.mark.parametrize("x, y", [
+    ([1, 2, 3], [10, 20, 30]),  # perfectly ranked: every coefficient 1, p = 2/3! = 1/3
+    ([1, 2, 3, 4], [2, 1, 4, 3]),
+    ([1, 1, 2, 3, 5], [3, 1, 2, 2, 6]),  # ties on both sides (the enumerated path)
+    ([0.5, 0.1, 0.9, 0.3, 0.7, 0.2], [1, 0, 1, 1, 0, 1]),
+    ([3, 1, 4, 1, 5, 9, 2], [2, 7, 1, 8, 2, 8, 1]),
+])
+def test_exact_permutation_p_values_small_n(x, y):
+    """n <= 9: the share of all n! orderings of y whose |coefficient| >= the observed one,
+    by brute force with scipy's coefficients (not the t approximation)."""
+    result = correlations(x, y)
+    for method, f in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr),
+                      ("kendall", lambda a, b: stats.kendalltau(a, b, variant="b"))):
+        observed = f(x, y).statistic
+        null = [f(x, [y[i] for i in p]).statistic for p in itertools.permutations(range(len(x)))]
+        assert result[method]["r"] == pytest.approx(observed)
+        assert result[method]["p_value"] == pytest.approx(np.mean([abs(v) >= abs(observed) - 1e-12 for v in null]))
+    assert correlations([1, 2, 3], [10, 20, 30])["kendall"]["p_value"] == pytest.approx(1 / 3)
+
+
+def test_undefined_correlations_are_null():
+    """n < 3, a constant side, and n = 2 (NaN in scipy) give null everywhere."""
+    for x, y in (([1, 2], [1, 2]), ([1, 2, 3], [5, 5, 5]), ([1, None, 3], [2, 3, float("nan")])):
+        result = correlations(x, y)
+        for method in ("pearson", "spearman", "kendall"):
+            assert result[method] == {"r": None, "p_value": None, "ci95": None}
+
+
+def test_fisher_z_interval():
+    """Pearson's 95% interval: tanh(atanh(r) -+ 1.959964 / sqrt(n - 3)) (statsmodels-free,
+    by hand), equal to scipy's own pearsonr(...).confidence_interval()."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=12)
+    y = x + rng.normal(size=12)
+    result = correlations(x, y)
+    r = stats.pearsonr(x, y).statistic
+    by_hand = [np.tanh(np.arctanh(r) + s * 1.959963984540054 / np.sqrt(9)) for s in (-1, 1)]
+    assert result["pearson"]["ci95"] == pytest.approx(by_hand)
+    ci = stats.pearsonr(x, y).confidence_interval(0.95)
+    assert result["pearson"]["ci95"] == pytest.approx([ci.low, ci.high])
+    assert result["spearman"]["ci95"] is None and result["kendall"]["ci95"] is None  # n < 20
+
+
+@pytest.mark.parametrize("kind", ["levels", "continuous", "ties", "over 64 levels"])
+def test_rank_bootstrap_matches_scipy_on_the_same_resamples(kind):
+    """n >= 20: Spearman's and Kendall's percentile intervals equal a plain scipy loop over
+    the same resamples (each weight row expanded back into units); with more than 64
+    distinct values on both sides the scipy fallback runs."""
     rng = np.random.default_rng(7)
-    x = rng.integers(1, 6, 25).astype(float)
-    y = x + rng.integers(0, 3, 25)
+    n = 80 if kind == "over 64 levels" else 30
+    if kind in ("continuous", "over 64 levels"):
+        x, y = rng.random(n), rng.random(n)
+    elif kind == "levels":
+        x, y = rng.random(n), rng.integers(0, 4, n) / 3
+    else:
+        x = rng.integers(1, 6, n).astype(float)
+        y = x + rng.integers(0, 3, n)
     result = correlations(x, y, resamples=300, seed=0)
-    for method, fn in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr),
-                       ("kendall", stats.kendalltau)):
-        def stat(idx, fn=fn):
-            a, b = x[idx], y[idx]
-            return None if len(set(a)) == 1 or len(set(b)) == 1 else float(fn(a, b).statistic)
-        assert result[method]["ci95"] == pytest.approx(
-            bootstrap_ci(stat, 25, resamples=300, seed=0), abs=1e-9)
+    a, b = (y, x) if len(np.unique(x)) < len(np.unique(y)) else (x, y)
+    keys, mult = np.unique(np.c_[a, b], axis=0, return_counts=True)
+    rho, tau = [], []
+    for w in bootstrap_weights(mult, 300, 0):
+        for row in w.astype(int):
+            xa, ya = np.repeat(keys[:, 0], row), np.repeat(keys[:, 1], row)
+            constant = len(set(xa)) == 1 or len(set(ya)) == 1
+            rho.append(np.nan if constant else stats.spearmanr(xa, ya).statistic)
+            tau.append(np.nan if constant else stats.kendalltau(xa, ya).statistic)
+    assert result["spearman"]["ci95"] == pytest.approx(percentile_ci(rho), abs=1e-12)
+    assert result["kendall"]["ci95"] == pytest.approx(percentile_ci(tau), abs=1e-12)
 
 
 def test_system_correlations_and_constant_input():
@@ -164,4 +226,12 @@ def test_position_bias_hand_example():
     flags = [True] * 8 + [False] * 2 + [None, None]
     assert position_bias(flags) == {"first_shown_rate": 0.8, "n": 10, "p_value": 0.109375}
     assert position_bias([]) == {"first_shown_rate": None, "n": 0, "p_value": None}
-    assert position_bias_by(["a", "b"], [True, False])["a"]["first_shown_rate"] == 1.0
+
+
+def test_screen_votes():
+    """Screen 1: 2 of 3 choices first -> "first"; screen 2: 1 of 2 -> no vote; screen 3:
+    0 of 1 -> "second"; screen 4: 3 of 5 -> "first"."""
+    screens = np.array([1, 1, 1, 2, 2, 3, 4, 4, 4, 4, 4])
+    first = np.array([1, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1], dtype=bool)
+    ids, votes = screen_votes(screens, first)
+    assert ids.tolist() == [1, 3, 4] and votes.tolist() == [True, False, True]

@@ -8,8 +8,8 @@ from evaluation.jsd import jsd, text_jsd
 from evaluation.offline_nltk import ensure_wordnet
 from evaluation.text import preprocess
 
-ALL_STEPS = ["lowercase", "remove_punctuation_digits", "tokenize", "stopwords",
-             "lemmatize_wordnet"]
+ALL_STEPS = ["remove_punctuation", "lowercase", "remove_digits", "tokenize_treebank", "stopwords_nltk_179",
+             "lemmatize_wordnet_noun"]
 
 
 def plain_jsd(p, q):
@@ -30,10 +30,47 @@ def test_wordnet_offline_is_idempotent(tmp_path, monkeypatch):
 
 
 def test_preprocess_steps_and_tokens():
+    """As the EGISES reference code: punctuation deleted with no space ("well-lit" ->
+    "welllit"), lowercase, digits deleted, Treebank tokens, NLTK's 179 stopwords (the,
+    of, them, were, by), WordNet noun lemmas (cars -> car, houses -> house)."""
     tokens, steps = preprocess("The Cars, 42 of them, were parked by the well-lit houses!")
-    assert tokens == ["car", "parked", "lit", "house"]
+    assert tokens == ["car", "parked", "welllit", "house"]
     assert steps == ALL_STEPS
     assert preprocess("the and of")[0] == []
+
+
+def reference_tokenize(text, stopwords):
+    """The EGISES reference code's Measure._tokenize (KDM-LAB/EGISES-EMNLP23,
+    egises/distance_measure.py) written out from its steps, with NLTK's Treebank
+    tokenizer (the spec's; the reference's word_tokenize needs the punkt download)."""
+    import re
+
+    from nltk.stem import WordNetLemmatizer
+    from nltk.tokenize import TreebankWordTokenizer
+    text = re.sub(r"[^\w\s]", "", text)
+    text = re.sub(r"[\d+]", "", text.lower())
+    tokens = [t for t in TreebankWordTokenizer().tokenize(text) if t not in stopwords]
+    return [WordNetLemmatizer().lemmatize(t) for t in tokens]
+
+
+@pytest.mark.parametrize("text", [
+    "Fire bill found", "The Cars, 42 of them, were parked by the well-lit houses!",
+    "Don't worry: the city's 3rd budget bill passed 51-49, after fires destroyed homes.",
+    "Residents found the firefighters' response quick; officials said they'd review it.",
+])
+def test_preprocess_equals_the_reference_code(text):
+    """Issue 13, item 11: the default preprocessing is the reference code's, with NLTK's
+    179-word list from evaluation/data (no download). scikit-learn's 318-word list is an
+    option: it turns "Fire bill found" into nothing."""
+    from evaluation.text import stopwords
+
+    ensure_wordnet()
+    words = stopwords()
+    assert len(words) == 179 and {"fire", "bill", "found"}.isdisjoint(words)
+    assert preprocess(text)[0] == reference_tokenize(text, words)
+    assert preprocess("Fire bill found")[0] == ["fire", "bill", "found"]
+    tokens, steps = preprocess("Fire bill found", stopword_list="sklearn")
+    assert tokens == [] and "stopwords_sklearn_318" in steps
 
 
 def test_jsd_hand_examples():
@@ -139,6 +176,22 @@ def test_egises_reports_bad_documents_per_document():
     assert [e["doc_id"] for e in result["errors"]] == ["empty", "one", "mismatch"]
     assert "reference of user u1 is empty" in result["errors"][0]["error"]
     assert egises(bad)["egises"] is None
+
+
+def test_egises_hj_user_pair_is_unordered():
+    """Issue 13, item 1 (statistics.md's minimal check): model ratings (a,b): [5] and (b,a):
+    [1] pool to mean 3 -> sigma_model = (6-3)/5 = .6; reference (a,b): [2] -> sigma_ref =
+    .8. Document "apple banana cherry date", references "apple banana" / "cherry date",
+    summaries "apple" / "date". Two users: prop = (.6 + 1e-5)/(.8 + 1e-5) for both, so
+    EGISES-HJ = 1 - .60001/.80001 = 0.2499969 (reading only (a,b) gives 0.7499906)."""
+    doc = {"doc_id": "d", "text": "apple banana cherry date",
+           "references": {"a": "apple banana", "b": "cherry date"}, "summaries": {"a": "apple", "b": "date"},
+           "model_ratings": {("a", "b"): [5], ("b", "a"): [1]}, "reference_ratings": {("a", "b"): [2]}}
+    result = egises_hj([doc])
+    assert round(result["egises_hj"], 7) == 0.2499969
+    assert result["egises_hj"] == pytest.approx(1 - 0.60001 / 0.80001, abs=1e-12)
+    only_ab = egises_hj([{**doc, "model_ratings": {("a", "b"): [5]}}])
+    assert round(only_ab["egises_hj"], 7) == 0.7499906
 
 
 def test_egises_hj_hand_worked_and_skipped_pairs():

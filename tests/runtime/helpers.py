@@ -1,7 +1,6 @@
 """Small builders shared by the runtime tests."""
-import json
-
 from annotate.importing import import_batch_bytes
+from tests.factories import header, jsonl
 
 REF = "the cat sat on the mat"
 # (item id, candidate a, candidate b); scores worked by hand in test_jobs.py.
@@ -13,12 +12,11 @@ ITEMS = [
 
 
 def batch_bytes(slug="rt-study", items=ITEMS, reference=REF):
-    lines = [{"study": {"slug": slug, "kind": "pairwise_alignment", "title": "Runtime test",
-                        "instructions": "Pick one.", "annotations_per_item": 3}}]
+    lines = [header(slug, "pairwise_alignment", title="Runtime test", instructions="Pick one.", annotations_per_item=3)]
     for item_id, a, b in items:
         lines.append({"item_id": item_id, "input": f"Describe {item_id}", "reference": reference,
                       "candidates": [{"id": "a", "text": a}, {"id": "b", "text": b}]})
-    return ("\n".join(json.dumps(line) for line in lines) + "\n").encode()
+    return jsonl(*lines)
 
 
 def make_study(slug="rt-study", items=ITEMS):

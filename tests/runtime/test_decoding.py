@@ -54,7 +54,8 @@ def test_greedy_batch_equals_hf_generate_one_prompt_at_a_time(backend):
     reference = []
     with torch.inference_mode():
         for row in rows:
-            out = backend.model.generate(torch.tensor([row]), attention_mask=torch.ones((1, len(row)), dtype=torch.long),
+            out = backend.model.generate(torch.tensor([row]),
+                                         attention_mask=torch.ones((1, len(row)), dtype=torch.long),
                                          max_new_tokens=12, do_sample=False, temperature=None, top_p=None, top_k=None,
                                          pad_token_id=backend.tokenizer.pad_token_id)
             tokens = out[0, len(row):].tolist()
@@ -90,7 +91,8 @@ def test_sampled_answers_do_not_depend_on_their_batch(backend):
     texts = [[g.text for g in gens] for gens in batched]
     assert texts == [[g.text for g in gens] for gens in alone]
     assert all(len(set(t)) > 1 for t in texts)  # three different samples per prompt
-    other_seed = backend.generate(PROMPTS[:1], SamplingParams(max_new_tokens=16, temperature=1.0, top_p=0.9, n=3, seed=6))
+    other_seed = backend.generate(PROMPTS[:1],
+                                  SamplingParams(max_new_tokens=16, temperature=1.0, top_p=0.9, n=3, seed=6))
     assert [g.text for g in other_seed[0]] != texts[0]
 
 

@@ -8,12 +8,11 @@ word: s_ref = 1. Summaries "apple banana" / "apple banana": s_model = 0 -> DEGRE
 q = (1/2, 0, 1/2), m = (1/2, 1/4, 1/4), KL(p||m) = 1/2 log2(2) = 1/2 = KL(q||m), JSD = 1/2
 -> DEGRESS = (0.5 + 1e-5) / (1 + 1e-5).
 """
-import json
-
 import pytest
 
 from annotate.importing import import_batch_bytes
 from models_runtime.jobs import submit_job
+from tests.factories import jsonl
 
 from .helpers import scores
 
@@ -23,18 +22,21 @@ HALF = (0.5 + 1e-5) / (1 + 1e-5)
 
 
 def load(lines):
-    return import_batch_bytes(("\n".join(json.dumps(x) for x in lines) + "\n").encode()).study
+    return import_batch_bytes(jsonl(*lines)).study
 
 
 def test_pairwise_items_grouped_by_document_and_user(settings):
     settings.CELERY_BROKER_URL = ""
     header = {"study": {"slug": "eg-pairs", "kind": "pairwise_alignment", "title": "t", "instructions": "i"}}
     items = [
-        {"item_id": "u1", "input": "fruit news today", "reference": "apple banana", "meta": {"doc_id": "d1", "user": "u1"},
+        {"item_id": "u1", "input": "fruit news today", "reference": "apple banana",
+         "meta": {"doc_id": "d1", "user": "u1"},
          "candidates": [{"id": "a", "text": "apple banana"}, {"id": "b", "text": "apple banana"}]},
-        {"item_id": "u2", "input": "fruit news today", "reference": "cherry grape", "meta": {"doc_id": "d1", "user": "u2"},
+        {"item_id": "u2", "input": "fruit news today", "reference": "cherry grape",
+         "meta": {"doc_id": "d1", "user": "u2"},
          "candidates": [{"id": "a", "text": "apple banana"}, {"id": "b", "text": "apple cherry"}]},
-        {"item_id": "alone", "input": "x", "reference": "y", "candidates": [{"id": "a", "text": "p"}, {"id": "b", "text": "q"}]},
+        {"item_id": "alone", "input": "x", "reference": "y",
+         "candidates": [{"id": "a", "text": "p"}, {"id": "b", "text": "q"}]},
     ]
     study = load([header] + items)
     job = submit_job("score", {"study": study.slug, "metrics": "egises_jsd,rouge1"})
@@ -59,7 +61,8 @@ def test_similarity_survey_pairs(settings):
     job = submit_job("score", {"study": study.slug, "metrics": "egises_jsd"})
     assert job.state == "done", job.errors
     assert scores(study, "egises_jsd") == pytest.approx({("doc1", "p1"): HALF, ("doc1", "p2"): FLAT})
-    assert job.result["egises_jsd"]["egises"]["m"] == pytest.approx({"C-0-shot": 1 - HALF, "C-2-shot w/o hist": 1 - FLAT})
+    assert job.result["egises_jsd"]["egises"]["m"] == pytest.approx({"C-0-shot": 1 - HALF,
+                                                                     "C-2-shot w/o hist": 1 - FLAT})
     from models_runtime.jobs import JobParamsError
     with pytest.raises(JobParamsError, match="no candidates to score"):
         submit_job("score", {"study": study.slug, "metrics": "rouge1"})

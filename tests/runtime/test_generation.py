@@ -89,7 +89,8 @@ def test_generate_rag_writes_an_importable_batch_and_reruns_from_cache(cache_fil
     stdout = StringIO()
     call_command("generate", *args, stdout=stdout, stderr=StringIO())
     report = json.loads(stdout.getvalue())
-    assert report["state"] == "done" and report["result"]["n_items"] == 2 and report["progress"] == {"done": 2, "total": 2}
+    assert report["state"] == "done" and report["result"]["n_items"] == 2
+    assert report["progress"] == {"done": 2, "total": 2}
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines[0]["study"]["kind"] == "pairwise_alignment" and lines[0]["study"]["slug"] == "lamp-test"
     items = lines[1:]
@@ -113,7 +114,8 @@ def test_generate_rag_writes_an_importable_batch_and_reruns_from_cache(cache_fil
 @pytest.mark.django_db
 def test_generate_rag_reports_bad_input_and_unknown_models(cache_file, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "a", "input": "x", "profile": []}\nnot json\n{"id": "a", "input": "", "profile": {}, "output": "y"}\n')
+    bad.write_text('{"id": "a", "input": "x", "profile": []}\nnot json\n'
+                   '{"id": "a", "input": "", "profile": {}, "output": "y"}\n')
     base = ["rag", "--retriever", "bm25", "--k", "1", "--out", str(tmp_path / "o.jsonl"), "--slug", "s"]
     with pytest.raises(CommandError) as err:
         call_command("generate", *base, "--input", str(bad), "--models", "smollm2", stdout=StringIO())
@@ -152,22 +154,3 @@ def test_discriminative_selection_by_hand():
     assert [i["item_id"] for i in pick_discriminative(items, 2)] == ["y", "z"]
     assert [i["item_id"] for i in pick_discriminative(items, 1)] == ["z"]
     assert disagreement({"m": None, "n": 1.0}, {"m": 2.0, "n": 0.5}) == (0, 1)  # None: no vote
-
-
-def test_generate_icopernicus_passes_its_arguments(monkeypatch, tmp_path):
-    import models_runtime.icopernicus as ico
-
-    seen = {}
-
-    def fake(input_path, models, out_batch, out_table, slug, **kwargs):
-        seen.update(input=input_path, models=models, out_batch=out_batch, out_table=out_table, slug=slug, **kwargs)
-        return {"documents": 1, "items": 1}
-
-    monkeypatch.setattr(ico, "run_icopernicus", fake)
-    stdout = StringIO()
-    call_command("generate", "icopernicus", "--input", "in.jsonl", "--models", "smollm2,other", "--out-batch", "b.jsonl",
-                 "--out-table", "t.csv", "--slug", "ico", "--device", "cpu", stdout=stdout, stderr=StringIO())
-    assert json.loads(stdout.getvalue()) == {"documents": 1, "items": 1}
-    assert (seen["input"], seen["models"], seen["out_batch"], seen["out_table"], seen["slug"], seen["device"]) == (
-        "in.jsonl", "smollm2,other", "b.jsonl", "t.csv", "ico", "cpu")
-    assert callable(seen["progress"])

@@ -5,8 +5,14 @@ import numpy as np
 import pytest
 
 from models_runtime.lamp import build_prompt, detect_task
-from models_runtime.retrieval import (bm25_scores, retrieve, retrieve_bm25, retrieve_dense, retrieve_random,
-                                      retrieve_recency)
+from models_runtime.retrieval import (
+    bm25_scores,
+    retrieve,
+    retrieve_bm25,
+    retrieve_dense,
+    retrieve_random,
+    retrieve_recency,
+)
 
 DOCS = ["the cat sat", "the dog sat on the mat", "cat cat dog"]
 

@@ -1,5 +1,6 @@
 """A live Celery worker on Redis: kill it mid-job with SIGKILL, start another, and the job
-completes with every item processed exactly once.
+completes (state done, its result stored) with every item processed exactly once; a job
+whose code breaks ends failed with its traceback, and the worker goes on.
 
 The worker runs `celery -A humeval worker` in a subprocess against this test's PostgreSQL
 database, on its own queue in Redis DB 15 (CELERY_TEST_BROKER_URL), with a 5 s visibility
@@ -17,9 +18,9 @@ import pytest
 from django.conf import settings
 
 from annotate.models import Prediction
-from annotate.roles import ROLES
 from models_runtime.jobs import submit_job
 from models_runtime.models import Job, JobItem
+from tests.factories import ensure_roles
 
 from .helpers import make_study
 
@@ -35,11 +36,8 @@ def groups_back(django_db_blocker):
     """The transactional test flushes every table, including the role groups that a
     migration created; put them back for the tests that follow."""
     yield
-    from django.contrib.auth.models import Group
-
     with django_db_blocker.unblock():
-        for name in ROLES:
-            Group.objects.get_or_create(name=name)
+        ensure_roles()
 
 
 def database_url():
@@ -67,9 +65,8 @@ def wait_until(predicate, timeout, what):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.postgres("the worker subprocess shares the test database; the SQLite one is in memory")
 def test_killed_worker_resumes_without_redoing_items(groups_back, transactional_db, settings, tmp_path):
-    if not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
-        pytest.skip("the worker subprocess needs the shared PostgreSQL test database (set DATABASE_URL)")
     import redis
     from celery import Celery
 
@@ -80,7 +77,7 @@ def test_killed_worker_resumes_without_redoing_items(groups_back, transactional_
     job = submit_job("score", {"study": study.slug, "metrics": "rouge1", "chunk_size": 2, "throttle_seconds": 0.4},
                      run=False)
     sender = Celery("sender", broker=BROKER)
-    logs = [open(tmp_path / f"worker{n}.log", "w") for n in (1, 2)]
+    logs = [open(tmp_path / f"worker{n}.log", "w") for n in (1, 2)]  # noqa: SIM115 - closed in `finally`
     workers = []
     try:
         workers.append(start_worker(queue, logs[0]))
@@ -91,7 +88,13 @@ def test_killed_worker_resumes_without_redoing_items(groups_back, transactional_
         killed_at = Job.objects.get(pk=job.pk).done
         assert 6 <= killed_at < N_ITEMS, "the worker must die mid-job"
         workers.append(start_worker(queue, logs[1]))
-        wait_until(lambda: Job.objects.get(pk=job.pk).state in ("done", "failed"), 180, "the job to finish")
+        wait_until(lambda: Job.objects.get(pk=job.pk).state in Job.FINISHED_STATES, 180, "the job to finish")
+        # A job whose code breaks (here: a chunk size that is not a number) ends failed on
+        # the worker at once, with the traceback in its record; the worker lives on.
+        broken = Job.objects.create(kind="score", params=dict(job.params, chunk_size="two"))
+        sender.send_task("models_runtime.run_job", args=[broken.pk], queue=queue)
+        wait_until(lambda: Job.objects.get(pk=broken.pk).state in Job.FINISHED_STATES, 120, "the broken job to end")
+        assert workers[1].poll() is None, "the worker must survive a failing job"
     finally:
         for w in workers:
             if w.poll() is None:
@@ -104,6 +107,8 @@ def test_killed_worker_resumes_without_redoing_items(groups_back, transactional_
     job.refresh_from_db()
     logs_text = "".join((tmp_path / f"worker{n}.log").read_text() for n in (1, 2))
     assert job.state == "done", logs_text
+    assert (job.result, job.errors, job.finished_at is not None) == (
+        {"study": study.slug, "metrics": ["rouge1"], "n_scores": 2 * N_ITEMS, "unparsed": {"rouge1": 0}}, [], True)
     # Each item finished exactly once: one checkpoint per key, the F() counter matches,
     # and the scores exist once per (item, candidate).
     keys = list(JobItem.objects.filter(job=job).values_list("key", flat=True))
@@ -113,3 +118,8 @@ def test_killed_worker_resumes_without_redoing_items(groups_back, transactional_
     workers_seen = set(JobItem.objects.filter(job=job).values_list("worker", flat=True))
     assert len(workers_seen) == 2, workers_seen
     assert Prediction.objects.filter(study=study, evaluator="rouge1").count() == 2 * N_ITEMS
+    broken.refresh_from_db()
+    assert (broken.state, broken.attempts, broken.done, broken.total) == ("failed", 1, 0, N_ITEMS), logs_text
+    (error,) = broken.errors
+    assert error["error"] == "ValueError: invalid literal for int() with base 10: 'two'"
+    assert error["traceback"].startswith("Traceback (most recent call last):") and "in run_job" in error["traceback"]

@@ -8,9 +8,9 @@ from django.core.management.base import CommandError
 
 from models_runtime.judges.probes import SUFFIX, suffix_probe
 from models_runtime.metrics.registry import get_metric
-
 from runtime_judges.scripted import ScriptedBackend
 from runtime_judges.test_expert_unit import OUT, REF, pasta_script
+from tests.factories import perse_study
 
 PAIR_BATCH = [
     {"study": {"slug": "pasta", "kind": "pairwise_alignment", "title": "Which review?", "annotations_per_item": 3}},
@@ -40,16 +40,20 @@ def test_suffix_probe_rouge1_hand_worked():
     assert report["rouge1"] == pytest.approx({"before": 0.5, "after": 0.15, "relative_change": -0.7, "n": 2})
 
 
+@pytest.mark.django_db  # the command runs a job (a Job row and its checkpoints)
 def test_expert_command_scripted(tmp_path, monkeypatch, capsys):
     backend = ScriptedBackend(pasta_script)
-    monkeypatch.setattr("models_runtime.management.commands.expert.backend_for", lambda model, device: backend)
-    source = write_jsonl(tmp_path / "in.jsonl", [{"id": "r1", "input": "Review the restaurant.", "output": OUT, "reference": REF}])
+    monkeypatch.setattr("models_runtime.judges.jobs._backend", lambda params: backend)
+    record = {"id": "r1", "input": "Review the restaurant.", "output": OUT, "reference": REF}
+    source = write_jsonl(tmp_path / "in.jsonl", [record])
     call_command("expert", "--input", source, "--out", str(tmp_path / "out.json"))
     printed = json.loads(capsys.readouterr().out)
-    assert printed["score"] == pytest.approx(0.25) and printed["llm_calls"] == 10 and len(printed["items"]) == 1
+    assert printed["score"] == pytest.approx(0.25) and printed["llm_calls"] == 12 and len(printed["items"]) == 1
+    assert printed["checks"] == "separate" and printed["llm_calls_per_item"] == 12
     assert json.loads((tmp_path / "out.json").read_text()) == printed
 
 
+@pytest.mark.django_db  # the command runs a job (a Job row and its checkpoints)
 def test_expert_command_bad_input(tmp_path):
     source = tmp_path / "bad.jsonl"
     source.write_text('{"id": 1, "output": "x"}\nnope\n')
@@ -62,28 +66,31 @@ def test_expert_command_bad_input(tmp_path):
 
 @pytest.mark.django_db
 def test_expert_batch_command_imports_as_explanation_choice(tmp_path, monkeypatch, capsys):
-    """c1 is the pasta output (F 0.25, 10 calls). c2 repeats the reference: both sides get
+    """c1 is the pasta output (F 0.25, 12 calls). c2 repeats the reference: both sides get
     {Food, Service}; Food matches Food both ways (content yes, style no), Service matches
-    nothing: R = P = 0.5/2 = 0.25, F = 0.25; calls 2 + 4 + 1 + 1 = 8. Total 18."""
+    nothing: R = P = 0.5/2 = 0.25, F = 0.25; calls 2 + 4 + content 2 + style 2 = 10 (each
+    side's check counts, even when the two prompts are the same). Total 22."""
     backend = ScriptedBackend(pasta_script)
-    monkeypatch.setattr("models_runtime.management.commands.expert_batch.backend_for", lambda m, d: backend)
+    monkeypatch.setattr("models_runtime.judges.jobs._backend", lambda params: backend)
     out = tmp_path / "expl.jsonl"
     call_command("expert_batch", "--input", write_jsonl(tmp_path / "pw.jsonl", PAIR_BATCH), "--out", str(out))
-    assert json.loads(capsys.readouterr().out) == {"study": "pasta-explanations", "items": 1, "llm_calls": 18, "out": str(out)}
+    assert json.loads(capsys.readouterr().out) == {"study": "pasta-explanations", "items": 1, "llm_calls": 22,
+                                                   "out": str(out)}
     header, item = [json.loads(line) for line in out.read_text().splitlines()]
     assert header["study"]["kind"] == "explanation_choice" and header["study"]["annotations_per_item"] == 3
     assert set(item["explanations"]) == {"c1", "c2"} and "metric_scores" not in item
-    assert [item["explanations"][c]["llm_calls"] for c in ("c1", "c2")] == [10, 8]
+    assert [item["explanations"][c]["llm_calls"] for c in ("c1", "c2")] == [12, 10]
     assert item["explanations"]["c2"]["score"] == pytest.approx(0.25)
     call_command("import_batch", str(out))
     assert json.loads(capsys.readouterr().out)["created"] == 1
 
 
+@pytest.mark.django_db  # the command runs a job (a Job row and its checkpoints)
 def test_probes_command(tmp_path, monkeypatch, capsys):
     """rouge1 on the two candidates (c1: pasta output, c2: the reference itself) and the
     order swap with a judge that always says "B" (the second-shown candidate): 1 flip in 1."""
-    monkeypatch.setattr("models_runtime.management.commands.probes.backend_for",
-                        lambda m, d: ScriptedBackend(lambda text, params, j: "B"))
+    monkeypatch.setattr("models_runtime.judges.jobs._backend",
+                        lambda params: ScriptedBackend(lambda text, p, j: "B"))
     call_command("probes", "--input", write_jsonl(tmp_path / "pw.jsonl", PAIR_BATCH), "--metrics", "rouge1")
     out = json.loads(capsys.readouterr().out)
     assert out["suffix"]["text"] == SUFFIX and out["suffix"]["metrics"]["rouge1"]["n"] == 2
@@ -98,18 +105,36 @@ def test_expert_batch_and_perse_as_jobs(tmp_path, monkeypatch, annotators):
     """Both judge runs also exist as resumable job kinds (run in process without a broker)."""
     from models_runtime.jobs import submit_job
 
-    from runtime_judges.test_perse import make_study
-
     monkeypatch.setattr("models_runtime.judges.jobs._backend", lambda params: ScriptedBackend(
         lambda text, p, j: "Plot A" if "reader" in text else pasta_script(text, p, j)))
     out = tmp_path / "expl.jsonl"
     job = submit_job("expert_batch", {"input": write_jsonl(tmp_path / "pw.jsonl", PAIR_BATCH), "out": str(out)})
     assert job.state == "done", job.errors
-    assert job.result == {"study": "pasta-explanations", "items": 1, "failed": 0, "llm_calls": 18, "out": str(out)}
+    assert job.result == {"study": "pasta-explanations", "items": 1, "failed": 0, "llm_calls": 22, "out": str(out)}
     assert len(out.read_text().splitlines()) == 2
 
-    study, _ = make_study(annotators)
+    study = perse_study()
     job = submit_job("perse", {"study": study.slug, "k": 2})
     assert job.state == "done", job.errors
-    assert job.result == {"study": study.slug, "evaluator": "perse-smollm2", "predictions": 6, "unparsed": 0}
+    # ann1: 3 judgments on each of 2 aspects, all predicted "Plot A" (k = 2 finds a profile
+    # for each); ann2: one judgment per aspect, no profile -> 2 skipped.
+    assert job.result == {"study": study.slug, "evaluator": "perse-smollm2", "predictions": 6, "unparsed": 0,
+                          "na": 0, "skipped": 2, "created": 6, "updated": 0}
     assert (job.total, job.done) == (2, 2)  # ann1 and ann2
+
+
+@pytest.mark.django_db
+def test_perse_command_prints_the_counts(monkeypatch, capsys):
+    """k = 1: ann1's 6 judgments are predicted (the scripted judge always says Plot B,
+    i.e. b0/b1/b2), ann2's 2 have no profile. A second run is a new job (the first is
+    done) and finds every value already stored."""
+    study = perse_study()
+    monkeypatch.setattr("models_runtime.judges.jobs._backend",
+                        lambda params: ScriptedBackend(lambda text, p, j: "Plot B"))
+    call_command("perse", study.slug)
+    assert json.loads(capsys.readouterr().out) == {"study": "perdoc-mini", "evaluator": "perse-smollm2",
+                                                   "predictions": 6, "unparsed": 0, "na": 0, "skipped": 2,
+                                                   "created": 6, "updated": 0}
+    call_command("perse", study.slug)
+    again = json.loads(capsys.readouterr().out)
+    assert (again["created"], again["updated"], again["predictions"]) == (0, 0, 6)

@@ -4,11 +4,10 @@ import json
 
 import pytest
 
-from models_runtime.judges.expert import ExpertConfig, corpus_result, explain
-from models_runtime.judges.steps import RetryPolicy, run_step
-from models_runtime.judges.json_parsing import ParseError
 from models_runtime.backends.base import SamplingParams
-
+from models_runtime.judges.expert import ExpertConfig, corpus_result, explain
+from models_runtime.judges.json_parsing import ParseError
+from models_runtime.judges.steps import RetryPolicy, run_step
 from runtime_judges.scripted import ScriptedBackend
 
 REF = "The pasta was great. Service was slow."
@@ -52,16 +51,17 @@ def test_expert_pipeline_fixed_decisions():
     Matches: Food->food (recall), food->Food (precision); content c=1, style s=0.
     AVERAGE e = 0.5c + 0.5s = 0.5: R = 0.5/2 = 0.25, P = 0.5/2 = 0.25, F = 2*.25*.25/.5 = 0.25.
     CONTENT: R = P = 1/2 -> F 0.5; STYLE and AND: 0; OR: 0.5.
-    Calls: extraction 2 + matching (Food 1, Service 1, food 1, Price 3) + content 1 + style 1
-    (the two matches share one (Food, food) pair) = 10."""
+    Calls: extraction 2 + matching (Food 1, Service 1, food 1, Price 3) + content 2 + style 2
+    (each match its own checks, as the official code) = 12."""
     backend = ScriptedBackend(pasta_script)
     [e] = explain([{"input": "Review the restaurant.", "output": OUT, "reference": REF}], backend)
     assert set(e) == {"score", "precision", "recall", "variants", "aspects_reference", "aspects_generated",
-                      "matches", "llm_calls"}
-    assert e["score"] == pytest.approx(0.25) and e["precision"] == pytest.approx(0.25) and e["recall"] == pytest.approx(0.25)
+                      "matches", "llm_calls", "checks"}
+    assert (e["score"], e["precision"], e["recall"]) == pytest.approx((0.25, 0.25, 0.25))
     assert e["variants"] == pytest.approx({"content": 0.5, "style": 0.0, "and": 0.0, "or": 0.5, "average": 0.25})
     assert [a["aspect"] for a in e["aspects_reference"]] == ["Food", "Service"]
-    assert e["aspects_generated"][1] == {"aspect": "Price", "description": "high prices", "evidence": ["Prices were high."]}
+    assert e["aspects_generated"][1] == {"aspect": "Price", "description": "high prices",
+                                         "evidence": ["Prices were high."]}
     assert e["matches"] == [
         {"side": "recall", "from": "Food", "to": "food", "reason": "both about food",
          "content_match": True, "content_reason": "both praise the pasta",
@@ -70,24 +70,53 @@ def test_expert_pipeline_fixed_decisions():
          "content_match": True, "content_reason": "both praise the pasta",
          "style_match": False, "style_reason": "calm vs exclamation"},
     ]
-    assert e["llm_calls"] == 10
+    assert (e["llm_calls"], e["checks"]) == (12, "separate")
     # One batched call per step, plus two retry batches of the one failing prompt.
-    assert [n for n, _ in backend.calls] == [2, 4, 1, 1, 1, 1]
+    assert [n for n, _ in backend.calls] == [2, 4, 1, 1, 2, 2]
     assert [p.temperature for _, p in backend.calls] == [0.0, 0.0, 0.5, 1.0, 0.0, 0.0]
     json.dumps(e)  # the explanation is plain JSON
 
 
+def check_script(text, params, j):
+    """pasta_script, except the content check says yes only when the reference aspect
+    (Food) is asked about first, i.e. the order of the two aspects matters."""
+    if "same thing in content" in text:
+        first = text.split("Aspect 1: ", 1)[1].split(":", 1)[0]
+        return '{"reason": "r", "is_matched": %s}' % ("true" if first == "Food" else "false")
+    return pasta_script(text, params, j)
+
+
+def test_checks_are_separate_and_order_reversed_per_side():
+    """Issue 13, item 16. Official ExPerT: the recall match Food->food is checked as
+    (Food, food), the precision match food->Food as (food, Food). With check_script the
+    content answer differs: recall e = 0.5*1 + 0.5*0 = 0.5 -> R = 0.5/2 = 0.25; precision
+    e = 0 -> P = 0 -> F = 0, 12 calls. Shared checks (the option): one (Food, food) check
+    for both sides -> R = P = 0.25, F = 0.25, 10 calls."""
+    record = [{"input": "", "output": OUT, "reference": REF}]
+    backend = ScriptedBackend(check_script)
+    [e] = explain(record, backend)
+    assert (e["recall"], e["precision"], e["score"], e["llm_calls"], e["checks"]) == (0.25, 0.0, 0.0, 12, "separate")
+    content = [t for t in backend.seen if "same thing in content" in t]
+    assert [t.split("Aspect 1: ", 1)[1].split(":", 1)[0] for t in content] == ["Food", "food"]
+    assert [(m["side"], m["content_match"]) for m in e["matches"]] == [("recall", True), ("precision", False)]
+    shared = ScriptedBackend(check_script)
+    [s] = explain(record, shared, ExpertConfig(shared_checks=True))
+    assert (s["recall"], s["precision"], s["score"], s["llm_calls"], s["checks"]) == (0.25, 0.25, 0.25, 10, "shared")
+    assert [n for n, _ in shared.calls] == [2, 4, 1, 1, 1, 1]
+    assert corpus_result([s])["checks"] == "shared" and corpus_result([e])["llm_calls_per_item"] == 12
+
+
 def test_all_items_of_a_step_in_one_call_and_corpus_score():
     """Two identical items: both share each step's call, identical prompts are sent once,
-    each item is still charged its own 10 calls; corpus score = mean of F = (0.25+0.25)/2."""
+    each item is still charged its own 12 calls; corpus score = mean of F = (0.25+0.25)/2."""
     backend = ScriptedBackend(pasta_script)
     records = [{"input": "", "output": OUT, "reference": REF}, {"input": "", "output": OUT, "reference": REF}]
     items = explain(records, backend)
     # Identical prompts are sent once: 2 distinct extraction prompts for 4 slots.
     assert backend.calls[0][0] == 2 and backend.calls[1][0] == 4
-    assert [i["llm_calls"] for i in items] == [10, 10]
+    assert [i["llm_calls"] for i in items] == [12, 12]
     result = corpus_result(items)
-    assert result["score"] == pytest.approx(0.25) and result["llm_calls"] == 20
+    assert result["score"] == pytest.approx(0.25) and result["llm_calls"] == 24 and result["llm_calls_per_item"] == 12
 
 
 def test_unparseable_extraction_gives_empty_side_and_zero_score():
@@ -103,7 +132,7 @@ def test_unparseable_extraction_gives_empty_side_and_zero_score():
 def test_failed_checks_count_as_unmatched():
     """Content and style answers use a wrong key every time -> (False, "") after 2 attempts:
     the matches stay but e = 0, so F = 0. Calls: extraction 2, matching Food 1, Service 1,
-    food 1, Price 2 (max_attempts 2), content 2, style 2 = 11."""
+    food 1, Price 2 (max_attempts 2), content 2 x 2, style 2 x 2 (two matches) = 15."""
     def script(text, params, j):
         if "same thing in content" in text or "same style" in text:
             return '{"reason": "r", "matched": true}'
@@ -114,7 +143,7 @@ def test_failed_checks_count_as_unmatched():
                   ExpertConfig(policy=RetryPolicy(max_attempts=2)))
     assert [(m["content_match"], m["style_match"]) for m in e["matches"]] == [(False, False), (False, False)]
     assert e["score"] == 0 and e["variants"]["or"] == 0
-    assert e["llm_calls"] == 11
+    assert e["llm_calls"] == 15
 
 
 def test_run_step_retry_policy_and_unbatched_mode():

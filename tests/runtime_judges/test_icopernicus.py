@@ -7,9 +7,13 @@ import pytest
 from django.core.management import call_command
 
 from models_runtime.icopernicus import (
-    STYLES, WhitespaceTokenizer, allocate, build_prompt, extract_headline, run_icopernicus,
+    STYLES,
+    WhitespaceTokenizer,
+    allocate,
+    build_prompt,
+    extract_headline,
+    run_icopernicus,
 )
-
 from runtime_judges.scripted import ScriptedBackend
 
 WS = WhitespaceTokenizer()
@@ -132,6 +136,63 @@ def test_bad_input_lists_every_line(tmp_path):
     source = tmp_path / "docs.jsonl"
     source.write_text('{"doc_id": "a"}\nnot json\n' + json.dumps(dict(DOC, users={"u1": U1})) + "\n")
     with pytest.raises(ValueError) as err:
-        run_icopernicus(str(source), "m", str(tmp_path / "b"), str(tmp_path / "t"), "s", backends={"m": ScriptedBackend([])})
+        run_icopernicus(str(source), "m", str(tmp_path / "b"), str(tmp_path / "t"), "s",
+                        backends={"m": ScriptedBackend([])})
     assert str(err.value).splitlines() == ["line 1: missing text, users", "line 2: not JSON (Expecting value)",
                                            "line 3: needs at least 2 users"]
+
+
+@pytest.fixture
+def two_models(settings, monkeypatch):
+    """`smollm2` and `other` (declared, never contacted): both answer from `script`; the
+    first call for `other` can be made to die like a killed process."""
+    settings.CELERY_BROKER_URL = ""
+    settings.HUMEVAL_MODELS_JSON = json.dumps({"other": {"backend": "openai", "base_url": "http://127.0.0.1:9/v1"}})
+    backends = {"smollm2": ScriptedBackend(script), "other": ScriptedBackend(script)}
+    crash = {"other": False}
+
+    def get_backend(name, device=None):
+        if crash.get(name):
+            crash[name] = False
+            raise KeyboardInterrupt("killed")
+        return backends[name]
+
+    monkeypatch.setattr("models_runtime.backends.registry.get_backend", get_backend)
+    return backends, crash
+
+
+@pytest.mark.django_db
+def test_generate_icopernicus_runs_a_job_that_resumes(tmp_path, two_models):
+    """The command is a job with one item per model. Killed while `other` generates, the
+    same command resumes it: smollm2 is not asked again, and the files and the printed
+    document are those of run_icopernicus on the same input."""
+    from io import StringIO
+
+    from models_runtime.jobs import file_sha256
+    from models_runtime.models import Job
+
+    backends, crash = two_models
+    source = tmp_path / "docs.jsonl"
+    source.write_text(json.dumps(DOC) + "\n")
+    direct = run_icopernicus(str(source), "smollm2,other", str(tmp_path / "direct.jsonl"), str(tmp_path / "direct.csv"),
+                             "ico", backends={m: ScriptedBackend(script) for m in ("smollm2", "other")})
+    args = ["generate", "icopernicus", "--input", str(source), "--models", "smollm2,other", "--out-batch",
+            str(tmp_path / "b.jsonl"), "--out-table", str(tmp_path / "t.csv"), "--slug", "ico", "--device", "cpu"]
+    crash["other"] = True
+    with pytest.raises(KeyboardInterrupt):
+        call_command(*args, stdout=StringIO(), stderr=StringIO())
+    job = Job.objects.get()
+    assert (job.state, job.done, job.total) == ("running", 1, 2)
+    assert job.params == {"input": str(source), "input_sha256": file_sha256(str(source)),
+                          "models": ["smollm2", "other"],
+                          "out_batch": str(tmp_path / "b.jsonl"), "out_table": str(tmp_path / "t.csv"), "slug": "ico",
+                          "device": "cpu", "budget": 1024, "max_new_tokens": 32, "chunk_size": 1}
+    out, err = StringIO(), StringIO()
+    call_command(*args, stdout=out, stderr=err)
+    assert err.getvalue().startswith(f"resuming job {job.pk} (icopernicus, 1/2 items done)")
+    assert [n for n, _ in backends["smollm2"].calls] == [12] and [n for n, _ in backends["other"].calls] == [12]
+    assert json.loads(out.getvalue()) == json.loads(json.dumps(direct))
+    assert (tmp_path / "b.jsonl").read_text() == (tmp_path / "direct.jsonl").read_text()
+    assert (tmp_path / "t.csv").read_text() == (tmp_path / "direct.csv").read_text()
+    job.refresh_from_db()
+    assert (job.state, job.done, job.attempts) == ("done", 2, 2)

@@ -2,13 +2,21 @@
 import pytest
 
 from models_runtime.judges.json_parsing import (
-    ParseError, as_bool, extract_json, find_title, parse_aspects, parse_decision, parse_match, parse_score,
+    ParseError,
+    as_bool,
+    extract_json,
+    find_title,
+    parse_aspects,
+    parse_decision,
+    parse_match,
 )
+from models_runtime.judges.score_text import parse_score
 
 
 @pytest.mark.parametrize("text, expected", [
     ('[{"a": 1}]', [{"a": 1}]),
-    ('Sure! Here it is:\n```json\n{"is_matched": true, "reason": "x"}\n```\nDone.', {"is_matched": True, "reason": "x"}),
+    ('Sure! Here it is:\n```json\n{"is_matched": true, "reason": "x"}\n```\nDone.',
+     {"is_matched": True, "reason": "x"}),
     ('{"a": [1, 2,], "b": 3,}', {"a": [1, 2], "b": 3}),  # trailing commas
     ("{'reason': 'it's fine', 'is_matched': False}", None),  # unsafe: an apostrophe inside single quotes
     ("{'reason': 'same', 'is_matched': true}", {"reason": "same", "is_matched": True}),  # single quotes, JSON true
@@ -34,7 +42,8 @@ def test_extract_json_kind_and_failures():
 
 @pytest.mark.parametrize("text, expected", [
     # Cut off by the token limit: the incomplete last member is dropped, brackets closed.
-    ('[{"aspect": "A", "evidence": ["x"]}, {"aspect": "B", "evid', [{"aspect": "A", "evidence": ["x"]}, {"aspect": "B"}]),
+    ('[{"aspect": "A", "evidence": ["x"]}, {"aspect": "B", "evid',
+     [{"aspect": "A", "evidence": ["x"]}, {"aspect": "B"}]),
     ('JSON:\n{"aspect": "Room", "description": "clean", "evidence": [{"type": "The room wa',
      {"aspect": "Room", "description": "clean"}),
     ('{"reason": "same", "is_matched": true, "matched_aspect": "Fo', {"reason": "same", "is_matched": True}),
@@ -85,12 +94,21 @@ def test_parse_decision():
 @pytest.mark.parametrize("text, low, high, expected", [
     ("Score: 85", 0, 100, 85.0), ('{"score": 4}', 1, 5, 4.0), ("4/5", 1, 5, 4.0), ("Rating: 3.5 stars", 1, 5, 3.5),
     ("I give it 7, no, 2", 1, 5, 2.0), ("0", 0, 100, 0.0),
+    # Issue 13, item 3: a restated scale is not the score (statistics.md's examples).
+    ("Rating (1-5): 4", 1, 5, 4.0), ("On a scale from 1 to 5, I would rate this a 4.", 1, 5, 4.0),
+    ("Score (0 to 100): 72", 0, 100, 72.0), ("covers 2 of the 3 points; score 60", 0, 100, 60.0),
+    ("4 out of 5", 1, 5, 4.0), ("Score: 4/5", 1, 5, 4.0), ("Between 1 and 5 I'd say 3", 1, 5, 3.0),
+    ("The rating scale is 1-5. My score: 2", 1, 5, 2.0),
 ])
 def test_parse_score(text, low, high, expected):
     assert parse_score(text, low, high) == expected
 
 
-@pytest.mark.parametrize("text, low, high", [("", 1, 5), ("excellent", 1, 5), ("Score: 150", 0, 100), ("6 out of 10", 1, 5)])
+@pytest.mark.parametrize("text, low, high", [
+    ("", 1, 5), ("excellent", 1, 5), ("Score: 150", 0, 100), ("6 out of 10", 1, 5),
+    # Only a restated scale or a count: unparsed, never a guess.
+    ("Rating (1-5):", 1, 5), ("On a scale of 1 to 5.", 1, 5), ("covers 2 of the 3 points", 0, 100), ("8/10", 1, 5),
+])
 def test_parse_score_failures(text, low, high):
     with pytest.raises(ParseError):
         parse_score(text, low, high)

@@ -13,6 +13,7 @@ from models_runtime.judges.gemba import gemba_scores
 from models_runtime.judges.geval import geval_details
 from models_runtime.judges.json_parsing import parse_aspects, parse_decision, parse_match
 from models_runtime.judges.steps import RetryPolicy, run_step
+from tests.factories import perse_study
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -53,7 +54,8 @@ def smollm2():
 def test_extraction_step(smollm2):
     backend = Counting(smollm2)
     prompts = [ex.extraction_prompt("Review it.", "The soup was cold."), ex.extraction_prompt("", "I adore jazz.")]
-    results, attempts = run_step(backend, prompts, lambda i, t: parse_aspects(t), SamplingParams(max_new_tokens=48), TWO)
+    results, attempts = run_step(backend, prompts, lambda i, t: parse_aspects(t), SamplingParams(max_new_tokens=48),
+                                 TWO)
     assert backend.prompts == sum(attempts) and all(a in (1, 2) for a in attempts)
     assert backend.batches == (1 if all(a == 1 for a in attempts) else 2)
     for aspects, spent in zip(results, attempts):
@@ -85,7 +87,7 @@ def test_explain_end_to_end_counts_calls(smollm2):
     [e] = ex.explain([{"input": "Describe dinner.", "output": "Dinner was tasty.", "reference": "The food was great."}],
                      backend, config)
     assert set(e) == {"score", "precision", "recall", "variants", "aspects_reference", "aspects_generated",
-                      "matches", "llm_calls"}
+                      "matches", "llm_calls", "checks"}
     assert 0 <= e["score"] <= 1 and set(e["variants"]) == {"content", "style", "and", "or", "average"}
     assert e["llm_calls"] == backend.prompts >= 2
     for m in e["matches"]:
@@ -109,7 +111,8 @@ def test_prompt_budget_with_real_tokenizer(smollm2):
 
     tok = smollm2.tokenizer
     doc = {"doc_id": "d", "text": "word " * 400, "users": {}}
-    user = {"history": ["A title about sport"] * 30, "examples": [{"article": "text " * 200, "headline": "Head line"}] * 2}
+    user = {"history": ["A title about sport"] * 30,
+            "examples": [{"article": "text " * 200, "headline": "Head line"}] * 2}
     for style in STYLES:
         text, parts = build_prompt(style, doc, user, user, tok, budget=300)
         assert sum(parts.values()) <= 300
@@ -117,14 +120,16 @@ def test_prompt_budget_with_real_tokenizer(smollm2):
         assert len(encode(tok, text)) <= 300 + len(parts)
 
 
+@pytest.mark.django_db  # the command runs a job (a Job row and its checkpoints)
 def test_expert_command_real_model(tmp_path, capsys, smollm2):
     source = tmp_path / "in.jsonl"
-    source.write_text(json.dumps({"id": "1", "input": "", "output": "Cats sleep a lot.", "reference": "My cat naps."}) + "\n")
+    record = {"id": "1", "input": "", "output": "Cats sleep a lot.", "reference": "My cat naps."}
+    source.write_text(json.dumps(record) + "\n")
     with override_settings(HUMEVAL_GENERATION_CACHE=""):
         call_command("expert", "--input", str(source), "--extract-tokens", "48", "--judge-tokens", "24",
                      "--max-attempts", "1", "--device", "cpu")
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"score", "items", "llm_calls"} and len(out["items"]) == 1
+    assert set(out) == {"score", "items", "llm_calls", "llm_calls_per_item", "checks"} and len(out["items"]) == 1
     assert out["llm_calls"] == out["items"][0]["llm_calls"] >= 2 and out["score"] == out["items"][0]["score"]
 
 
@@ -134,9 +139,7 @@ def test_perse_real_model_small_study(smollm2, annotators):
     from annotate.models import Prediction
     from models_runtime.judges.perse import perse_predict
 
-    from runtime_judges.test_perse import make_study
-
-    study, _ = make_study(annotators)
+    study = perse_study()
     backend = Counting(smollm2)
     result = perse_predict(study, backend, k=1, evaluator="perse-smollm2", max_new_tokens=6)
     assert (result["predictions"], result["skipped"], backend.prompts, backend.batches) == (6, 2, 6, 1)

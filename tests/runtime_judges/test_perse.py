@@ -1,39 +1,11 @@
 """The PerSE-style evaluator end to end on a small aspect_pairwise study (PostgreSQL)."""
-from datetime import datetime, timedelta, timezone
-
 import pytest
 from django.core.management import call_command
 
-from annotate.models import Item, Judgment, Prediction, Study
+from annotate.models import Prediction
 from models_runtime.judges.perse import build_prompt, parse_answer, perse_predict, profile_for
-
 from runtime_judges.scripted import ScriptedBackend
-
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-ASPECTS = [{"key": "ending", "question": "Which story has a better ending?"},
-           {"key": "surprise", "question": "Which story plot created more suspense and surprise?"}]
-
-
-def make_study(annotators):
-    """3 items; ann1 judges all three on both aspects (items in order 0, 1, 2), ann2 judges
-    item 0 only (no profile possible -> skipped). A gold item is ignored."""
-    study = Study.objects.create(slug="perdoc-mini", kind="aspect_pairwise", title="t", config={"aspects": ASPECTS})
-    items = [Item.objects.create(study=study, item_id=f"p{i}", position=i, content_hash=str(i),
-                                 data={"premise": f"Premise {i}.", "candidates": [
-                                     {"id": f"a{i}", "text": f"Plot A{i} ends happily."},
-                                     {"id": f"b{i}", "text": f"Plot B{i} ends in a twist."}]})
-             for i in range(3)]
-    gold = Item.objects.create(study=study, item_id="g", position=9, content_hash="g", is_gold=True,
-                               data={"premise": "G", "candidates": [{"id": "ga", "text": "x"}, {"id": "gb", "text": "y"}]})
-    ann1, ann2 = annotators[0], annotators[1]
-    choices = {"ending": ["b0", "a1", "b2"], "surprise": ["a0", "a1", "a2"]}
-    for key, values in choices.items():
-        for i, value in enumerate(values):
-            Judgment.objects.create(study=study, item=items[i], annotator=ann1, question=key, value=value,
-                                    submitted_at=T0 + timedelta(minutes=i))
-        Judgment.objects.create(study=study, item=items[0], annotator=ann2, question=key, value="a0", submitted_at=T0)
-    Judgment.objects.create(study=study, item=gold, annotator=ann1, question="ending", value="ga", submitted_at=T0)
-    return study, items
+from tests.factories import make_study, perse_study
 
 
 def test_profile_selection():
@@ -58,7 +30,7 @@ def test_perse_end_to_end_scripted(annotators):
     """ann1 has 3 judgments per aspect -> 6 predictions; ann2 has 1 per aspect -> 2 skipped.
     The script answers from the profile it sees: it copies the reader's earlier choice
     letter for `ending`, answers garbage for surprise on item p1, and N/A elsewhere."""
-    study, items = make_study(annotators)
+    study = perse_study()
 
     def script(text, params, j):
         if "better ending" in text:
@@ -70,7 +42,8 @@ def test_perse_end_to_end_scripted(annotators):
     assert backend.calls[0][0] == 6 and len(backend.calls) == 1  # one batched call
     assert result == {"study": "perdoc-mini", "evaluator": "perse-test", "predictions": 6, "unparsed": 1,
                       "na": 2, "skipped": 2, "created": 6, "updated": 0}
-    got = {(p.item.item_id, p.annotator, p.question): p.value for p in Prediction.objects.filter(evaluator="perse-test")}
+    got = {(p.item.item_id, p.annotator, p.question): p.value
+           for p in Prediction.objects.filter(evaluator="perse-test")}
     # ending: p0's profile is p1 (chose a1 = Plot A) -> a0; p1's is p0 (b0 = Plot B) -> b1; p2's is p1 -> a2.
     assert got == {("p0", "ann1", "ending"): "a0", ("p1", "ann1", "ending"): "b1", ("p2", "ann1", "ending"): "a2",
                    ("p0", "ann1", "surprise"): "N/A", ("p1", "ann1", "surprise"): "", ("p2", "ann1", "surprise"): "N/A"}
@@ -82,7 +55,7 @@ def test_perse_end_to_end_scripted(annotators):
 
 @pytest.mark.django_db
 def test_perse_rejects_other_kinds():
-    study = Study.objects.create(slug="pw", kind="pairwise_alignment", title="t")
+    study = make_study(slug="pw", title="t")
     with pytest.raises(ValueError, match="aspect_pairwise"):
         perse_predict(study, ScriptedBackend([]))
 

@@ -5,7 +5,6 @@ from models_runtime.judges.gemba import gemba_scores
 from models_runtime.judges.geval import SAMPLES, geval_details
 from models_runtime.judges.pairwise import pairwise_choices, parse_letter
 from models_runtime.judges.probes import SUFFIX, flip_rate, records_from_lines, relative_change, with_suffix
-
 from runtime_judges.scripted import ScriptedBackend
 
 RECORDS = [{"input": "q", "output": "o1", "reference": "r1"}, {"input": "q", "output": "o2", "reference": "r2"}]
@@ -64,7 +63,8 @@ def test_suffix_and_probe_input():
     assert with_suffix([{"output": "Hi. "}])[0]["output"] == "Hi. " .rstrip() + " " + SUFFIX
     singles, pairs = records_from_lines([
         {"study": {"slug": "s", "kind": "pairwise_alignment"}},
-        {"item_id": "i1", "input": "q", "reference": "r", "candidates": [{"id": "a", "text": "A"}, {"id": "b", "text": "B"}]},
+        {"item_id": "i1", "input": "q", "reference": "r",
+         "candidates": [{"id": "a", "text": "A"}, {"id": "b", "text": "B"}]},
         {"id": "r2", "input": "q", "output": "o", "reference": "r"},
     ])
     assert [s.get("id") for s in singles] == ["i1:a", "i1:b", "r2"] and len(pairs) == 1

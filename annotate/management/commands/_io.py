@@ -16,5 +16,5 @@ def run_import(command, func, path, **kwargs):
     except BatchInvalid as exc:
         for error in exc.errors:
             command.stderr.write(error)
-        raise CommandError(f"{len(exc.errors)} error(s) in {path}; nothing was written", returncode=1) from None
+        raise CommandError(f"{exc.total} error(s) in {path}; nothing was written", returncode=1) from None
     command.stdout.write(json.dumps(result))

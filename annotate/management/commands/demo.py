@@ -1,6 +1,10 @@
-"""manage.py demo: demo users and one demo study of each kind (idempotent)."""
-import os
+"""manage.py demo: demo users and one demo study of each kind (idempotent).
 
+The demo passwords are published (README, this file), so the command runs only with
+DEBUG=1 (a local instance) or --force, and it never touches an account that already
+exists: no password reset, no new role, no superuser flag.
+"""
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
@@ -22,32 +26,38 @@ DEMO_USERS = [
 
 
 def create_demo_users():
-    """Create or reset the demo users; returns [(username, password, role)]."""
+    """Create the demo users that do not exist yet. Returns [(username, password or None
+    for an existing account left unchanged, role)]."""
     User = get_user_model()
+    logins = []
     for username, password, role, superuser in DEMO_USERS:
-        user, _ = User.objects.get_or_create(username=username)
-        user.is_staff = user.is_superuser = superuser
-        user.set_password(password)
-        user.save()
+        if User.objects.filter(username=username).exists():
+            logins.append((username, None, role))
+            continue
+        user = User.objects.create_user(username=username, password=password,
+                                        is_staff=superuser, is_superuser=superuser)
         user.groups.add(Group.objects.get(name=role))
-    return [(u, p, r) for u, p, r, _ in DEMO_USERS]
+        logins.append((username, password, role))
+    return logins
 
 
 class Command(BaseCommand):
-    help = "Create demo users (admin, researcher, three annotators) and one demo study of each kind."
+    help = ("Create demo users (admin, researcher, three annotators) and one demo study of each kind. "
+            "Local instances only: needs DEBUG=1 or --force; existing accounts are never changed.")
 
     def add_arguments(self, parser):
         parser.add_argument("--force", action="store_true",
-                            help="run even when HUMEVAL_PRODUCTION is set (the demo passwords are public)")
+                            help="run without DEBUG=1 (the demo passwords are public)")
 
     def handle(self, *args, force=False, **options):
-        if os.environ.get("HUMEVAL_PRODUCTION") and not force:
-            raise CommandError("refusing to create demo users with public passwords in production (use --force)")
+        if not settings.DEBUG and not force:
+            raise CommandError("refusing to create demo accounts with published passwords: this is not a "
+                               "development instance (DEBUG=1); use --force to run anyway")
         try:
             with transaction.atomic():
                 logins = create_demo_users()
-                admin = get_user_model().objects.get(username="admin")
-                results = [import_batch_bytes(data, user=admin, source=f"demo:{kind}")
+                uploader = get_user_model().objects.filter(username="admin").first()
+                results = [import_batch_bytes(data, user=uploader, source=f"demo:{kind}")
                            for kind, data in demo_batches().items()]
         except BatchInvalid as exc:  # a bug in demo_data, not a user error
             raise CommandError("demo data is invalid: " + "; ".join(exc.errors)) from None
@@ -57,4 +67,5 @@ class Command(BaseCommand):
                               f"{result.created} new, {result.skipped} unchanged items")
         self.stdout.write("Logins (username / password / role):")
         for username, password, role in logins:
-            self.stdout.write(f"  {username:<12} {password:<20} {role}")
+            shown = password if password is not None else "(existing account, not changed)"
+            self.stdout.write(f"  {username:<12} {shown:<20} {role}")

@@ -4,6 +4,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.egises import VARIANTS, egises
+from evaluation.text import STOPWORD_LISTS
 from humeval.jsonl import json_lines
 
 
@@ -13,8 +14,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path")
         parser.add_argument("--variant", choices=VARIANTS, default="code")
+        parser.add_argument("--stopwords", choices=STOPWORD_LISTS, default="nltk",
+                            help="stopword list for JSD: nltk (179 words, as the EGISES reference code; "
+                                 "default) or sklearn")
 
-    def handle(self, path, variant, **options):
+    def handle(self, path, variant, stopwords, **options):
         documents = []
         try:
             with open(path, encoding="utf-8") as handle:
@@ -26,7 +30,7 @@ class Command(BaseCommand):
                     documents.append(doc)
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from None
-        result = egises(documents, variant)
+        result = egises(documents, variant, stopwords)
         if result["errors"]:
             for err in result["errors"]:
                 self.stderr.write(f"document {err['doc_id']}: {err['error']}")

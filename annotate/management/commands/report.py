@@ -13,12 +13,16 @@ class Command(BaseCommand):
         parser.add_argument("slug")
         parser.add_argument("--format", choices=FORMATS, default="json")
         parser.add_argument("--out", help="write here instead of stdout")
+        parser.add_argument("--min-votes", type=int, default=None, dest="min_votes",
+                            help="judgments an item needs for a majority (default: the study's min_votes, else 2)")
 
-    def handle(self, slug, format, out, **options):
+    def handle(self, slug, format, out, min_votes=None, **options):
         study = Study.objects.filter(slug=slug).first()
         if study is None:
             raise CommandError(f"no study with slug {slug!r}")
-        _, text = study_report(study, format)
+        if min_votes is not None and min_votes < 1:
+            raise CommandError("--min-votes must be at least 1")
+        _, text = study_report(study, format, min_votes)
         if out:
             try:
                 with open(out, "w", encoding="utf-8", newline="") as handle:

@@ -1,13 +1,13 @@
-"""python manage.py expert --input PATH [--model NAME] [--out PATH] [--device cpu|cuda]
+"""python manage.py expert --input PATH [--model NAME] [--out PATH] [--shared-checks] [--device cpu|cuda] [--no-wait]
 
-Prints {"score": corpus mean F, "items": [explanation objects], "llm_calls": total}."""
-import json
+ExPerT as a resumable job (one item per record, `--chunk-size` records per batched LLM step).
+Prints {"score": corpus mean F, "items": [explanation objects], "llm_calls": total,
+"llm_calls_per_item", "checks": "separate" (official, default) or "shared" (--shared-checks)}."""
+from django.core.management.base import BaseCommand
 
-from django.core.management.base import BaseCommand, CommandError
-
-from models_runtime.judges.cli import add_model_arguments, backend_for, print_json, progress_bar, read_jsonl
-from models_runtime.judges.expert import ExpertConfig, corpus_result, explain
-from models_runtime.judges.steps import RetryPolicy
+from models_runtime.job_commands import add_wait_argument, check_outcome, run_command_job
+from models_runtime.judges.cli import add_model_arguments, print_json
+from models_runtime.judges.expert import ExpertConfig
 
 
 class Command(BaseCommand):
@@ -21,21 +21,20 @@ class Command(BaseCommand):
                             help="max new tokens of an aspect extraction answer")
         parser.add_argument("--judge-tokens", type=int, default=ExpertConfig.judge_tokens,
                             help="max new tokens of a matching, content or style answer")
+        parser.add_argument("--shared-checks", action="store_true",
+                            help="one content/style check per matched (reference, generated) pair for both sides "
+                                 "(fewer calls) instead of the official separate, order-reversed checks per side")
+        parser.add_argument("--chunk-size", type=int, default=64, help="records per checkpoint and per batched step")
         add_model_arguments(parser)
+        add_wait_argument(parser)
 
     def handle(self, *args, **opts):
-        if min(opts["max_attempts"], opts["extract_tokens"], opts["judge_tokens"]) < 1:
-            raise CommandError("--max-attempts, --extract-tokens and --judge-tokens must be at least 1")
-        records = [r for r in read_jsonl(opts["input"], required=("output", "reference")) if "study" not in r]
-        if not records:
-            raise CommandError(f"{opts['input']}: no records")
-        backend = backend_for(opts["model"], opts["device"])
-        config = ExpertConfig(extract_tokens=opts["extract_tokens"], judge_tokens=opts["judge_tokens"],
-                              policy=RetryPolicy(max_attempts=opts["max_attempts"]))
-        with progress_bar(4, "ExPerT steps") as bar:
-            explanations = explain(records, backend, config, progress=lambda step: bar.update(1))
-        document = corpus_result(explanations)
-        if opts["out"]:
-            with open(opts["out"], "w", encoding="utf-8") as handle:
-                json.dump(document, handle, ensure_ascii=False)
-        print_json(self, document)
+        params = {key: opts[key] for key in ("input", "out", "max_attempts", "extract_tokens", "judge_tokens",
+                                             "chunk_size", "model", "device") if opts.get(key) is not None}
+        if opts["shared_checks"]:
+            params["shared_checks"] = True
+        job = run_command_job(self, "expert", params, desc="ExPerT", no_wait=opts["no_wait"], local=True)
+        if job is None:
+            return
+        check_outcome(self, job)
+        print_json(self, job.result)

@@ -1,12 +1,13 @@
 """python manage.py expert_batch --input PAIRWISE.jsonl --out EXPLANATIONS.jsonl [--slug SLUG]
-[--model NAME] [--device cpu|cuda]
+[--model NAME] [--device cpu|cuda] [--no-wait]
 
-Runs ExPerT on both candidates of every item of a pairwise_alignment batch and writes an
-explanation_choice batch. Prints {"study", "items", "llm_calls", "out"}."""
-from django.core.management.base import BaseCommand, CommandError
+Runs ExPerT on both candidates of every item of a pairwise_alignment batch, as a resumable
+job (one item per batch item), and writes an explanation_choice batch. Prints
+{"study", "items", "llm_calls", "out"}."""
+from django.core.management.base import BaseCommand
 
-from models_runtime.judges.cli import add_model_arguments, backend_for, print_json, progress_bar, read_jsonl
-from models_runtime.judges.expert_batch import explanation_batch, write_batch
+from models_runtime.job_commands import add_wait_argument, check_outcome, run_command_job
+from models_runtime.judges.cli import add_model_arguments, print_json
 
 
 class Command(BaseCommand):
@@ -16,17 +17,15 @@ class Command(BaseCommand):
         parser.add_argument("--input", required=True, help="a pairwise_alignment batch (JSONL)")
         parser.add_argument("--out", required=True, help="where to write the explanation_choice batch")
         parser.add_argument("--slug", help="study slug of the new batch (default: <input slug>-explanations)")
+        parser.add_argument("--chunk-size", type=int, default=32, help="items per checkpoint and per batched step")
         add_model_arguments(parser)
+        add_wait_argument(parser)
 
     def handle(self, *args, **opts):
-        rows = read_jsonl(opts["input"])
-        if not any("item_id" in r for r in rows):
-            raise CommandError(f"{opts['input']}: no items")
-        backend = backend_for(opts["model"], opts["device"])
-        with progress_bar(4, "ExPerT steps") as bar:
-            try:
-                header, items, calls = explanation_batch(rows, backend, opts["slug"], progress=lambda s: bar.update(1))
-            except ValueError as exc:
-                raise CommandError(str(exc)) from exc
-        write_batch(opts["out"], header, items)
-        print_json(self, {"study": header["study"]["slug"], "items": len(items), "llm_calls": calls, "out": opts["out"]})
+        params = {key: opts[key] for key in ("input", "out", "slug", "chunk_size", "model", "device")
+                  if opts.get(key) is not None}
+        job = run_command_job(self, "expert_batch", params, desc="ExPerT batch", no_wait=opts["no_wait"], local=True)
+        if job is None:
+            return
+        check_outcome(self, job)
+        print_json(self, {key: job.result[key] for key in ("study", "items", "llm_calls", "out")})

@@ -1,12 +1,12 @@
-"""python manage.py perse SLUG [--k K] [--evaluator NAME] [--model NAME] [--device cpu|cuda]
+"""python manage.py perse SLUG [--k K] [--evaluator NAME] [--model NAME] [--device cpu|cuda] [--no-wait]
 
-PerSE-style personalized evaluator on an aspect_pairwise study: stores one prediction per
-(item, annotator, aspect) and prints the counts."""
-from django.core.management.base import BaseCommand, CommandError
+PerSE-style personalized evaluator on an aspect_pairwise study, as a resumable job (one item
+per annotator): stores one prediction per (item, annotator, aspect) and prints the counts
+{"study", "evaluator", "predictions", "unparsed", "na", "skipped", "created", "updated"}."""
+from django.core.management.base import BaseCommand
 
-from annotate.models import Study
-from models_runtime.judges.cli import add_model_arguments, backend_for, print_json, progress_bar
-from models_runtime.judges.perse import perse_predict
+from models_runtime.job_commands import add_wait_argument, check_outcome, run_command_job
+from models_runtime.judges.cli import add_model_arguments, print_json
 
 
 class Command(BaseCommand):
@@ -17,16 +17,13 @@ class Command(BaseCommand):
         parser.add_argument("--k", type=int, default=1, help="profile size: the annotator's other judgments shown")
         parser.add_argument("--evaluator", help="evaluator name stored with the predictions (default perse-<model>)")
         add_model_arguments(parser)
+        add_wait_argument(parser)
 
     def handle(self, *args, **opts):
-        study = Study.objects.filter(slug=opts["slug"]).first()
-        if study is None:
-            raise CommandError(f"study {opts['slug']!r} does not exist")
-        backend = backend_for(opts["model"], opts["device"])
-        with progress_bar(1, "PerSE") as bar:
-            try:
-                result = perse_predict(study, backend, k=opts["k"], evaluator=opts["evaluator"] or f"perse-{opts['model']}")
-            except ValueError as exc:
-                raise CommandError(str(exc)) from exc
-            bar.update(1)
-        print_json(self, result)
+        params = {"study": opts["slug"], "k": opts["k"], "evaluator": opts["evaluator"], "model": opts["model"],
+                  "device": opts["device"]}
+        job = run_command_job(self, "perse", params, desc=f"PerSE {opts['slug']}", no_wait=opts["no_wait"])
+        if job is None:
+            return
+        check_outcome(self, job)
+        print_json(self, job.result)

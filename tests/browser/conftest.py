@@ -1,6 +1,5 @@
-"""Fixtures for the annotator browser tests: Debian's Chromium driven by Playwright
-against pytest-django's live server. Kept out of a conftest.py on purpose: a second
-conftest module would shadow tests/conftest.py for modules doing `from conftest import`."""
+"""Fixtures for the browser tests: Debian's Chromium driven by Playwright against
+pytest-django's live server."""
 import contextlib
 import os
 
@@ -43,7 +42,7 @@ def launched_chromium():
 
 
 @pytest.fixture(scope="module")
-def chromium(django_db_setup):
+def module_chromium(django_db_setup):
     """One browser per test module: Playwright's sync API cannot run while another
     module's sync_playwright() is still open, so it is closed at the end of the module.
     The test database is made first (see launched_chromium)."""
@@ -51,12 +50,17 @@ def chromium(django_db_setup):
         yield browser
 
 
-@pytest.fixture(name="chromium")
-def chromium_per_test(transactional_db):
-    """`chromium` for modules marked serialized_rollback (import this one instead): one
-    browser per test, started after its database is restored (see launched_chromium)."""
-    with launched_chromium() as browser:
-        yield browser
+@pytest.fixture
+def chromium(request):
+    """The module's browser; in modules marked serialized_rollback, one browser per test,
+    started after the test's database is restored (see launched_chromium)."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is not None and marker.kwargs.get("serialized_rollback"):
+        request.getfixturevalue("transactional_db")
+        with launched_chromium() as browser:
+            yield browser
+    else:
+        yield request.getfixturevalue("module_chromium")
 
 
 @pytest.fixture
@@ -76,9 +80,15 @@ def new_page(chromium):
         context.close()
 
 
-def logged_in(page, live_server, client, user):
-    """`page` with the test client's session of `user`: logged in without the login form."""
-    client.force_login(user)
-    page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
-                               "url": live_server.url}])
-    return page
+@pytest.fixture
+def logged_in(live_server, client):
+    """logged_in(page, user): `page` with the test client's session of `user`, logged in
+    without the login form."""
+
+    def log_in(page, user):
+        client.force_login(user)
+        page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
+                                   "url": live_server.url}])
+        return page
+
+    return log_in

@@ -1,0 +1,120 @@
+"""Who may see a study, annotate it and read its results: the one definition.
+
+- annotate: the users the study lists in `annotators`, whatever their groups; a study
+  listing nobody is open to every member of the `annotators` group.
+- read (report, judgments export, dashboard, quality page, predictions, participants):
+  the users the study lists in `researchers`; a study listing nobody is open to every
+  member of `researchers`. Admins read every study (they load batches and start jobs).
+- see (list it, open its pages, learn that it exists): annotate or read.
+Superusers pass everything. A study a user may not see answers 404 everywhere, exactly
+like a slug that does not exist, so nobody can probe which studies exist; a study they
+see but may not use for that purpose answers 403.
+
+Every view, the API, the assignment engine and the submit path ask these questions
+through `Study.objects.visible_to / annotatable_by / readable_by` (or the helpers below),
+never through groups directly.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.core.exceptions import PermissionDenied
+from django.db import models
+from django.db.models import Exists, OuterRef, Q
+from django.http import Http404
+
+from . import roles
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+    from .models import Study
+
+    User = AbstractBaseUser | AnonymousUser
+
+NOWHERE = Q(pk__in=[])  # matches no study
+
+
+class NotAllowed(Exception):
+    """The user may not annotate this study."""
+
+
+def _listed_or_open(study_model: type, field: str, user: User, group_member: bool) -> Q:
+    """Studies that list `user` in the M2M `field`, plus (for members of the role's
+    group) studies whose list is empty."""
+    m2m = study_model._meta.get_field(field)
+    rows = m2m.remote_field.through.objects
+    study_of_row = m2m.m2m_field_name()
+    listed = Q(Exists(rows.filter(**{study_of_row: OuterRef("pk"), m2m.m2m_reverse_field_name(): user})))
+    if not group_member:
+        return listed
+    return listed | ~Q(Exists(rows.filter(**{study_of_row: OuterRef("pk")})))
+
+
+class StudyQuerySet(models.QuerySet):
+    """Study.objects: visibility filters. No DISTINCT joins (EXISTS subqueries), so the
+    result can be counted, ordered and locked like any queryset."""
+
+    def _annotate_q(self, user: User) -> Q:
+        if not user.is_authenticated:
+            return NOWHERE
+        if user.is_superuser:
+            return Q()
+        return _listed_or_open(self.model, "annotators", user, roles.has_role(user, roles.ANNOTATORS))
+
+    def _read_q(self, user: User) -> Q:
+        if not user.is_authenticated:
+            return NOWHERE
+        if roles.is_admin(user):  # superusers too
+            return Q()
+        return _listed_or_open(self.model, "researchers", user, roles.has_role(user, roles.RESEARCHERS))
+
+    def annotatable_by(self, user: User) -> StudyQuerySet:
+        """Studies `user` may annotate (be served items of, submit and edit answers in)."""
+        return self.filter(self._annotate_q(user))
+
+    def readable_by(self, user: User) -> StudyQuerySet:
+        """Studies whose results `user` may read: report, judgments, dashboard, quality."""
+        return self.filter(self._read_q(user))
+
+    def visible_to(self, user: User) -> StudyQuerySet:
+        """Studies `user` may know about: annotatable or readable."""
+        annotate, read = self._annotate_q(user), self._read_q(user)
+        if not annotate or not read:  # Q() = every study
+            return self.all()
+        return self.filter(annotate | read)
+
+
+def may_annotate(user: User, study: Study) -> bool:
+    return type(study).objects.annotatable_by(user).filter(pk=study.pk).exists()
+
+
+def may_read(user: User, study: Study) -> bool:
+    return type(study).objects.readable_by(user).filter(pk=study.pk).exists()
+
+
+def may_read_results(user: User, slug: str | None = None) -> bool:
+    """Whether `user` may read results about study `slug` (e.g. a runtime job's output).
+    Results tied to no study (or to one that no longer exists) are open to every
+    researcher and admin, as before per-study lists existed."""
+    from .models import Study
+
+    study = Study.objects.filter(slug=slug).first() if isinstance(slug, str) else None
+    return may_read(user, study) if study is not None else roles.is_researcher(user)
+
+
+def study_for(user: User, slug: str, purpose: str | None = None) -> Study:
+    """The study `slug` for a request by `user` that needs `purpose`: None (just see it),
+    "annotate" or "read". Raises Http404 when the user may not see it (or it does not
+    exist: the two are indistinguishable), PermissionDenied when they see it but may not
+    use it for `purpose`."""
+    from .models import Study
+
+    study = Study.objects.visible_to(user).filter(slug=slug).first()
+    if study is None:
+        raise Http404("No such study.")
+    if purpose == "annotate" and not may_annotate(user, study):
+        raise PermissionDenied("You are not an annotator of this study.")
+    if purpose == "read" and not may_read(user, study):
+        raise PermissionDenied("Only this study's researchers may see its results.")
+    return study

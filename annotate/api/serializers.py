@@ -1,0 +1,345 @@
+"""The request and response bodies of the REST API (interfaces.md), as DRF serializers,
+so /api/schema/ documents every field with its type, enum and an example.
+
+Responses are produced through these serializers, so a body cannot grow a key the
+schema does not name. Free-form parts (item display fields, a study's kind settings, a
+job's params and result) pass through unfiltered and are described by the serializer
+named in `json_as`. The report JSON is the one exception: it is returned as
+evaluation/report builds it, and ReportSerializer documents its keys.
+
+Requests keep their single validator where one exists (the batch header validator for
+studies, the answer validator for judgments): the request serializers here describe
+those bodies, they do not validate them a second time.
+"""
+from django.conf import settings
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
+from rest_framework import serializers
+
+from annotate.models import Study
+
+KIND_CHOICES = Study._meta.get_field("kind").choices
+REPORT_FORMATS = ("json", "csv", "html")
+EXPORT_FORMATS = ("csv", "jsonl")
+
+
+def json_as(documented: serializers.Field, **kwargs) -> serializers.JSONField:
+    """A JSON value returned exactly as given, documented in the schema as `documented`
+    (a serializer or field instance)."""
+    field_class = type("DocumentedJSON", (serializers.JSONField,), {})
+    return extend_schema_field(documented)(field_class)(**kwargs)
+
+
+class IsoDateTimeField(serializers.DateTimeField):
+    """ISO 8601 exactly as Python writes it ("+00:00", not DRF's "Z"), as the API always has."""
+
+    def to_representation(self, value):
+        return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+@extend_schema_field({"type": "string", "enum": [k for k, _ in KIND_CHOICES],
+                      "description": "The study kind (studies.md)."}, component_name="StudyKind")
+class StudyKindField(serializers.ChoiceField):
+    """A study kind; a named schema component, apart from the job kinds' enum."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=KIND_CHOICES, **kwargs)
+
+
+def scale_field(**kwargs) -> serializers.ListField:
+    return serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2, **kwargs)
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+class DetailSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="Why the request was refused.")
+
+
+@extend_schema_serializer(examples=[OpenApiExample(
+    "A refused file", value={"errors": ["line 3: 'candidates' must be a list of exactly 2, got 0"]},
+    response_only=True)])
+class LineErrorsSerializer(serializers.Serializer):
+    errors = serializers.ListField(child=serializers.CharField(),
+                                   help_text="Every problem as `line N: reason`; nothing was written.")
+
+
+@extend_schema_serializer(examples=[OpenApiExample(
+    "A missing answer", value={"errors": {"choice": "this question needs an answer"}}, response_only=True)])
+class AnswerErrorsSerializer(serializers.Serializer):
+    errors = serializers.DictField(child=serializers.CharField(),
+                                   help_text="{question id, `seconds` or `answers`: reason}; nothing was stored.")
+
+
+# --- studies -----------------------------------------------------------------------------------
+
+class AspectSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="The question id of this aspect, e.g. `ending`.")
+    question = serializers.CharField(help_text="The question shown to annotators.")
+
+
+class StudyConfigSerializer(serializers.Serializer):
+    """Kind-specific settings from the batch header."""
+
+    aspects = AspectSerializer(many=True, required=False, help_text="aspect_pairwise: the questions asked.")
+    scale = scale_field(required=False, help_text="similarity_survey: rating scale [min, max].")
+    usefulness_scale = scale_field(required=False, help_text="explanation_choice: usefulness scale [min, max].")
+
+
+RESEARCH_FIELDS = ("annotations_per_item", "randomize_order", "annotators", "researchers", "n_items",
+                   "n_gold_items", "n_judgments", "created_at")
+
+
+@extend_schema_serializer(examples=[OpenApiExample("As a researcher sees it", response_only=True, value={
+    "slug": "reviews-pairwise", "kind": "pairwise_alignment", "title": "Which review is closer to yours?",
+    "instructions": "Pick the response closer to the reference.", "annotations_per_item": 3,
+    "randomize_order": True, "allow_tie": False, "config": {}, "annotators": [], "researchers": ["rita"],
+    "n_items": 120, "n_gold_items": 12, "n_judgments": 0, "created_at": "2026-11-23T10:00:00+00:00"})])
+class StudySerializer(serializers.Serializer):
+    """A study. Its annotators get the first six fields only; the fields marked
+    "Researchers only" (who else works on the study, counts, gold) go to those who may
+    read the study's results."""
+
+    # Context: `readable`, the set of study pks the requesting user may read.
+
+    slug = serializers.SlugField()
+    kind = StudyKindField()
+    title = serializers.CharField()
+    instructions = serializers.CharField(allow_blank=True, help_text="Markdown shown before the first item.")
+    allow_tie = serializers.BooleanField(help_text="Pairwise kinds: `tie` is an allowed answer.")
+    config = json_as(StudyConfigSerializer())
+    annotations_per_item = serializers.IntegerField(required=False, min_value=1,
+                                                    help_text="Researchers only. The overlap.")
+    randomize_order = serializers.BooleanField(required=False, help_text="Researchers only.")
+    annotators = serializers.ListField(child=serializers.CharField(), required=False,
+                                       help_text="Researchers only. Listed annotators; [] = the annotators group.")
+    researchers = serializers.ListField(child=serializers.CharField(), required=False,
+                                        help_text="Researchers only. Listed researchers; [] = the researchers group.")
+    n_items = serializers.IntegerField(required=False, help_text="Researchers only. Items, gold included.")
+    n_gold_items = serializers.IntegerField(required=False, help_text="Researchers only.")
+    n_judgments = serializers.IntegerField(required=False, help_text="Researchers only.")
+    created_at = IsoDateTimeField(required=False, help_text="Researchers only.")
+
+    def to_representation(self, study):
+        values = {name: getattr(study, name) for name in ("slug", "kind", "title", "instructions", "allow_tie",
+                                                          "config")}
+        if study.pk in self.context.get("readable", ()):
+            values.update(
+                annotations_per_item=study.annotations_per_item, randomize_order=study.randomize_order,
+                annotators=sorted(study.annotators.values_list("username", flat=True)),
+                researchers=sorted(study.researchers.values_list("username", flat=True)),
+                n_items=study.items.count(), n_gold_items=study.items.filter(is_gold=True).count(),
+                n_judgments=study.judgments.count(), created_at=study.created_at)
+        return super().to_representation(values)
+
+
+@extend_schema_serializer(examples=[OpenApiExample("A new study", request_only=True, value={
+    "slug": "stories", "kind": "aspect_pairwise", "title": "Which plot do you prefer?",
+    "annotations_per_item": 3, "researchers": ["rita"]})])
+class StudyCreateSerializer(serializers.Serializer):
+    """The batch header's study object (studies.md), checked by the batch header validator."""
+
+    slug = serializers.SlugField(max_length=100)
+    kind = StudyKindField()
+    title = serializers.CharField(max_length=300)
+    instructions = serializers.CharField(required=False, allow_blank=True)
+    annotations_per_item = serializers.IntegerField(required=False, min_value=1, default=3)
+    randomize_order = serializers.BooleanField(required=False, default=True)
+    allow_tie = serializers.BooleanField(required=False, default=False)
+    aspects = AspectSerializer(many=True, required=False)
+    scale = scale_field(required=False)
+    usefulness_scale = scale_field(required=False)
+    annotators = serializers.ListField(child=serializers.CharField(), required=False,
+                                       help_text="Usernames; absent or [] = every member of `annotators`.")
+    researchers = serializers.ListField(child=serializers.CharField(), required=False,
+                                        help_text="Usernames; absent or [] = every member of `researchers`.")
+    gold_rate = serializers.FloatField(required=False, min_value=0, max_value=1, default=0.1)
+    min_seconds = serializers.FloatField(required=False, allow_null=True)
+    assignment_timeout_minutes = serializers.IntegerField(
+        required=False, min_value=1, default=settings.HUMEVAL_ASSIGNMENT_TIMEOUT_MINUTES)
+    min_votes = serializers.IntegerField(required=False, min_value=1, default=2,
+                                         help_text="Non-gold judgments an item needs for a majority label.")
+
+
+class BatchResultSerializer(serializers.Serializer):
+    study = serializers.SlugField()
+    created = serializers.IntegerField(help_text="New items.")
+    skipped = serializers.IntegerField(help_text="Items already in the study with identical content.")
+
+
+class PredictionsResultSerializer(serializers.Serializer):
+    studies = serializers.ListField(child=serializers.SlugField())
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    skipped = serializers.IntegerField(help_text="Rows identical to the stored ones.")
+
+
+# --- assignments and judgments -------------------------------------------------------------------
+
+class ExplanationAspectSerializer(serializers.Serializer):
+    aspect = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    evidence = serializers.ListField(child=serializers.CharField())
+
+
+class ExplanationSerializer(serializers.Serializer):
+    aspects_reference = ExplanationAspectSerializer(many=True)
+    aspects_generated = ExplanationAspectSerializer(many=True)
+    matches = serializers.ListField(child=serializers.DictField(), help_text="side, from, to, reason, "
+                                    "content_match, content_reason, style_match, style_reason.")
+
+
+class CandidateSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="The option id to answer with.")
+    text = serializers.CharField(required=False, help_text="pairwise_alignment, aspect_pairwise.")
+    explanation = ExplanationSerializer(required=False, help_text="explanation_choice.")
+
+
+class PairSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="The question id of this pair.")
+    texts = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2,
+                                  help_text="Text 1 and Text 2, in the order shown.")
+
+
+class ItemDisplaySerializer(serializers.Serializer):
+    """What the annotator is shown; which fields depend on the study kind."""
+
+    input = serializers.CharField(required=False, help_text="pairwise_alignment, explanation_choice.")
+    reference = serializers.CharField(required=False, help_text="pairwise_alignment.")
+    premise = serializers.CharField(required=False, help_text="aspect_pairwise.")
+    candidates = CandidateSerializer(many=True, required=False, help_text="In the order shown.")
+    pairs = PairSerializer(many=True, required=False, help_text="similarity_survey, in the order shown.")
+
+
+class QuestionSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="The key to answer under.")
+    text = serializers.CharField()
+    options = serializers.ListField(child=serializers.CharField(), required=False,
+                                    help_text="Choice questions: allowed values, in the order shown.")
+    scale = scale_field(required=False, help_text="Rating questions: [min, max], integers.")
+
+
+@extend_schema_serializer(examples=[OpenApiExample("pairwise_alignment", response_only=True, value={
+    "assignment": 42, "item_id": "review-017",
+    "item": {"input": "Write a review of film 17.", "reference": "My own review.",
+             "candidates": [{"id": "m2", "text": "Second response."}, {"id": "m1", "text": "First response."}]},
+    "questions": [{"id": "choice", "text": "Which response is closer to the expected output?",
+                   "options": ["m2", "m1"]}]})])
+class NextAssignmentSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField(help_text="Post the answers to /api/assignments/{assignment}/judgments/.")
+    item_id = serializers.CharField()
+    item = json_as(ItemDisplaySerializer())
+    questions = QuestionSerializer(many=True)
+
+
+@extend_schema_serializer(examples=[OpenApiExample("pairwise_alignment", request_only=True,
+                                                   value={"choice": "m1", "seconds": 12.5})])
+class AnswersSerializer(serializers.Serializer):
+    """One value per question id (a choice question's option id, or an integer rating),
+    plus the control keys below."""
+
+    seconds = serializers.FloatField(required=False, min_value=0,
+                                     help_text="Time spent; default: since the item was handed out.")
+    edit = serializers.BooleanField(required=False, default=False,
+                                    help_text="Replace earlier answers (while the item is not complete).")
+
+
+class AnswersSchema(OpenApiSerializerExtension):
+    """Answers are keyed by question id: documented as additional properties."""
+
+    target_class = AnswersSerializer
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target_class, direction, bypass_extensions=True)
+        schema["additionalProperties"] = {"oneOf": [{"type": "string"}, {"type": "integer"}],
+                                          "description": "question id -> option id or integer rating"}
+        return schema
+
+
+class JudgmentSerializer(serializers.Serializer):
+    question = serializers.CharField()
+    value = serializers.CharField()
+    shown_order = serializers.CharField(allow_blank=True, help_text="Option ids as shown, joined with `|`.")
+    seconds = serializers.FloatField(allow_null=True)
+    submitted_at = IsoDateTimeField(allow_null=True)
+
+
+class SubmitResultSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField()
+    created = serializers.BooleanField(help_text="False when this repeats a stored submit (nothing changed).")
+    judgments = JudgmentSerializer(many=True, help_text="The stored judgments of the assignment.")
+
+
+# --- reports -----------------------------------------------------------------------------------
+
+class AgreementSerializer(serializers.Serializer):
+    krippendorff_alpha = serializers.FloatField(allow_null=True)
+    level = serializers.ChoiceField(choices=["nominal", "ordinal", "interval", "ratio"])
+    krippendorff_alpha_ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True, required=False)
+    fleiss_kappa = serializers.FloatField(allow_null=True)
+    fleiss_n_units = serializers.IntegerField()
+    percent_agreement = serializers.FloatField(allow_null=True)
+    n_units = serializers.IntegerField()
+    n_values = serializers.IntegerField(required=False)
+    krippendorff_alpha_ordinal = serializers.FloatField(allow_null=True, required=False,
+                                                        help_text="Rating questions: alpha at the ordinal level.")
+    alpha_reason = serializers.CharField(required=False, help_text="Why alpha is null, when it is.")
+
+
+class PositionBiasSerializer(serializers.Serializer):
+    first_shown_rate = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField()
+    p_value = serializers.FloatField(allow_null=True)
+    unit = serializers.CharField(required=False, help_text="What one observation is, e.g. `screen`.")
+    per_question = serializers.DictField(required=False)
+
+
+class AnnotatorStatsSerializer(serializers.Serializer):
+    judgments = serializers.IntegerField()
+    median_seconds = serializers.FloatField(allow_null=True)
+    gold_accuracy = serializers.FloatField(allow_null=True)
+    first_shown_rate = serializers.FloatField(allow_null=True)
+    first_shown_p = serializers.FloatField(allow_null=True, required=False)
+    loo = serializers.DictField(child=serializers.FloatField(allow_null=True), required=False,
+                                help_text="Per question: agreement without this annotator.")
+
+
+class ReportSerializer(serializers.Serializer):
+    """The report JSON (interfaces.md; definitions in statistics.md). The keys after
+    `annotators` appear for the kinds named in their description."""
+
+    study = serializers.SlugField()
+    kind = StudyKindField()
+    n_items = serializers.IntegerField(help_text="Gold included.")
+    n_gold_items = serializers.IntegerField()
+    n_judgments = serializers.IntegerField()
+    n_annotators = serializers.IntegerField()
+    complete_items = serializers.IntegerField(help_text="Real (non-gold) items with `annotations_per_item` "
+                                                        "completed assignments.")
+    agreement = serializers.DictField(child=AgreementSerializer(), help_text="Per question id.")
+    position_bias = PositionBiasSerializer()
+    annotators = serializers.DictField(child=AnnotatorStatsSerializer(), help_text="Per annotator username.")
+    correlations = serializers.DictField(child=serializers.DictField(), required=False,
+                                         help_text="Per metric: n, pearson, spearman, kendall.")
+    majority = serializers.DictField(child=serializers.CharField(allow_null=True), required=False,
+                                     help_text="Pairwise kinds: item id -> majority candidate id (null: none).")
+    alignment = serializers.DictField(child=serializers.DictField(), required=False,
+                                      help_text="Pairwise kinds: per metric/evaluator.")
+    win_rate = serializers.DictField(child=serializers.FloatField(), required=False, help_text="Pairwise kinds.")
+    choice_matches_expert = serializers.FloatField(allow_null=True, required=False, help_text="explanation_choice.")
+    usefulness = serializers.DictField(required=False, help_text="explanation_choice: mean, sd, n.")
+    mean_similarity = serializers.DictField(child=serializers.FloatField(allow_null=True), required=False,
+                                            help_text="similarity_survey: per pair id.")
+    egises_hj = serializers.DictField(child=serializers.DictField(), required=False,
+                                      help_text="similarity_survey: model -> prompt style -> value.")
+    paradoxes = serializers.DictField(child=serializers.DictField(), required=False, help_text="similarity_survey.")
+    aspects = serializers.DictField(child=serializers.DictField(), required=False, help_text="aspect_pairwise.")
+    evaluators_average = serializers.DictField(child=serializers.FloatField(allow_null=True), required=False,
+                                               help_text="aspect_pairwise.")
+
+
+# --- tokens ------------------------------------------------------------------------------------
+
+class TokenSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text="Send as `Authorization: Token <token>`.")
+    expires_at = IsoDateTimeField(allow_null=True, help_text="null: tokens do not expire (HUMEVAL_TOKEN_TTL_DAYS=0).")

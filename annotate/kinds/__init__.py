@@ -1,0 +1,55 @@
+"""The study kinds: one module each behind one interface (base.StudyKind), and the
+registry from kind name to kind. Everything kind-specific lives in the kind's module, its
+template (templates/annotate/_<name>.html) and its report function (evaluation/report/);
+the rest of annotate asks `get_kind(study.kind)`. docs/architecture.md: how to add one.
+"""
+from evaluation.vocabulary import (  # noqa: F401  (re-exported: the kind names)
+    ASPECT_PAIRWISE,
+    EXPLANATION_CHOICE,
+    PAIRWISE_ALIGNMENT,
+    SIMILARITY_SURVEY,
+)
+
+from . import aspect_pairwise, explanation_choice, pairwise_alignment, similarity_survey
+from .aspect_pairwise import study_aspects  # noqa: F401
+from .base import StudyKind
+
+REGISTRY: dict[str, StudyKind] = {kind.name: kind for kind in (
+    pairwise_alignment.KIND,
+    explanation_choice.KIND,
+    similarity_survey.KIND,
+    aspect_pairwise.KIND,
+)}
+KINDS = tuple(REGISTRY)
+
+
+class UnknownKind(ValueError):
+    """A kind name that is not registered."""
+
+
+def get_kind(name: str) -> StudyKind:
+    """The kind called `name`; UnknownKind if there is none."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise UnknownKind(f"unknown study kind {name!r}") from None
+
+
+def all_kinds() -> list[StudyKind]:
+    """Every registered kind, in registration order."""
+    return list(REGISTRY.values())
+
+
+def kind_choices() -> list[tuple[str, str]]:
+    """Study.kind choices (a callable, so a new kind needs no migration)."""
+    return [(name, name) for name in REGISTRY]
+
+
+def questions_for(kind: str, config: dict, item_data: dict) -> list[dict]:
+    """The questions of one item of a `kind` study; `config` is Study.config plus allow_tie."""
+    return get_kind(kind).questions(config, item_data)
+
+
+def study_config(study) -> dict:
+    """A study's config as the kinds read it: Study.config plus `allow_tie`."""
+    return {**(study.config or {}), "allow_tie": study.allow_tie}

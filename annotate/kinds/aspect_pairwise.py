@@ -1,0 +1,76 @@
+"""aspect_pairwise: Per-DOC story aspects (spec studies.md).
+
+An item: a `premise` and two `candidates` (story plots); optional `metric_scores`. The
+annotator reads the premise and "Plot A"/"Plot B" (counterbalanced) and answers one
+choice per aspect: question id = aspect key, value = candidate id (or `tie`). Header
+`aspects` [{key, question}] replaces the Per-DOC five. Report: evaluation.report.aspects
+(which needs the judgments' submit order for the reviewer_prior baseline).
+"""
+from annotate.answers import shown
+from evaluation.vocabulary import ASPECT_PAIRWISE, DEFAULT_ASPECTS
+
+from .base import NEEDS_CANDIDATES, NEEDS_SUBMIT_TIMES, RESERVED_IDS, id_flaw, is_text
+from .two_candidate import TwoCandidateKind
+
+
+def study_aspects(config: dict) -> list[dict]:
+    """The aspects of an aspect_pairwise study: header `aspects` or the Per-DOC five."""
+    return list(config.get("aspects") or DEFAULT_ASPECTS)
+
+
+def aspects_flaw(aspects) -> str | None:
+    """Why header `aspects` is not a valid list of {key, question}, or None."""
+    good = isinstance(aspects, list) and aspects and all(
+        isinstance(a, dict) and set(a) == {"key", "question"} and is_text(a["key"]) and is_text(a["question"])
+        for a in aspects)
+    if not good:
+        return "'aspects' must be a non-empty list of {\"key\", \"question\"} with non-empty strings"
+    keys = [a["key"] for a in aspects]
+    if len(set(keys)) != len(keys):
+        return "'aspects' keys must be unique"
+    if any(k in RESERVED_IDS or "|" in k for k in keys):
+        return "aspect keys may not be 'tie', 'pair_order' or contain '|'"
+    flawed = next((k for k in keys if id_flaw(k)), None)
+    if flawed is not None:
+        return f"aspect key {shown(flawed)} {id_flaw(flawed)}"
+    return None
+
+
+class AspectPairwise(TwoCandidateKind):
+    name = ASPECT_PAIRWISE
+    item_keys = ("premise", "candidates")
+    optional_item_keys = ("metric_scores",)
+    header_keys = ("aspects",)
+    option_noun = "Plot"
+    report_needs = frozenset({NEEDS_CANDIDATES, NEEDS_SUBMIT_TIMES})
+
+    def header_config(self, study, error):
+        if "aspects" not in study:
+            return {}
+        reason = aspects_flaw(study["aspects"])
+        if reason:
+            error(reason)
+            return {}
+        return {"aspects": study["aspects"]}
+
+    def check_item(self, obj, config, error):
+        candidates_ok = self.check_candidates(obj, config, error)
+        texts_ok = self.check_texts(obj, ("premise",), error)  # reported even when the candidates are not
+        if candidates_ok and texts_ok:
+            self.check_metric_scores(obj, error)
+
+    def gold_answers(self, gold, questions, error):
+        return {qid: gold for qid in questions}  # a bare gold value answers every aspect
+
+    def questions(self, config, item_data):
+        options = self.choice_options(config, item_data)
+        return [{"id": a["key"], "text": a["question"], "options": list(options)} for a in study_aspects(config)]
+
+    def report_config(self, config):
+        return dict(config, aspects=study_aspects(config))
+
+    def display(self, item_data, shown_order):
+        return {"premise": item_data.get("premise", ""), "candidates": self.display_candidates(item_data, shown_order)}
+
+
+KIND = AspectPairwise()

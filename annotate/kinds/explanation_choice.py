@@ -1,0 +1,105 @@
+"""explanation_choice: the ExPerT explainability study (spec studies.md).
+
+Items as pairwise_alignment plus `explanations` {candidate id: ExPerT explanation}. The
+annotator sees only the two explanations (aspects, evidence, matches and reasons; never
+the score) and answers `choice` and `usefulness` (header `usefulness_scale`, default 1-5).
+Report: evaluation.report.explanation.
+"""
+from evaluation.vocabulary import EXPLANATION_CHOICE, USEFULNESS_QUESTION
+
+from .base import NEEDS_EXPERT_SCORES, check_scale, is_number, scale_of
+from .pairwise_alignment import PairwiseAlignment
+from .two_candidate import ordered_candidates
+
+DEFAULT_USEFULNESS_SCALE = (1, 5)
+CHOICE_TEXT = "Judging from the explanations, which response is better?"
+USEFULNESS_TEXT = "How useful were the explanations for deciding?"
+EXPLANATION_KEYS = ("score", "aspects_reference", "aspects_generated", "matches")
+MATCH_KEYS = ("side", "from", "to", "reason", "content_match", "content_reason", "style_match", "style_reason")
+
+
+def _as_list(value):
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def public_explanation(explanation) -> dict:
+    """The parts of an ExPerT explanation object an annotator may see (no scores).
+    Aspects become {aspect, description, evidence: [..]}; matches keep their reasons."""
+    explanation = explanation if isinstance(explanation, dict) else {}
+    out = {}
+    for key in ("aspects_reference", "aspects_generated"):
+        aspects = []
+        for a in _as_list(explanation.get(key)):
+            if isinstance(a, dict):
+                aspects.append({"aspect": str(a.get("aspect", "")), "description": str(a.get("description", "")),
+                                "evidence": [str(e) for e in _as_list(a.get("evidence"))]})
+            else:
+                aspects.append({"aspect": str(a), "description": "", "evidence": []})
+        out[key] = aspects
+    out["matches"] = [{k: m.get(k) for k in MATCH_KEYS} for m in _as_list(explanation.get("matches"))
+                      if isinstance(m, dict)]
+    return out
+
+
+class ExplanationChoice(PairwiseAlignment):
+    name = EXPLANATION_CHOICE
+    item_keys = ("input", "reference", "candidates", "explanations")
+    header_keys = ("usefulness_scale",)
+    scale_words = ("not useful", "very useful")
+    report_needs = PairwiseAlignment.report_needs | {NEEDS_EXPERT_SCORES}
+    choice_text = CHOICE_TEXT
+
+    def header_config(self, study, error):
+        if "usefulness_scale" not in study:
+            return {}
+        reason = check_scale(study["usefulness_scale"], "usefulness_scale")
+        if reason:
+            error(reason)
+            return {}
+        return {"usefulness_scale": list(study["usefulness_scale"])}
+
+    def report_config(self, config):
+        return dict(config, usefulness_scale=list(scale_of(config, "usefulness_scale", DEFAULT_USEFULNESS_SCALE)))
+
+    def check_item(self, obj, config, error):
+        candidates_ok = self.check_candidates(obj, config, error)
+        texts_ok = self.check_texts(obj, ("input", "reference"), error)  # reported even when the candidates are not
+        if candidates_ok and texts_ok:
+            self.check_explanations(obj, error)
+            self.check_metric_scores(obj, error)
+
+    def check_explanations(self, obj, error):
+        explanations = obj["explanations"]
+        ids = [c["id"] for c in obj["candidates"]]
+        if not isinstance(explanations, dict) or set(explanations) != set(ids):
+            error(f"'explanations' must be an object with exactly the candidate ids {ids}")
+            return
+        for cid in ids:
+            exp = explanations[cid]
+            if not isinstance(exp, dict):
+                error(f"explanation of {cid!r} must be an object")
+                continue
+            missing = [k for k in EXPLANATION_KEYS if k not in exp]
+            if missing:
+                error(f"explanation of {cid!r} is missing {', '.join(missing)}")
+                continue
+            if not is_number(exp["score"]):
+                error(f"explanation of {cid!r}: 'score' must be a number")
+            for key in EXPLANATION_KEYS[1:]:
+                if not isinstance(exp[key], list):
+                    error(f"explanation of {cid!r}: '{key}' must be a list")
+
+    def questions(self, config, item_data):
+        lo, hi = scale_of(config, "usefulness_scale", DEFAULT_USEFULNESS_SCALE)
+        return super().questions(config, item_data) + [
+            {"id": USEFULNESS_QUESTION, "text": USEFULNESS_TEXT, "scale": [lo, hi]}]
+
+    def display(self, item_data, shown_order):
+        explanations = item_data.get("explanations") or {}
+        return {"candidates": [{"id": c["id"], "explanation": public_explanation(explanations.get(c["id"]))}
+                               for c in ordered_candidates(item_data, shown_order)]}
+
+
+KIND = ExplanationChoice()

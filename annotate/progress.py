@@ -1,0 +1,94 @@
+"""How far a study and each annotator are: the one definition of free, open, completed
+and complete, used by the assignment engine, the annotator pages, the dashboard and the
+report.
+
+- an assignment is *open* while not completed and not expired, *completed* once its
+  answers are stored; an expired open assignment is neither (it is reclaimed);
+- a real (non-gold) item is *free* for a user while it has a slot left
+  (n_assigned < annotations_per_item) and the user never had it; a gold item is free for
+  every user who never had it (gold is not capped by the overlap);
+- a study's *complete* items are its real items with `annotations_per_item` completed
+  assignments (Item.n_completed, kept in step with the Assignment rows by the engine,
+  the submit path and the importers). Gold items are never counted: they are attention
+  checks, not data.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.db import models
+from django.db.models import F, Sum
+from django.db.models.functions import Least
+from django.utils import timezone
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+    from .models import Study
+
+
+class ItemQuerySet(models.QuerySet):
+    def real(self) -> ItemQuerySet:
+        return self.filter(is_gold=False)
+
+    def complete_in(self, study: Study) -> ItemQuerySet:
+        """Real items of `study` with `annotations_per_item` completed assignments."""
+        return self.filter(study=study, is_gold=False, n_completed__gte=study.annotations_per_item)
+
+    def free_for(self, study: Study, user: AbstractBaseUser, gold: bool = False) -> ItemQuerySet:
+        """Items of `study` that `user` could be given, fullest first, then import order
+        (the order of the item_pool_idx index the engine scans)."""
+        from .models import Assignment
+
+        mine = Assignment.objects.filter(annotator=user, study=study).values("item_id")
+        items = self.filter(study=study, is_gold=gold).exclude(pk__in=mine)
+        if not gold:
+            items = items.filter(n_assigned__lt=study.annotations_per_item)
+        return items.order_by("-n_assigned", "position", "id")
+
+
+class AssignmentQuerySet(models.QuerySet):
+    def completed(self) -> AssignmentQuerySet:
+        return self.filter(completed_at__isnull=False)
+
+    def open(self, now: datetime | None = None) -> AssignmentQuerySet:
+        """Handed out, not answered, not expired."""
+        return self.filter(completed_at__isnull=True, expires_at__gt=now or timezone.now())
+
+    def expired(self, now: datetime | None = None) -> AssignmentQuerySet:
+        """Handed out, not answered, past expiry: waiting to be reclaimed."""
+        return self.filter(completed_at__isnull=True, expires_at__lte=now or timezone.now())
+
+
+def annotator_progress(study: Study, user: AbstractBaseUser) -> dict:
+    """{"done", "assigned", "total", "remaining"} for one annotator in one study, as the
+    annotator sees it: done = items they completed (gold included: counting it apart
+    would mark which items were gold); assigned = done + open; total = the study's real
+    items; remaining = real items still free for them + their open one."""
+    from .models import Assignment, Item
+
+    mine = Assignment.objects.filter(study=study, annotator=user)
+    done = mine.completed().count()
+    open_ = mine.open().count()
+    free = Item.objects.free_for(study, user).count()
+    return {"done": done, "assigned": done + open_, "total": Item.objects.filter(study=study).real().count(),
+            "remaining": free + open_}
+
+
+def study_progress(study: Study) -> dict:
+    """The dashboard's counts: {"n_items", "n_gold", "n_real", "complete", "done",
+    "needed", "percent"}. done = completed assignments of real items, each item counted
+    up to the overlap; needed = n_real x overlap."""
+    from .models import Item
+
+    overlap = study.annotations_per_item
+    items = Item.objects.filter(study=study)
+    n_items = items.count()
+    real = items.real()
+    n_real = real.count()
+    done = real.aggregate(n=Sum(Least(F("n_completed"), overlap)))["n"] or 0
+    needed = n_real * overlap
+    return {"n_items": n_items, "n_gold": n_items - n_real, "n_real": n_real,
+            "complete": Item.objects.complete_in(study).count(), "done": done, "needed": needed,
+            "percent": round(100 * done / needed, 1) if needed else 0.0}

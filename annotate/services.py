@@ -1,0 +1,198 @@
+"""The one door from `models_runtime` into `annotate`.
+
+The runtime (metrics, judges, jobs) reads studies and writes predictions only through the
+functions here, so the annotate tables can change without the runtime noticing. Items
+travel as plain frozen records keyed by `key` (the item's primary key as text: stable,
+unique, and what a job checkpoints), never as model instances.
+"""
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from .access import may_read_results
+from .api.permissions import IsAdminRole
+from .api.serializers import DetailSerializer, IsoDateTimeField, json_as
+from .kinds import ASPECT_PAIRWISE, study_aspects
+from .models import Item, Judgment, Prediction, Study
+from .roles import is_admin, is_researcher
+
+__all__ = [
+    "ASPECT_PAIRWISE", "IsAdminRole", "is_admin", "is_researcher", "may_read_results",
+    "DetailSerializer", "IsoDateTimeField", "json_as",
+    "StudyInfo", "StudyItem", "ScoringItem", "Candidate", "PerseJudgment", "PredictionRow", "UpsertCounts",
+    "get_study", "study_item_keys", "study_items", "items_for_scoring", "judging_annotators", "judgments_for_perse",
+    "upsert_predictions", "prediction_counts",
+]
+
+
+@dataclass(frozen=True)
+class StudyInfo:
+    """What the runtime needs to know about a study."""
+
+    slug: str
+    kind: str
+    title: str
+    n_items: int
+    items_have_candidates: bool  # whether the first item has a candidates list (scorable by metrics)
+    aspects: tuple[dict, ...]  # aspect_pairwise only: ({"key", "question"}, ...); () otherwise
+
+
+@dataclass(frozen=True)
+class StudyItem:
+    """An item's texts as imported (EGISES and similarity need the whole `data`)."""
+
+    key: str
+    item_id: str
+    data: dict
+    meta: dict | None
+    is_gold: bool
+
+
+@dataclass(frozen=True)
+class Candidate:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ScoringItem:
+    """The inputs of a reference-based metric for one item: its source text (`input`, or a
+    story's `premise`), the reference, and the candidates to score."""
+
+    key: str
+    item_id: str
+    input: str
+    reference: str
+    candidates: tuple[Candidate, ...]
+    meta: dict | None
+
+
+@dataclass(frozen=True)
+class PerseJudgment:
+    """One annotator's answer to one aspect of one item, with the item's texts."""
+
+    annotator: str
+    question: str
+    item_key: str
+    item_data: dict
+    value: str
+
+
+@dataclass(frozen=True)
+class PredictionRow:
+    """One automatic evaluator output. `annotator` "" = for every annotator; `value` "" =
+    could not be computed or parsed."""
+
+    item_key: str
+    evaluator: str
+    question: str
+    value: str
+    annotator: str = ""
+
+
+@dataclass(frozen=True)
+class UpsertCounts:
+    created: int
+    updated: int
+    unchanged: int
+
+
+def get_study(slug: str) -> StudyInfo | None:
+    """The study with this slug, or None."""
+    study = Study.objects.filter(slug=slug).first()
+    if study is None:
+        return None
+    first = study.items.order_by("position", "pk").values_list("data", flat=True).first()
+    aspects = tuple(study_aspects(study.config or {})) if study.kind == ASPECT_PAIRWISE else ()
+    return StudyInfo(slug=study.slug, kind=study.kind, title=study.title, n_items=study.items.count(),
+                     items_have_candidates=isinstance((first or {}).get("candidates"), list), aspects=aspects)
+
+
+def study_item_keys(slug: str) -> list[str]:
+    """Keys of the study's items (gold included), in import order."""
+    return [str(pk) for pk in Item.objects.filter(study__slug=slug).order_by("position", "pk")
+            .values_list("pk", flat=True)]
+
+
+def study_items(slug: str) -> list[StudyItem]:
+    """Every item of the study with its texts, in import order."""
+    return [StudyItem(key=str(i.pk), item_id=i.item_id, data=i.data, meta=i.meta, is_gold=i.is_gold)
+            for i in Item.objects.filter(study__slug=slug).order_by("position", "pk")]
+
+
+def items_for_scoring(slug: str, keys: Sequence[str]) -> list[ScoringItem]:
+    """The metric inputs of the items `keys` of study `slug`, in the order of `keys`.
+    KeyError names a key that is not an item of this study."""
+    found = {str(i.pk): i for i in Item.objects.filter(study__slug=slug, pk__in=[int(k) for k in keys])}
+    missing = [k for k in keys if k not in found]
+    if missing:
+        raise KeyError(f"items {', '.join(missing)} are not in study {slug!r}")
+    out = []
+    for key in keys:
+        data = found[key].data
+        out.append(ScoringItem(
+            key=key, item_id=found[key].item_id, input=data.get("input") or data.get("premise") or "",
+            reference=data.get("reference") or "", meta=found[key].meta,
+            candidates=tuple(Candidate(id=c["id"], text=c.get("text", "")) for c in data.get("candidates") or [])))
+    return out
+
+
+def judging_annotators(slug: str) -> list[str]:
+    """Usernames of everyone with a judgment in the study, sorted."""
+    return sorted(set(Judgment.objects.filter(study__slug=slug).values_list("annotator__username", flat=True)))
+
+
+def judgments_for_perse(slug: str, questions: Iterable[str], annotators: Iterable[str] | None = None
+                        ) -> list[PerseJudgment]:
+    """Non-gold judgments of `questions` (of `annotators` only, when given), oldest first
+    (submission time, then storage order): the order PerSE builds profiles in."""
+    rows = (Judgment.objects.filter(study__slug=slug, item__is_gold=False, question__in=list(questions))
+            .select_related("item", "annotator").order_by("submitted_at", "id"))
+    if annotators is not None:
+        rows = rows.filter(annotator__username__in=list(annotators))
+    return [PerseJudgment(annotator=j.annotator.username, question=j.question, item_key=str(j.item_id),
+                          item_data=j.item.data, value=j.value) for j in rows]
+
+
+def upsert_predictions(slug: str, rows: Iterable[PredictionRow]) -> UpsertCounts:
+    """Store predictions of study `slug`: one row per (item, evaluator, annotator,
+    question), a repeat replaces the value. The only writer of predictions for the
+    runtime. ValueError when a row's item is not in the study or a key repeats."""
+    rows = list(rows)
+    keys = [(int(r.item_key), r.evaluator, r.annotator, r.question) for r in rows]
+    repeated = [k for k, n in Counter(keys).items() if n > 1]
+    if repeated:
+        raise ValueError(f"prediction rows repeat (item, evaluator, annotator, question): {repeated[:3]}")
+    item_pks = {k[0] for k in keys}
+    study_of = dict(Item.objects.filter(pk__in=item_pks, study__slug=slug).values_list("pk", "study_id"))
+    if len(study_of) != len(item_pks):
+        raise ValueError(f"items {sorted(item_pks - set(study_of))} are not in study {slug!r}")
+    with transaction.atomic():
+        existing = {(p.item_id, p.evaluator, p.annotator, p.question): p for p in Prediction.objects.filter(
+            item_id__in=item_pks, evaluator__in={r.evaluator for r in rows})}
+        create, update = [], []
+        for key, row in zip(keys, rows):
+            old = existing.get(key)
+            if old is None:
+                create.append(Prediction(study_id=study_of[key[0]], item_id=key[0], evaluator=row.evaluator,
+                                         annotator=row.annotator, question=row.question, value=row.value))
+            elif old.value != row.value:
+                old.value = row.value
+                update.append(old)
+        # update_conflicts: a concurrent writer of the same rows (a redelivered job) wins
+        # nothing and loses nothing.
+        Prediction.objects.bulk_create(create, update_conflicts=True, update_fields=["value"],
+                                       unique_fields=["item", "evaluator", "annotator", "question"])
+        Prediction.objects.bulk_update(update, ["value"])
+    return UpsertCounts(created=len(create), updated=len(update), unchanged=len(rows) - len(create) - len(update))
+
+
+def prediction_counts(slug: str, evaluators: Iterable[str]) -> dict:
+    """{"total", "empty", "empty_by_evaluator"}: stored non-personalized predictions of
+    `evaluators` in the study, how many of them have no value (unparsed), and that per
+    evaluator."""
+    rows = Prediction.objects.filter(study__slug=slug, evaluator__in=list(evaluators), annotator="")
+    empty = Counter(rows.filter(value="").values_list("evaluator", flat=True))
+    return {"total": rows.count(), "empty": sum(empty.values()), "empty_by_evaluator": dict(empty)}

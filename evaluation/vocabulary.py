@@ -1,0 +1,38 @@
+"""The words humeval's parts must spell the same way: study kind names, question ids, the
+`tie` answer, the Per-DOC aspects, the iCOPERNICUS prompt styles and the default model.
+
+Defined once here, with no Django import, so that evaluation/ (reports, statistics),
+annotate/ (batches, pages, API) and models_runtime/ (judges, generation) share them.
+A value stored in the database or written to a file by one part and read by another
+belongs here; a word used by one module only does not.
+"""
+
+# Study kinds (spec studies.md). annotate.kinds maps each name to its module.
+PAIRWISE_ALIGNMENT = "pairwise_alignment"
+EXPLANATION_CHOICE = "explanation_choice"
+SIMILARITY_SURVEY = "similarity_survey"
+ASPECT_PAIRWISE = "aspect_pairwise"
+KIND_NAMES = (PAIRWISE_ALIGNMENT, EXPLANATION_CHOICE, SIMILARITY_SURVEY, ASPECT_PAIRWISE)
+
+# Answers and question ids.
+TIE = "tie"  # the answer "neither is better" when a study allows ties
+CHOICE_QUESTION = "choice"  # which candidate is better (pairwise_alignment, explanation_choice)
+USEFULNESS_QUESTION = "usefulness"  # how useful the explanations were (explanation_choice)
+
+# Per-DOC story aspects: the questions of an aspect_pairwise study without header `aspects`.
+DEFAULT_ASPECTS = (
+    {"key": "interestingness", "question": "Which story plot is more interesting to you overall?"},
+    {"key": "adaptability", "question": "Which of the plots could generate a more interesting book or movie when a "
+                                        "full story is written based on it?"},
+    {"key": "surprise", "question": "Which story plot created more suspense and surprise?"},
+    {"key": "character", "question": "Which story's characters or events do you identify with or care for more?"},
+    {"key": "ending", "question": "Which story has a better ending?"},
+)
+DEFAULT_ASPECT_KEYS = tuple(a["key"] for a in DEFAULT_ASPECTS)
+
+# iCOPERNICUS prompt styles (Patel et al., 2024): three plain, then three contrastive.
+PROMPT_STYLES = ("0-shot", "2-shot w/o hist", "2-shot w/ hist", "C-0-shot", "C-2-shot w/o hist", "C-2-shot w/ hist")
+CONTRASTIVE_STYLES = PROMPT_STYLES[3:]
+
+# The model every runtime command uses when none is named (embedded, always available).
+DEFAULT_MODEL = "smollm2"

@@ -1,0 +1,262 @@
+"""Shared test builders: users in each role, studies of every kind with items, gold items,
+judgments and predictions written straight to the ORM (no importer, so each test states its
+data in one place), batch lines for the importer, and an API client.
+
+Texts here are written for the tests. Pytest fixtures built on these live in conftest.py.
+"""
+import json
+from datetime import UTC, datetime, timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db.models import F
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
+from annotate.models import Assignment, Item, Judgment, Prediction, Study
+from annotate.roles import ROLES
+
+# --- users ---------------------------------------------------------------------------------
+
+
+def ensure_roles():
+    """Transactional tests flush the groups the migration made; put them back."""
+    for name in ROLES:
+        Group.objects.get_or_create(name=name)
+
+
+def make_user(username, role="annotators", password=None, **extra):
+    """A user in `role` (one of annotate.roles.ROLES; None: no group). No password = unusable: the test logs
+    in with force_login and pays no hashing. `extra`: is_superuser, is_staff..."""
+    user = get_user_model().objects.create_user(username=username, password=password, **extra)
+    if role:
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+def get_annotator(username):
+    """The annotator called `username`, made on first use (judgment rows name them)."""
+    user = get_user_model().objects.filter(username=username).first()
+    return user or make_user(username)
+
+
+def api_client(user=None):
+    """A DRF test client authenticated as `user` (anonymous when None)."""
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+# --- display data of items, per kind ---------------------------------------------------------
+
+
+def two(a="x", b="y"):
+    """Two candidates `a` and `b` with placeholder texts."""
+    return [{"id": a, "text": f"text of {a}"}, {"id": b, "text": f"text of {b}"}]
+
+
+def short_pairwise():
+    """The smallest pairwise_alignment item: candidates m1/m2 with one-letter texts."""
+    return {"input": "q", "reference": "r", "candidates": [{"id": "m1", "text": "a"}, {"id": "m2", "text": "b"}]}
+
+
+def explanation(tag):
+    """An ExPerT explanation whose aspect names carry `tag` (to tell two candidates apart)."""
+    return {
+        "score": 0.75, "precision": 0.5, "recall": 1.0,
+        "variants": {"content": 1, "style": 0.5, "and": 0.5, "or": 1, "average": 0.75},
+        "aspects_reference": [{"aspect": f"tone {tag}", "description": "A warm, chatty tone.",
+                               "evidence": ["I loved every minute of it."]}],
+        "aspects_generated": [{"aspect": f"plot {tag}", "description": "Summarises the plot.",
+                               "evidence": ["The film follows a chef.", "She opens a bistro."]}],
+        "matches": [{"side": "recall", "from": f"tone {tag}", "to": f"plot {tag}", "reason": "Both discuss the film.",
+                     "content_match": True, "content_reason": "Same film.", "style_match": False,
+                     "style_reason": "One is chatty, one is formal."}],
+        "llm_calls": 7,
+    }
+
+
+def item_data(kind, i):
+    """Display data of item number i for a kind (two candidates `m1`, `m2`)."""
+    candidates = [{"id": "m1", "text": f"First response to request {i}."},
+                  {"id": "m2", "text": f"Second response to request {i}."}]
+    if kind == PAIRWISE_ALIGNMENT:
+        return {"input": f"Write a review of film {i}.", "reference": f"My own review of film {i}.",
+                "candidates": candidates, "metric_scores": {"rougeL": {"m1": 0.3, "m2": 0.2}}}
+    if kind == EXPLANATION_CHOICE:
+        return {"input": f"Write a review of film {i}.", "reference": f"My own review of film {i}.",
+                "candidates": candidates, "explanations": {"m1": explanation("A"), "m2": explanation("B")}}
+    if kind == SIMILARITY_SURVEY:
+        pairs = [{"id": "ref", "source": "reference", "texts": [f"u1 summary {i}", f"u2 summary {i}"]}]
+        pairs += [{"id": f"p{k}", "source": "model", "model": "smollm2", "prompt_style": "C-0-shot",
+                   "texts": [f"model text {k} for u1", f"model text {k} for u2"]} for k in (1, 2, 3)]
+        return {"document": {"id": f"doc{i}", "text": "A long news article."}, "users": ["u1", "u2"], "pairs": pairs}
+    if kind == ASPECT_PAIRWISE:
+        return {"premise": f"A lighthouse keeper finds a letter ({i}).",
+                "candidates": [{"id": "plotA", "text": f"Plot one {i}."}, {"id": "plotB", "text": f"Plot two {i}."}]}
+    raise ValueError(kind)
+
+
+# --- studies, items, judgments, predictions (ORM) --------------------------------------------
+
+
+def make_study(kind=PAIRWISE_ALIGNMENT, slug=None, overlap=3, **fields):
+    """A study without items. Defaults: slug from the kind, gold_rate 0 (tests add the gold
+    items they want and ask for a rate themselves)."""
+    fields.setdefault("gold_rate", 0.0)
+    fields.setdefault("title", f"A {kind} study")
+    fields.setdefault("instructions", "Read **carefully**.")
+    return Study.objects.create(slug=slug or kind.replace("_", "-"), kind=kind, annotations_per_item=overlap,
+                                **fields)
+
+
+def make_items(study, n, start=0, gold=None):
+    """n items item-0000... of item_data() in import order; `gold` (a {question: value}
+    dict) makes them gold items gold-0000..."""
+    prefix = "gold" if gold else "item"
+    return [Item.objects.create(study=study, item_id=f"{prefix}-{i:04d}", position=i,
+                                data=item_data(study.kind, i), gold=gold, is_gold=bool(gold),
+                                content_hash=f"{prefix}{i}")
+            for i in range(start, start + n)]
+
+
+def add_items(study, rows):
+    """rows: [(item_id, data, gold-or-None)] in position order; returns {item_id: Item}."""
+    return {item_id: Item.objects.create(study=study, item_id=item_id, position=position, data=data, gold=gold,
+                                         is_gold=gold is not None, content_hash=item_id)
+            for position, (item_id, data, gold) in enumerate(rows)}
+
+
+def add_judgments(study, rows):
+    """rows: [(item_id, annotator, question, value, shown_order, seconds[, submitted_at])];
+    annotators are made on first use."""
+    items = {item.item_id: item for item in study.items.all()}
+    Judgment.objects.bulk_create([
+        Judgment(study=study, item=items[row[0]], annotator=get_annotator(row[1]), question=row[2], value=row[3],
+                 shown_order=row[4], seconds=row[5], submitted_at=row[6] if len(row) > 6 else None)
+        for row in rows])
+
+
+def add_predictions(study, rows):
+    """rows: [(item_id, evaluator, annotator, question, value)]."""
+    items = {item.item_id: item for item in study.items.all()}
+    Prediction.objects.bulk_create([
+        Prediction(study=study, item=items[item_id], evaluator=evaluator, annotator=who, question=question,
+                   value=value)
+        for item_id, evaluator, who, question, value in rows])
+
+
+def make_judged_study(slug, kind, items, judgments=(), predictions=(), overlap=3, **fields):
+    """A study with its items, judgments and predictions in one call (the report tests'
+    tables); the title is "Study <slug>"."""
+    fields.setdefault("title", f"Study {slug}")
+    study = make_study(kind, slug, overlap, **fields)
+    add_items(study, items)
+    add_judgments(study, judgments)
+    complete_assignments(study, judgments)
+    add_predictions(study, predictions)
+    return study
+
+
+def complete_assignments(study, judgment_rows):
+    """One completed assignment per (item, annotator) of `judgment_rows`, with the item
+    counters bumped, as submitting or importing makes (complete items count these)."""
+    items = {item.item_id: item for item in study.items.all()}
+    done = sorted({(row[0], row[1]) for row in judgment_rows})
+    Assignment.objects.bulk_create([Assignment(study=study, item=items[item_id], annotator=get_annotator(who),
+                                               completed_at=timezone.now()) for item_id, who in done])
+    for item_id, _ in done:
+        Item.objects.filter(pk=items[item_id].pk).update(n_assigned=F("n_assigned") + 1,
+                                                         n_completed=F("n_completed") + 1)
+
+
+PERSE_T0 = datetime(2026, 1, 1, tzinfo=UTC)
+PERSE_ASPECTS = [{"key": "ending", "question": "Which story has a better ending?"},
+                 {"key": "surprise", "question": "Which story plot created more suspense and surprise?"}]
+
+
+def perse_study():
+    """The PerSE tests' aspect_pairwise study "perdoc-mini": 3 items; ann1 judges all three on
+    both aspects (items in order 0, 1, 2), ann2 judges item 0 only (no profile possible ->
+    skipped). A gold item is ignored."""
+    items = [(f"p{i}", {"premise": f"Premise {i}.",
+                        "candidates": [{"id": f"a{i}", "text": f"Plot A{i} ends happily."},
+                                       {"id": f"b{i}", "text": f"Plot B{i} ends in a twist."}]}, None)
+             for i in range(3)]
+    items.append(("g", {"premise": "G", "candidates": [{"id": "ga", "text": "x"}, {"id": "gb", "text": "y"}]},
+                  {"ending": "ga"}))
+    judgments = []
+    for key, values in {"ending": ["b0", "a1", "b2"], "surprise": ["a0", "a1", "a2"]}.items():
+        judgments += [(f"p{i}", "ann1", key, value, "", None, PERSE_T0 + timedelta(minutes=i))
+                      for i, value in enumerate(values)]
+        judgments.append(("p0", "ann2", key, "a0", "", None, PERSE_T0))
+    judgments.append(("g", "ann1", "ending", "ga", "", None, PERSE_T0))
+    return make_judged_study("perdoc-mini", "aspect_pairwise", items, judgments, title="t",
+                             config={"aspects": PERSE_ASPECTS})
+
+
+# --- batch lines (the importer's input) ------------------------------------------------------
+
+
+def header(slug, kind, **extra):
+    """A batch file's first line."""
+    return {"study": {"slug": slug, "kind": kind, "title": f"Test {kind}", **extra}}
+
+
+def pairwise(item_id, **extra):
+    return {"item_id": item_id, "input": "Write a note to my landlord about the heater.",
+            "reference": "Hi Sam, the heater clicks but stays cold. Could you look at it this week? Thanks, Ana",
+            "candidates": [{"id": "m1", "text": "Dear landlord, the heater is broken."},
+                           {"id": "m2", "text": "Hi Sam, heater's cold again, could you come by? Ana"}], **extra}
+
+
+def _flat_explanation(score):
+    """An explanation whose every figure is `score`."""
+    return {"score": score, "precision": score, "recall": score,
+            "variants": {"content": score, "style": score, "and": score, "or": score, "average": score},
+            "aspects_reference": [{"aspect": "request", "description": "asks for a repair",
+                                   "evidence": ["Could you look at it"]}],
+            "aspects_generated": [{"aspect": "request", "description": "asks for a visit",
+                                   "evidence": ["could you come by"]}],
+            "matches": [{"side": "recall", "from": "request", "to": "request", "reason": "same ask",
+                         "content_match": True, "content_reason": "both ask", "style_match": True,
+                         "style_reason": "both casual"}],
+            "llm_calls": 4}
+
+
+def explained(item_id, **extra):
+    item = pairwise(item_id)
+    item["explanations"] = {"m1": _flat_explanation(0.25), "m2": _flat_explanation(0.75)}
+    item.update(extra)
+    return item
+
+
+def similarity(item_id, **extra):
+    return {"item_id": item_id, "document": {"id": "d1", "title": "Rain", "text": "Heavy rain closed two bridges."},
+            "users": ["u1", "u2"],
+            "pairs": [{"id": "ref", "source": "reference", "texts": ["Bridges shut", "Storm hits town"]},
+                      {"id": "gen-c0", "source": "model", "model": "smollm2", "prompt_style": "C-0-shot",
+                       "texts": ["Rain closes bridges", "Rain closes two bridges"]}], **extra}
+
+
+def aspects(item_id, **extra):
+    return {"item_id": item_id, "premise": "A lighthouse keeper finds a letter addressed to her future self.",
+            "candidates": [{"id": "plot-a", "text": "She answers it and starts a correspondence with time."},
+                           {"id": "plot-b", "text": "She burns it, and the lighthouse goes dark."}], **extra}
+
+
+SAMPLES = {PAIRWISE_ALIGNMENT: pairwise, EXPLANATION_CHOICE: explained,
+           SIMILARITY_SURVEY: similarity, ASPECT_PAIRWISE: aspects}
+
+
+def jsonl(*objects):
+    """The file bytes: one JSON object a line."""
+    return ("\n".join(json.dumps(o) for o in objects) + "\n").encode("utf-8")
+
+
+def write(tmp_path, *objects, name="batch.jsonl"):
+    path = tmp_path / name
+    path.write_bytes(jsonl(*objects))
+    return path
