@@ -18,6 +18,7 @@ from evaluation.agreement import (
     pairwise_cohen_kappa,
     percent_agreement,
 )
+from tests.evaluation.cells import long_from_unit_rows
 
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", the 4 coders x 12
 # units example with missing data ("." = no value), typed in from the paper's table.
@@ -261,13 +262,7 @@ def test_leave_one_out_and_majority_match_brute_force(rows):
     """rows[unit][coder]: compare against direct Counter-based definitions."""
     from evaluation.majority import majority_labels
 
-    units, coders, values = [], [], []
-    for unit, row in enumerate(rows):
-        for coder, x in enumerate(row):
-            if x is not None:
-                units.append(unit)
-                coders.append(coder)
-                values.append(x)
+    units, coders, values = long_from_unit_rows(rows)
     expected = {}
     for coder in set(coders):
         hits = []

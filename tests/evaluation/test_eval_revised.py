@@ -18,6 +18,7 @@ from evaluation.bootstrap import bootstrap_weights, percentile_ci
 from evaluation.majority import majority
 from evaluation.position_bias import position_bias, screen_votes
 from evaluation.tabulate import tabulate
+from tests.evaluation.cells import long_from_unit_rows
 
 
 def test_item04_wilson_interval_12_of_12():
@@ -165,13 +166,7 @@ def test_item07_leave_one_out_rating_difference_by_hand():
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.lists(st.one_of(st.none(), st.integers(1, 6)), min_size=5, max_size=5), min_size=1, max_size=8))
 def test_item07_leave_one_out_rating_difference_brute_force(rows):
-    units, coders, values = [], [], []
-    for unit, row in enumerate(rows):
-        for coder, x in enumerate(row):
-            if x is not None:
-                units.append(unit)
-                coders.append(coder)
-                values.append(x)
+    units, coders, values = long_from_unit_rows(rows)
     expected = {}
     for coder in set(coders):
         diffs = []
