@@ -17,6 +17,8 @@ Pure Python, no database, so the batch validator can use it too.
 import math
 import re
 
+from evaluation.vocabulary import SKIP_QUESTION, SKIP_REASON_IDS
+
 from .judgments_csv import format_number
 
 INTEGER_TEXT = re.compile(r"[+-]?([0-9]+)(?:\.0+)?")
@@ -62,6 +64,10 @@ class InvalidAnswer(ValueError):
             return f"must be one of {', '.join(self.question['options'])}"
         lo, hi = self.question["scale"]
         return f"must be an integer from {lo} to {hi}"
+
+
+# "I can't judge this" as a question: its answer is one of the skip reasons.
+SKIP = {"id": SKIP_QUESTION, "options": list(SKIP_REASON_IDS)}
 
 
 def _rating(raw):

@@ -7,7 +7,8 @@ import pytest
 from django.urls import reverse
 
 pytestmark = pytest.mark.django_db
-TAKES_NO_BODY = {("post", "/api/studies/{slug}/assignments/next/"), ("post", "/api/token/rotate/")}
+TAKES_NO_BODY = {("post", "/api/studies/{slug}/assignments/next/"), ("post", "/api/token/rotate/"),
+                 ("post", "/api/assignments/{id}/extend/")}
 NOT_JSON_API = {"/api/schema/"}  # served by drf-spectacular itself
 
 
@@ -96,7 +97,7 @@ def test_enums_for_kind_state_and_format(schema):
 
 def test_answers_are_documented_as_question_keyed_values(schema):
     answers = schema["components"]["schemas"]["Answers"]
-    assert set(answers["properties"]) == {"seconds", "edit"}
+    assert set(answers["properties"]) == {"seconds", "edit", "comment"}
     assert answers["additionalProperties"]["oneOf"] == [{"type": "string"}, {"type": "integer"}]
 
 
