@@ -63,8 +63,9 @@ def _header_error(header, columns):
     optional = [c for c in columns if c in OPTIONAL_COLUMNS]
     missing = [c for c in required if c not in header]
     extra = [h for h in header if h not in columns]
-    return (f"header must be {','.join(required)}" + (f" (optional at the end: {','.join(optional)})" if optional else "")
-            + f" (missing: {missing or 'none'}, unexpected: {extra or 'none'})")
+    optional_text = f" (optional at the end: {','.join(optional)})" if optional else ""
+    return (f"header must be {','.join(required)}{optional_text}"
+            f" (missing: {missing or 'none'}, unexpected: {extra or 'none'})")
 
 
 def _with_optional(row, columns):

@@ -58,7 +58,8 @@ def test_skip_stores_one_row_and_a_repeat_changes_nothing(annotators):
     assert (a.skipped, a.completed_at.isoformat(), a.seconds) == (True, submitted_at, 7.0)
     item = Item.objects.get()
     assert (item.n_assigned, item.n_completed) == (0, 0)  # the slot went back to the pool
-    assert export(study.slug) == EXPORT_HEAD + f"pairwise-alignment,item-0000,ann1,_skip,not_understood,,7,{submitted_at},Too technical.\n"
+    assert export(study.slug) == EXPORT_HEAD + (
+        f"pairwise-alignment,item-0000,ann1,_skip,not_understood,,7,{submitted_at},Too technical.\n")
 
 
 def test_skipped_item_goes_to_someone_else_not_back_to_the_skipper(annotators):
@@ -284,10 +285,11 @@ def test_task_page_skip_and_extend_controls(annotators):
     assert "Can't judge this item?" in html and 'name="comment"' in html
     extended = page.post(f"/annotate/{study.slug}/items/{assignment.pk}/extend/")
     assignment.refresh_from_db()
-    assert assignment.extensions == 1 and f'data-expires="{assignment.expires_at.isoformat()}"' in extended.content.decode()
+    assert assignment.extensions == 1
+    assert f'data-expires="{assignment.expires_at.isoformat()}"' in extended.content.decode()
     assert 'id="extend-button"' not in extended.content.decode()
-    response = page.post(f"/annotate/{study.slug}/items/{assignment.pk}/skip/", {"reason": "unsafe", "comment": "no"},
-                         HTTP_HX_REQUEST="true")
+    response = page.post(f"/annotate/{study.slug}/items/{assignment.pk}/skip/",
+                         {"reason": "unsafe", "comment": "no"}, HTTP_HX_REQUEST="true")
     assert "Skipped: the item goes to someone else." in response.content.decode()
     assert list(Judgment.objects.values_list("question", "value", "comment")) == [("_skip", "unsafe", "no")]
     nxt = Assignment.objects.get(annotator=annotators[0], completed_at__isnull=True)
