@@ -2,7 +2,9 @@
 
 Every door that takes answers asks `answer_value`: the web form and the REST submit
 (annotate.submission), `import_judgments` and the option part of predictions
-(annotate.judgments_io), and the gold answers of a batch (annotate.batch_format). So the
+(annotate.judgments_io), the gold answers of a batch (annotate.batch_format), and the
+reason of an "I can't judge this" skip (`SKIP`, a question whose options are the skip
+reasons: annotate.submission.skip and `_skip` rows of a judgments file). So the
 same raw value gets the same verdict everywhere (docs/formats.md, "Answers"):
 
 - surrounding whitespace is ignored; an empty value is no answer;
