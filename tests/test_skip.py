@@ -294,3 +294,19 @@ def test_task_page_skip_and_extend_controls(annotators):
     assert list(Judgment.objects.values_list("question", "value", "comment")) == [("_skip", "unsafe", "no")]
     nxt = Assignment.objects.get(annotator=annotators[0], completed_at__isnull=True)
     assert nxt.item.item_id == "item-0001"
+
+
+@pytest.mark.parametrize("kind", ["pairwise_alignment", "explanation_choice", "similarity_survey", "aspect_pairwise"])
+def test_every_kind_offers_skip_and_comment_and_reports_the_skip(annotators, kind):
+    study = make_study(kind, overlap=2)
+    make_items(study, 1)
+    html = web(annotators[0]).get(f"/annotate/{study.slug}/").content.decode()
+    assert 'id="skip-form"' in html and 'id="item-comment"' in html and 'id="countdown"' in html
+    client = api_client(annotators[0])
+    assignment_id = take(client, study.slug)
+    assert skip(client, assignment_id, {"reason": "other", "comment": "Not my language."}).status_code == 201
+    rows = export(study.slug).splitlines()
+    assert rows[1].split(",")[2:5] == ["ann1", "_skip", "other"] and rows[1].endswith(",Not my language.")
+    report, _ = study_report(study)
+    assert report["skipped"] == {"n": 1, "by_reason": {"other": 1}}
+    assert (report["n_judgments"], report["n_annotators"], report["annotators"]) == (0, 0, {})
