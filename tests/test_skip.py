@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from annotate.judgments_io import import_judgments
+from annotate.kinds import get_kind
 from annotate.models import Assignment, AuditLog, Item, Judgment
 from annotate.report_data import study_report
 from annotate.submission import MAX_EXTENSIONS, AssignmentGone, extend
@@ -310,3 +311,15 @@ def test_every_kind_offers_skip_and_comment_and_reports_the_skip(annotators, kin
     report, _ = study_report(study)
     assert report["skipped"] == {"n": 1, "by_reason": {"other": 1}}
     assert (report["n_judgments"], report["n_annotators"], report["annotators"]) == (0, 0, {})
+    # Another annotator answers; My judgments shows the answers with the page's labels.
+    other = api_client(annotators[1])
+    body = other.post(f"/api/studies/{study.slug}/assignments/next/").json()
+    answers = {q["id"]: q["options"][1] if "options" in q else q["scale"][1] for q in body["questions"]}
+    assert other.post(f"/api/assignments/{body['assignment']}/judgments/", answers, format="json").status_code == 201
+    mine = web(annotators[1]).get(f"/annotate/{study.slug}/mine/").content.decode()
+    options = {o for q in body["questions"] for o in q.get("options", [])}
+    assert mine.count("<li>") == len(body["questions"])
+    assert all(f"<strong>{o}</strong>" not in mine for o in options)  # labels, not ids
+    noun = get_kind(kind).option_noun
+    expected = [f"{noun} B" if "options" in q else str(q["scale"][1]) for q in body["questions"]]
+    assert re.findall(r"<strong>([^<]*)</strong></li>", mine) == expected
