@@ -2,7 +2,9 @@
 
 Every door that takes answers asks `answer_value`: the web form and the REST submit
 (annotate.submission), `import_judgments` and the option part of predictions
-(annotate.judgments_io), and the gold answers of a batch (annotate.batch_format). So the
+(annotate.judgments_io), the gold answers of a batch (annotate.batch_format), and the
+reason of an "I can't judge this" skip (`SKIP`, a question whose options are the skip
+reasons: annotate.submission.skip and `_skip` rows of a judgments file). So the
 same raw value gets the same verdict everywhere (docs/formats.md, "Answers"):
 
 - surrounding whitespace is ignored; an empty value is no answer;
@@ -16,6 +18,8 @@ Pure Python, no database, so the batch validator can use it too.
 """
 import math
 import re
+
+from evaluation.vocabulary import SKIP_QUESTION, SKIP_REASON_IDS
 
 from .judgments_csv import format_number
 
@@ -62,6 +66,10 @@ class InvalidAnswer(ValueError):
             return f"must be one of {', '.join(self.question['options'])}"
         lo, hi = self.question["scale"]
         return f"must be an integer from {lo} to {hi}"
+
+
+# "I can't judge this" as a question: its answer is one of the skip reasons.
+SKIP = {"id": SKIP_QUESTION, "options": list(SKIP_REASON_IDS)}
 
 
 def _rating(raw):

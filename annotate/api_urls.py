@@ -2,7 +2,12 @@
 token rotation."""
 from django.urls import path
 
-from annotate.api.assignments import AssignmentJudgmentsView, NextAssignmentView
+from annotate.api.assignments import (
+    AssignmentExtendView,
+    AssignmentJudgmentsView,
+    AssignmentSkipView,
+    NextAssignmentView,
+)
 from annotate.api.reports import StudyReportView
 from annotate.api.studies import (
                                   BatchUploadView,
@@ -21,6 +26,8 @@ urlpatterns = [
     path("studies/<slug:slug>/predictions/", PredictionsUploadView.as_view(), name="api-study-predictions"),
     path("studies/<slug:slug>/assignments/next/", NextAssignmentView.as_view(), name="api-next-assignment"),
     path("assignments/<int:pk>/judgments/", AssignmentJudgmentsView.as_view(), name="api-assignment-judgments"),
+    path("assignments/<int:pk>/skip/", AssignmentSkipView.as_view(), name="api-assignment-skip"),
+    path("assignments/<int:pk>/extend/", AssignmentExtendView.as_view(), name="api-assignment-extend"),
     path("studies/<slug:slug>/report/", StudyReportView.as_view(), name="api-study-report"),
     path("token/rotate/", RotateTokenView.as_view(), name="api-token-rotate"),
 ]

@@ -23,8 +23,8 @@ STUDY_FIELDS = ("slug", "kind", "title", "instructions", "annotations_per_item",
                 "allow_tie", "config", "gold_rate", "min_seconds", "assignment_timeout_minutes", "created_at")
 BATCH_FIELDS = ("source", "sha256", "created", "skipped", "created_at")
 ITEM_FIELDS = ("item_id", "position", "data", "meta", "gold", "is_gold", "content_hash", "n_assigned", "n_completed")
-ASSIGNMENT_FIELDS = ("shown_order", "created_at", "expires_at", "completed_at", "seconds")
-JUDGMENT_FIELDS = ("question", "value", "shown_order", "seconds", "submitted_at")
+ASSIGNMENT_FIELDS = ("shown_order", "created_at", "expires_at", "completed_at", "seconds", "skipped", "extensions")
+JUDGMENT_FIELDS = ("question", "value", "shown_order", "seconds", "submitted_at", "comment")
 PREDICTION_FIELDS = ("evaluator", "annotator", "question", "value")
 AUDIT_FIELDS = ("action", "object_type", "object_id", "before", "after", "created_at")
 DATETIME_FIELDS = {"created_at", "expires_at", "completed_at", "submitted_at"}
@@ -92,8 +92,11 @@ def _keep_given_timestamps(*models):
 
 
 def _values(row, fields):
+    """The model fields of a backup row; a field an older backup lacks keeps its default."""
     out = {}
     for name in fields:
+        if name not in row:
+            continue
         value = row.get(name)
         if name in DATETIME_FIELDS and value is not None:
             value = parse_datetime(value)

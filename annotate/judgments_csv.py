@@ -16,7 +16,10 @@ from datetime import UTC, datetime
 from evaluation.csv_cells import SafeWriter, unescape_cell
 from humeval.jsonl import error_reason, json_lines
 
-JUDGMENT_COLUMNS = ("study", "item_id", "annotator", "question", "value", "shown_order", "seconds", "submitted_at")
+JUDGMENT_COLUMNS = ("study", "item_id", "annotator", "question", "value", "shown_order", "seconds", "submitted_at",
+                    "comment")
+# Columns a file may leave out (older exports have no `comment`); read as "".
+OPTIONAL_COLUMNS = frozenset({"comment"})
 PREDICTION_COLUMNS = ("study", "item_id", "evaluator", "annotator", "question", "value")
 REQUIRED_JUDGMENT_CELLS = ("study", "item_id", "annotator", "question", "value")
 REQUIRED_PREDICTION_CELLS = ("study", "item_id", "evaluator", "question")
@@ -49,6 +52,26 @@ def read_rows(binary_file, columns):
         yield state["line"], "not valid UTF-8"
 
 
+def _header_ok(names, columns):
+    """Every column once, optional ones (OPTIONAL_COLUMNS) may be missing."""
+    required = [c for c in columns if c not in OPTIONAL_COLUMNS]
+    return len(set(names)) == len(names) and set(required) <= set(names) <= set(columns)
+
+
+def _header_error(header, columns):
+    required = [c for c in columns if c not in OPTIONAL_COLUMNS]
+    optional = [c for c in columns if c in OPTIONAL_COLUMNS]
+    missing = [c for c in required if c not in header]
+    extra = [h for h in header if h not in columns]
+    optional_text = f" (optional at the end: {','.join(optional)})" if optional else ""
+    return (f"header must be {','.join(required)}{optional_text}"
+            f" (missing: {missing or 'none'}, unexpected: {extra or 'none'})")
+
+
+def _with_optional(row, columns):
+    return {c: row.get(c, "") for c in columns}
+
+
 def _read_csv(text, columns):
     reader = csv.reader(text)
     header = next(reader, None)
@@ -56,10 +79,8 @@ def _read_csv(text, columns):
         yield 1, f"empty file, expected the header {','.join(columns)}"
         return
     header = [h.strip() for h in header]
-    if sorted(header) != sorted(columns):
-        missing = [c for c in columns if c not in header]
-        extra = [h for h in header if h not in columns]
-        yield 1, f"header must be {','.join(columns)} (missing: {missing or 'none'}, unexpected: {extra or 'none'})"
+    if not _header_ok(header, columns):
+        yield 1, _header_error(header, columns)
         return
     start = reader.line_num + 1
     try:
@@ -70,7 +91,7 @@ def _read_csv(text, columns):
             if len(cells) != len(header):
                 yield line, f"expected {len(header)} fields, got {len(cells)}"
                 continue
-            yield line, dict(zip(header, (unescape_cell(c) for c in cells)))
+            yield line, _with_optional(dict(zip(header, (unescape_cell(c) for c in cells))), columns)
     except csv.Error as exc:
         yield start, f"bad CSV: {exc}"
 
@@ -83,13 +104,13 @@ def _read_jsonl(text, columns):
         if not isinstance(obj, dict):
             yield line, "expected a JSON object"
             continue
-        missing = [c for c in columns if c not in obj]
+        missing = [c for c in columns if c not in obj and c not in OPTIONAL_COLUMNS]
         extra = [k for k in obj if k not in columns]
         if missing or extra:
             yield line, (f"keys must be {', '.join(columns)} "
                          f"(missing: {missing or 'none'}, unexpected: {extra or 'none'})")
             continue
-        yield line, {c: _cell(obj[c]) for c in columns}
+        yield line, {c: _cell(obj.get(c)) for c in columns}
 
 
 def _cell(value):
@@ -138,7 +159,8 @@ def judgment_cells(row):
     """A judgments row dict (typed values) as CSV cells."""
     seconds = row["seconds"]
     return [row["study"], row["item_id"], row["annotator"], row["question"], row["value"], row["shown_order"] or "",
-            "" if seconds is None else format_number(float(seconds)), format_timestamp(row["submitted_at"])]
+            "" if seconds is None else format_number(float(seconds)), format_timestamp(row["submitted_at"]),
+            row.get("comment") or ""]
 
 
 def write_judgments(rows, out, fmt="csv"):

@@ -4,6 +4,8 @@ Imports are all or nothing (one transaction, every bad row reported as `line N: 
 and idempotent: a row already stored with the same value is skipped. A judgment stored
 with a different value is an error (human answers are never overwritten silently); a
 prediction with a different value is replaced (evaluators are re-run).
+A `_skip` row ("I can't judge this", value = a skip reason) closes its (item, annotator)
+as skipped: it cannot be mixed with answers of the same annotator on the same item.
 """
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -16,7 +18,9 @@ from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from .answers import InvalidAnswer, answer_value
+from evaluation.vocabulary import SKIP_QUESTION
+
+from .answers import SKIP, InvalidAnswer, answer_value
 from .batch_format import BatchInvalid, ErrorList, unstorable_text
 from .judgments_csv import (
     JUDGMENT_COLUMNS,
@@ -148,6 +152,7 @@ def import_judgments(binary_file, *, user=None, source=""):
                 errors.add(row["line"], f"{row['annotator']} already answered {row['question']!r} on "
                                         f"{row['item_id']!r} with {stored!r}, not {row['value']!r}")
         _check_new_usernames(rows, errors)
+        _check_skips(rows, existing, errors)
         if errors:
             raise BatchInvalid(errors.final())
         users, n_new_users = _annotator_users({r["annotator"] for r in rows})
@@ -156,7 +161,7 @@ def import_judgments(binary_file, *, user=None, source=""):
             Judgment(study=row["study"], item_id=row["item"].pk, annotator=users[row["annotator"]],
                      assignment=assignments[(row["item"].pk, row["annotator"])], question=row["question"],
                      value=row["value"], shown_order="|".join(row["order"]), seconds=row["seconds"],
-                     submitted_at=row["submitted_at"])
+                     submitted_at=row["submitted_at"], comment=row["comment"])
             for row in new_rows], batch_size=CHUNK)
         refresh_item_counters({row["item"].pk for row in new_rows})
         created = Counter(row["study"].slug for row in new_rows)
@@ -175,7 +180,7 @@ def _validate_judgments(parsed, targets, errors):
         if found is None:
             continue
         study, item = found
-        question = item.questions.get(row["question"])
+        question = SKIP if row["question"] == SKIP_QUESTION else item.questions.get(row["question"])
         if question is None:
             errors.add(line, f"unknown question {row['question']!r} for this {study.kind} item "
                              f"(questions: {', '.join(item.questions)})")
@@ -188,6 +193,8 @@ def _validate_judgments(parsed, targets, errors):
             order = check_shown_order(question, item, row["shown_order"])
             seconds = parse_seconds(row["seconds"])
             submitted_at = parse_timestamp(row["submitted_at"])
+            if len(row["comment"]) > 2000:
+                raise ValueError("comment must be at most 2000 characters")
         except ValueError as exc:
             errors.add(line, str(exc))
             continue
@@ -198,8 +205,23 @@ def _validate_judgments(parsed, targets, errors):
         first_line[key] = line
         rows.append({"line": line, "study": study, "item": item, "item_id": row["item_id"],
                      "annotator": row["annotator"], "question": row["question"], "value": value,
-                     "order": order, "seconds": seconds, "submitted_at": submitted_at})
+                     "order": order, "seconds": seconds, "submitted_at": submitted_at,
+                     "comment": row["comment"]})
     return rows
+
+
+def _check_skips(rows, existing, errors):
+    """An (item, annotator) is either skipped or answered: `_skip` rows may not sit next
+    to answers, in the file or in the database."""
+    questions = defaultdict(set)
+    for (item_pk, annotator, question) in existing:
+        questions[(item_pk, annotator)].add(question)
+    for row in rows:
+        questions[(row["item"].pk, row["annotator"])].add(row["question"])
+    for row in rows:
+        seen = questions[(row["item"].pk, row["annotator"])]
+        if SKIP_QUESTION in seen and len(seen) > 1:
+            errors.add(row["line"], f"{row['annotator']} both skipped and answered {row['item_id']!r}")
 
 
 def _existing_judgments(rows):
@@ -270,27 +292,31 @@ def _complete_assignments(rows, users):
         times = [r["submitted_at"] for r in group if r["submitted_at"]]
         seconds = next((r["seconds"] for r in group if r["seconds"] is not None), None)
         orders = {r["question"]: r["order"] for r in group if r["order"]}
+        skipped = any(r["question"] == SKIP_QUESTION for r in group)
         assignment = found.get(key)
         if assignment is None:
             found[key] = Assignment(study=group[0]["study"], item_id=key[0], annotator=users[key[1]],
-                                    shown_order=orders, completed_at=max(times, default=now), seconds=seconds)
+                                    shown_order=orders, completed_at=max(times, default=now), seconds=seconds,
+                                    skipped=skipped)
             to_create.append(found[key])
         else:
             assignment.shown_order = {**orders, **(assignment.shown_order or {})}
             if assignment.completed_at is None:
                 assignment.completed_at = max(times, default=now)
                 assignment.seconds = assignment.seconds if assignment.seconds is not None else seconds
+                assignment.skipped = skipped
             to_update.append(assignment)
     Assignment.objects.bulk_create(to_create, batch_size=CHUNK)
-    Assignment.objects.bulk_update(to_update, ["shown_order", "completed_at", "seconds"], batch_size=CHUNK)
+    Assignment.objects.bulk_update(to_update, ["shown_order", "completed_at", "seconds", "skipped"], batch_size=CHUNK)
     return found
 
 
 def refresh_item_counters(item_pks):
-    """Recount n_assigned (completed + open unexpired) and n_completed from Assignment."""
+    """Recount n_assigned (completed + open unexpired) and n_completed from Assignment
+    (skipped assignments hold no slot)."""
     now, pks = timezone.now(), sorted(item_pks)
-    completed = Q(completed_at__isnull=False)
-    live = completed | Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+    completed = Q(completed_at__isnull=False, skipped=False)
+    live = completed | (Q(completed_at__isnull=True) & (Q(expires_at__isnull=True) | Q(expires_at__gt=now)))
 
     def count(condition):
         sub = (Assignment.objects.filter(condition, item_id=OuterRef("pk")).order_by()
@@ -306,10 +332,12 @@ def export_judgment_rows(study):
     """The study's judgments as typed dicts (JUDGMENT_COLUMNS), item order then annotator."""
     query = (Judgment.objects.filter(study=study).order_by("item__position", "annotator__username", "id")
              .values_list("item__item_id", "annotator__username", "question", "value", "shown_order",
-                          "seconds", "submitted_at"))
-    for item_id, annotator, question, value, shown_order, seconds, submitted_at in query.iterator(chunk_size=CHUNK):
+                          "seconds", "submitted_at", "comment"))
+    for item_id, annotator, question, value, shown_order, seconds, submitted_at, comment in query.iterator(
+            chunk_size=CHUNK):
         yield {"study": study.slug, "item_id": item_id, "annotator": annotator, "question": question,
-               "value": value, "shown_order": shown_order, "seconds": seconds, "submitted_at": submitted_at}
+               "value": value, "shown_order": shown_order, "seconds": seconds, "submitted_at": submitted_at,
+               "comment": comment}
 
 
 # --- predictions -------------------------------------------------------------------------

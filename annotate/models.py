@@ -94,6 +94,10 @@ class Assignment(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     seconds = models.FloatField(null=True, blank=True)
+    # "I can't judge this": closed (completed_at set) without counting as completed; the
+    # slot went back to the pool and this annotator is not given the item again.
+    skipped = models.BooleanField(default=False)
+    extensions = models.PositiveSmallIntegerField(default=0)  # times the owner extended expires_at
 
     objects = AssignmentQuerySet.as_manager()
 
@@ -118,6 +122,7 @@ class Judgment(models.Model):
     shown_order = models.CharField(max_length=500, blank=True)  # option ids joined with "|"
     seconds = models.FloatField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
+    comment = models.TextField(blank=True, max_length=2000)  # the annotator's optional note on the item
 
     class Meta:
         constraints = [

@@ -3,7 +3,9 @@ and complete, used by the assignment engine, the annotator pages, the dashboard 
 report.
 
 - an assignment is *open* while not completed and not expired, *completed* once its
-  answers are stored; an expired open assignment is neither (it is reclaimed);
+  answers are stored; an expired open assignment is neither (it is reclaimed); a
+  *skipped* one ("I can't judge this") is closed (completed_at set) but not completed:
+  its slot went back to the pool, and the item is never served to that annotator again;
 - a real (non-gold) item is *free* for a user while it has a slot left
   (n_assigned < annotations_per_item) and the user never had it; a gold item is free for
   every user who never had it (gold is not capped by the overlap);
@@ -50,7 +52,8 @@ class ItemQuerySet(models.QuerySet):
 
 class AssignmentQuerySet(models.QuerySet):
     def completed(self) -> AssignmentQuerySet:
-        return self.filter(completed_at__isnull=False)
+        """Answered (closed and not skipped)."""
+        return self.filter(completed_at__isnull=False, skipped=False)
 
     def open(self, now: datetime | None = None) -> AssignmentQuerySet:
         """Handed out, not answered, not expired."""

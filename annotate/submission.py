@@ -7,20 +7,31 @@
 - `edit` is the separate, explicit action that replaces values, allowed while the item
   is not complete (n_completed < annotations_per_item); every change is written to the
   AuditLog with the values before and after.
+- `skip` ("I can't judge this") closes the assignment without answers: one judgment row
+  with question `_skip` (value = the reason, comment kept), the slot goes back to the
+  pool and the item is never served to this annotator again. Idempotent.
+- `extend` moves an open assignment's expiry one timeout later, once (MAX_EXTENSIONS),
+  so an annotator who needs more time keeps the item without hoarding it.
 """
 import math
+from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from evaluation.vocabulary import SKIP_QUESTION
+
 from .access import NotAllowed, may_annotate
-from .answers import InvalidAnswer, answer_value, is_empty
+from .answers import SKIP, InvalidAnswer, answer_value, is_empty
+from .batch_format import unstorable_text
 from .display import study_questions
 from .models import Assignment, AuditLog, Item, Judgment
 from .ordering import judgment_shown_order
 
 EDIT_ACTION = "judgment.edit"
+MAX_COMMENT_CHARS = 2000
+MAX_EXTENSIONS = 1
 
 
 class SubmissionError(Exception):
@@ -79,6 +90,20 @@ def parse_seconds(raw):
     return seconds
 
 
+def parse_comment(raw):
+    """The optional free-text comment on an item: stripped text, at most MAX_COMMENT_CHARS."""
+    if raw is None:
+        return ""
+    if not isinstance(raw, str):
+        raise SubmissionError({"comment": "must be text"})
+    comment = raw.strip()
+    if len(comment) > MAX_COMMENT_CHARS:
+        raise SubmissionError({"comment": f"must be at most {MAX_COMMENT_CHARS} characters"})
+    if unstorable_text(comment):
+        raise SubmissionError({"comment": "contains characters that cannot be stored"})
+    return comment
+
+
 def stored_judgments(assignment):
     """The judgments of an assignment's (item, annotator), in question order of storage."""
     return list(Judgment.objects.filter(item_id=assignment.item_id, annotator_id=assignment.annotator_id)
@@ -95,24 +120,28 @@ def _locked_assignment(assignment_id, user):
     return assignment
 
 
-def submit(assignment_id, user, answers, seconds=None, now=None):
+def submit(assignment_id, user, answers, seconds=None, now=None, comment=None):
     """Stores the answers of one assignment. Returns (assignment, judgments, created);
     `created` is False when the assignment had already been submitted (nothing changed).
-    `seconds` None falls back to the time since the item was handed out."""
+    `seconds` None falls back to the time since the item was handed out. `comment`, the
+    annotator's optional note, is stored on every judgment of the item."""
     now = now or timezone.now()
     with transaction.atomic():
         assignment = _locked_assignment(assignment_id, user)
+        if assignment.skipped:
+            raise AssignmentGone(f"assignment {assignment_id} was skipped")
         if assignment.completed_at is not None:
             return assignment, stored_judgments(assignment), False
         study, item = assignment.study, assignment.item
         values = validate_answers(study, item.data, answers)
+        comment = parse_comment(comment)
         seconds = parse_seconds(seconds)
         if seconds is None:
             seconds = max(0.0, (now - assignment.created_at).total_seconds())
         judgments = Judgment.objects.bulk_create([
             Judgment(study=study, item=item, assignment=assignment, annotator=user, question=qid, value=value,
                      shown_order=judgment_shown_order(assignment.shown_order, qid), seconds=seconds,
-                     submitted_at=now)
+                     submitted_at=now, comment=comment)
             for qid, value in values.items()
         ])
         assignment.completed_at, assignment.seconds = now, seconds
@@ -123,23 +152,28 @@ def submit(assignment_id, user, answers, seconds=None, now=None):
 
 def can_edit(assignment):
     """True while the assignment is submitted and its item still needs judgments."""
-    return (assignment.completed_at is not None
+    return (assignment.completed_at is not None and not assignment.skipped
             and assignment.item.n_completed < assignment.study.annotations_per_item)
 
 
-def edit(assignment_id, user, answers):
-    """Replaces the values of some questions of a submitted assignment while its item is
-    not complete. Returns the judgments; logs one AuditLog row when anything changed."""
+def edit(assignment_id, user, answers, comment=None):
+    """Replaces the values of some questions (and the comment, when given) of a submitted
+    assignment while its item is not complete. Returns the judgments; logs one AuditLog
+    row (values and comment before and after, who, when) when anything changed."""
     with transaction.atomic():
         assignment = _locked_assignment(assignment_id, user)
-        if assignment.completed_at is None:
+        if assignment.completed_at is None or assignment.skipped:
             raise EditNotAllowed("submit the item before editing it")
         study = assignment.study
         item = Item.objects.select_for_update().get(pk=assignment.item_id)
         assignment.item = item
         if not can_edit(assignment):
             raise EditNotAllowed("the item is complete; its answers can no longer be edited")
-        values = validate_answers(study, item.data, answers, partial=True)
+        if comment is not None and answers == {}:
+            values = {}
+        else:
+            values = validate_answers(study, item.data, answers, partial=True)
+        new_comment = None if comment is None else parse_comment(comment)
         stored = {j.question: j for j in stored_judgments(assignment)}
         before, after = {}, {}
         for qid, value in values.items():
@@ -149,9 +183,67 @@ def edit(assignment_id, user, answers):
             before[qid], after[qid] = judgment.value, value
             judgment.value = value
             judgment.save(update_fields=["value"])
-        if after:
+        old_comment = next((j.comment for j in stored.values()), "")
+        changes = {"values": after} if after else {}
+        if new_comment is not None and new_comment != old_comment:
+            Judgment.objects.filter(pk__in=[j.pk for j in stored.values()]).update(comment=new_comment)
+            changes["comment"] = new_comment
+        if changes:
+            previous = {"values": before, **({"comment": old_comment} if "comment" in changes else {})}
             AuditLog.objects.create(study=study, user=user, action=EDIT_ACTION, object_type="assignment",
                                     object_id=str(assignment.pk),
-                                    before={"item_id": item.item_id, "values": before},
-                                    after={"item_id": item.item_id, "values": after})
+                                    before={"item_id": item.item_id, **previous},
+                                    after={"item_id": item.item_id, "values": after,
+                                           **({"comment": new_comment} if "comment" in changes else {})})
         return stored_judgments(assignment)
+
+
+class SkipRefused(Exception):
+    """The assignment was already answered: it cannot be skipped any more."""
+
+
+def skip(assignment_id, user, reason, comment=None, seconds=None, now=None):
+    """Closes an assignment as "I can't judge this". Returns (assignment, skip judgment,
+    created); a repeat returns the stored skip with created False. Raises SubmissionError
+    (bad reason or comment), AssignmentGone, NotAllowed or SkipRefused (already answered)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        assignment = _locked_assignment(assignment_id, user)
+        if assignment.skipped:
+            stored = Judgment.objects.get(item_id=assignment.item_id, annotator=user, question=SKIP_QUESTION)
+            return assignment, stored, False
+        if assignment.completed_at is not None:
+            raise SkipRefused("the item was already answered; edit the answers instead")
+        try:
+            value = answer_value(SKIP, reason)
+        except InvalidAnswer as exc:
+            raise SubmissionError({"reason": exc.for_annotator}) from None
+        comment = parse_comment(comment)
+        seconds = parse_seconds(seconds)
+        if seconds is None:
+            seconds = max(0.0, (now - assignment.created_at).total_seconds())
+        judgment = Judgment.objects.create(study=assignment.study, item=assignment.item, assignment=assignment,
+                                           annotator=user, question=SKIP_QUESTION, value=value, seconds=seconds,
+                                           submitted_at=now, comment=comment)
+        assignment.completed_at, assignment.seconds, assignment.skipped = now, seconds, True
+        assignment.save(update_fields=["completed_at", "seconds", "skipped"])
+        Item.objects.filter(pk=assignment.item_id, n_assigned__gt=0).update(n_assigned=F("n_assigned") - 1)
+        return assignment, judgment, True
+
+
+def extend(assignment_id, user, now=None):
+    """Moves an open assignment's expiry to one study timeout from now, at most
+    MAX_EXTENSIONS times. Returns (assignment, extended): extended False when the limit
+    was reached (nothing changed, so a repeated click is harmless). Raises AssignmentGone
+    when the assignment is not the user's open one (expired, reclaimed, answered, skipped)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        assignment = _locked_assignment(assignment_id, user)
+        if assignment.completed_at is not None or assignment.expires_at is None or assignment.expires_at <= now:
+            raise AssignmentGone(f"assignment {assignment_id} is not open")
+        if assignment.extensions >= MAX_EXTENSIONS:
+            return assignment, False
+        assignment.expires_at = now + timedelta(minutes=assignment.study.assignment_timeout_minutes)
+        assignment.extensions += 1
+        assignment.save(update_fields=["expires_at", "extensions"])
+        return assignment, True

@@ -2,7 +2,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from annotate.views import dashboard, home, quality, task, upload
+from annotate.views import dashboard, home, item_actions, mine, quality, task, upload
 from humeval.login_guard import LoginForm
 
 urlpatterns = [
@@ -16,6 +16,10 @@ urlpatterns = [
     path("annotate/<slug:slug>/next/", task.next_item, name="annotate-next"),
     path("annotate/<slug:slug>/items/<int:pk>/submit/", task.submit_item, name="annotate-submit"),
     path("annotate/<slug:slug>/items/<int:pk>/edit/", task.edit_item, name="annotate-edit"),
+    path("annotate/<slug:slug>/items/<int:pk>/skip/", item_actions.skip_item, name="annotate-skip"),
+    path("annotate/<slug:slug>/items/<int:pk>/extend/", item_actions.extend_item, name="annotate-extend"),
+    path("annotate/<slug:slug>/mine/", mine.my_judgments, name="annotate-mine"),
+    path("annotate/<slug:slug>/mine/<int:pk>/edit/", mine.edit_judgment, name="annotate-mine-edit"),
     path("annotate/<slug:slug>/quality/", quality.quality, name="annotate-quality"),
     path("login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -36,3 +36,14 @@ CONTRASTIVE_STYLES = PROMPT_STYLES[3:]
 
 # The model every runtime command uses when none is named (embedded, always available).
 DEFAULT_MODEL = "smollm2"
+
+# "I can't judge this": stored as a judgment with this question id and one of these
+# reasons as its value; left out of every statistic and counted apart in reports.
+SKIP_QUESTION = "_skip"
+SKIP_REASONS = (
+    ("not_understood", "I don't understand the texts"),
+    ("unsafe", "Offensive or unsafe content"),
+    ("technical", "Technical problem (texts missing or broken)"),
+    ("other", "Other reason"),
+)
+SKIP_REASON_IDS = tuple(key for key, _ in SKIP_REASONS)

@@ -7,7 +7,8 @@ import pytest
 from django.urls import reverse
 
 pytestmark = pytest.mark.django_db
-TAKES_NO_BODY = {("post", "/api/studies/{slug}/assignments/next/"), ("post", "/api/token/rotate/")}
+TAKES_NO_BODY = {("post", "/api/studies/{slug}/assignments/next/"), ("post", "/api/token/rotate/"),
+                 ("post", "/api/assignments/{id}/extend/")}
 NOT_JSON_API = {"/api/schema/"}  # served by drf-spectacular itself
 
 
@@ -72,7 +73,7 @@ def test_every_operation_documents_its_bodies(schema):
                 problems.append(f"{where} {code}: no content documented")
         if method != "get" and "403" not in operation["responses"]:
             problems.append(f"{where}: the 403 of a refused role is not documented")
-    assert seen == 15
+    assert seen == 17  # 15 + skip and extend
     assert not problems, "\n".join(problems)
 
 
@@ -96,7 +97,7 @@ def test_enums_for_kind_state_and_format(schema):
 
 def test_answers_are_documented_as_question_keyed_values(schema):
     answers = schema["components"]["schemas"]["Answers"]
-    assert set(answers["properties"]) == {"seconds", "edit"}
+    assert set(answers["properties"]) == {"seconds", "edit", "comment"}
     assert answers["additionalProperties"]["oneOf"] == [{"type": "string"}, {"type": "integer"}]
 
 
@@ -131,3 +132,14 @@ def test_serializers_reproduce_the_bodies_exactly(django_user_model, admin_user_
     body = job_json(job)
     assert body["errors"] == [{"error": "job-level"}, {"item": "item-1", "error": "no such candidate"}]
     assert JobSerializer(body).data == body
+
+
+def test_skip_and_extend_are_documented(schema):
+    skip = schema["paths"]["/api/assignments/{id}/skip/"]["post"]
+    body = resolve(schema, skip["requestBody"]["content"]["application/json"]["schema"])
+    assert sorted(body["properties"]) == ["comment", "reason", "seconds"] and body["required"] == ["reason"]
+    assert resolve(schema, body["properties"]["reason"])["enum"] == ["not_understood", "unsafe", "technical", "other"]
+    assert sorted(skip["responses"]) == ["200", "201", "400", "403", "404", "409"]
+    extend = schema["paths"]["/api/assignments/{id}/extend/"]["post"]
+    ok = resolve(schema, extend["responses"]["200"]["content"]["application/json"]["schema"])
+    assert sorted(ok["properties"]) == ["assignment", "expires_at", "extended"]

@@ -14,7 +14,8 @@ from annotate.models import Assignment, AuditLog, Item, Judgment, Prediction
 from tests.factories import aspects, explained, header, jsonl, make_user, pairwise, similarity
 
 pytestmark = pytest.mark.django_db
-HEAD = "study,item_id,annotator,question,value,shown_order,seconds,submitted_at\n"
+HEAD = "study,item_id,annotator,question,value,shown_order,seconds,submitted_at\n"  # files before `comment`
+EXPORT_HEAD = HEAD.rstrip("\n") + ",comment\n"
 PRED_HEAD = "study,item_id,evaluator,annotator,question,value\n"
 
 
@@ -28,16 +29,16 @@ def studies():
 
 
 # Rows in export order: item position, then annotator username, then insertion order.
-ROUND_TRIP = HEAD + """\
-pw,p1,ann1,choice,m2,m2|m1,12.5,2026-03-01T10:00:00+00:00
-pw,p1,ann2,choice,tie,m1|m2,3,2026-03-01T10:05:00+00:00
-pw,p2,ann1,choice,m1,,,
-ex,e1,ann1,choice,m1,m1|m2,40.25,2026-03-02T08:00:00+00:00
-ex,e1,ann1,usefulness,4,,40.25,2026-03-02T08:00:00+00:00
-sim,s1,ann3,ref,2,1|0,20,2026-03-03T09:00:00+00:00
-sim,s1,ann3,gen-c0,6,0|1,20,2026-03-03T09:00:00+00:00
-asp,a1,ann2,fun,plot-a,plot-b|plot-a,9,2026-03-04T12:30:00.250000+00:00
-asp,a1,ann2,end,plot-b,plot-b|plot-a,9,2026-03-04T12:30:00.250000+00:00
+ROUND_TRIP = EXPORT_HEAD + """\
+pw,p1,ann1,choice,m2,m2|m1,12.5,2026-03-01T10:00:00+00:00,
+pw,p1,ann2,choice,tie,m1|m2,3,2026-03-01T10:05:00+00:00,"Close call, both fine."
+pw,p2,ann1,choice,m1,,,,
+ex,e1,ann1,choice,m1,m1|m2,40.25,2026-03-02T08:00:00+00:00,
+ex,e1,ann1,usefulness,4,,40.25,2026-03-02T08:00:00+00:00,
+sim,s1,ann3,ref,2,1|0,20,2026-03-03T09:00:00+00:00,
+sim,s1,ann3,gen-c0,6,0|1,20,2026-03-03T09:00:00+00:00,
+asp,a1,ann2,fun,plot-a,plot-b|plot-a,9,2026-03-04T12:30:00.250000+00:00,
+asp,a1,ann2,end,plot-b,plot-b|plot-a,9,2026-03-04T12:30:00.250000+00:00,
 """
 
 
@@ -62,10 +63,10 @@ def test_round_trip_batch_judgments_export(studies):
     assert result == {"studies": ["asp", "ex", "pw", "sim"], "created": 9, "skipped": 0, "annotators_created": 3}
     body = ROUND_TRIP.splitlines(keepends=True)[1:]
     for slug in ("pw", "ex", "sim", "asp"):
-        expected = HEAD + "".join(line for line in body if line.startswith(slug + ","))
+        expected = EXPORT_HEAD + "".join(line for line in body if line.startswith(slug + ","))
         assert export(slug) == expected
     # The exports, concatenated without their repeated headers, are the input file itself.
-    assert HEAD + "".join(export(s)[len(HEAD):] for s in ("pw", "ex", "sim", "asp")) == ROUND_TRIP
+    assert EXPORT_HEAD + "".join(export(s)[len(EXPORT_HEAD):] for s in ("pw", "ex", "sim", "asp")) == ROUND_TRIP
 
 
 def test_jsonl_export_reimports_as_the_same_rows(studies):
@@ -73,7 +74,8 @@ def test_jsonl_export_reimports_as_the_same_rows(studies):
     text = export("ex", "jsonl")
     rows = [json.loads(line) for line in text.splitlines()]
     assert rows[1] == {"study": "ex", "item_id": "e1", "annotator": "ann1", "question": "usefulness", "value": "4",
-                       "shown_order": "", "seconds": 40.25, "submitted_at": "2026-03-02T08:00:00+00:00"}
+                       "shown_order": "", "seconds": 40.25, "submitted_at": "2026-03-02T08:00:00+00:00",
+                       "comment": ""}
     assert load(text) == {"studies": ["ex"], "created": 0, "skipped": 2, "annotators_created": 0}
 
 
@@ -157,7 +159,7 @@ def test_judgment_row_errors(studies, case):
 def test_bad_header_duplicates_and_conflicts(studies):
     assert errors_of("study,item_id,annotator,question,value\npw,p1,a,choice,m1\n") == [
         "line 1: header must be study,item_id,annotator,question,value,shown_order,seconds,submitted_at "
-        "(missing: ['shown_order', 'seconds', 'submitted_at'], unexpected: none)"]
+        "(optional at the end: comment) (missing: ['shown_order', 'seconds', 'submitted_at'], unexpected: none)"]
     assert errors_of(HEAD + "pw,p1,ann1,choice,m1,,,\n\npw,p1,ann1,choice,m1,,,\n") == [
         "line 4: duplicate of line 2 (same item, annotator and question)"]
     load(HEAD + "pw,p1,ann1,choice,m1,,,\n")
@@ -185,7 +187,7 @@ def test_import_judgments_command(studies, tmp_path):
     assert err.getvalue().splitlines() == ["line 2: value for 'choice' must be one of ['m1', 'm2', 'tie'], got 'm9'"]
     target = tmp_path / "out.csv"
     call_command("export_judgments", "pw", "--out", str(target))
-    assert target.read_text().splitlines()[1] == "pw,p1,ann1,choice,m2,m2|m1,12.5,2026-03-01T10:00:00+00:00"
+    assert target.read_text().splitlines()[1] == "pw,p1,ann1,choice,m2,m2|m1,12.5,2026-03-01T10:00:00+00:00,"
     with pytest.raises(CommandError, match="unknown study 'nope'"):
         call_command("export_judgments", "nope")
 

@@ -87,6 +87,14 @@ TABLE = {
         Probe("POST", by_role(403, 201, 404, 404), own_assignment, valid_answer),
         Probe("PUT", by_role(403, 404, 404, 404), others_assignment, valid_answer),
     ],
+    # "Can't judge" and "extend": the owner's open assignment only.
+    "api-assignment-skip": [
+        Probe("POST", by_role(403, 404, 404, 404), others_assignment, lambda w: {"reason": "other"},
+              after=nothing_written_for_other),
+        Probe("POST", by_role(403, 201, 404, 404), own_assignment, lambda w: {"reason": "other"}),
+    ],
+    "api-assignment-extend": [Probe("POST", by_role(403, 404, 404, 404), others_assignment),
+                              Probe("POST", by_role(403, 200, 404, 404), own_assignment)],
     # Researchers read: the study's own (none listed = every researcher) and admins. A
     # study someone may not see answers 404, like a slug that does not exist.
     "api-study-report": [Probe("GET", by_role(403, 403, 200, 200), slug),
@@ -138,6 +146,26 @@ TABLE = {
         Probe("POST", by_role(LOGIN, 404, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.others_assignment.pk},
               lambda w: {"choice": "m2"}, content_type="form", after=nothing_written_for_other),
         Probe("GET", by_role(LOGIN, 200, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.own_assignment.pk}),
+    ],
+    "annotate-skip": [
+        Probe("POST", by_role(LOGIN, 200, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.others_assignment.pk},
+              lambda w: {"reason": "other"}, content_type="form", after=nothing_written_for_other,
+              note="someone else's item: the page just moves on, nothing is stored"),
+        Probe("POST", by_role(LOGIN, 200, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.own_assignment.pk},
+              lambda w: {"reason": "other"}, content_type="form"),
+    ],
+    "annotate-extend": [
+        Probe("POST", by_role(LOGIN, 404, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.others_assignment.pk},
+              content_type="form"),
+        Probe("POST", by_role(LOGIN, 200, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.own_assignment.pk},
+              content_type="form"),
+    ],
+    "annotate-mine": [Probe("GET", by_role(LOGIN, 200, 403, 403), slug),
+                      Probe("GET", by_role(LOGIN, 404, 403, 403), hidden)],
+    "annotate-mine-edit": [
+        Probe("GET", by_role(LOGIN, 404, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.others_assignment.pk}),
+        Probe("POST", by_role(LOGIN, 404, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.others_assignment.pk},
+              lambda w: {"q:choice": "m2"}, content_type="form", after=nothing_written_for_other),
     ],
     "annotate-quality": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
                          Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],

@@ -6,6 +6,10 @@
   201 with the stored judgments, or 200 with the already stored ones on a repeat;
   with "edit": true (or PUT/PATCH) the values replace earlier ones while the item is not
   complete (409 otherwise), and the change is audited.
+- POST /api/assignments/{id}/skip/ {"reason", "comment"?} -> 201 with the stored `_skip`
+  judgment (200 on a repeat); the item goes back to the pool, not to this annotator;
+- POST /api/assignments/{id}/extend/ -> 200 {"expires_at", "extended"}: one more
+  timeout for the owner's open assignment (once).
 Annotators only ever see and write their own assignments (others' ids answer 404), and
 only while they may annotate the study (removed from its list: 403).
 """
@@ -20,14 +24,26 @@ from annotate.api.serializers import (
     AnswerErrorsSerializer,
     AnswersSerializer,
     DetailSerializer,
+    ExtendResultSerializer,
     NextAssignmentSerializer,
+    SkipResultSerializer,
+    SkipSerializer,
     SubmitResultSerializer,
 )
 from annotate.assignment import next_assignment
 from annotate.display import assignment_payload
-from annotate.submission import AssignmentGone, EditNotAllowed, SubmissionError, edit, submit
+from annotate.submission import (
+    AssignmentGone,
+    EditNotAllowed,
+    SkipRefused,
+    SubmissionError,
+    edit,
+    extend,
+    skip,
+    submit,
+)
 
-CONTROL_KEYS = ("seconds", "edit")
+CONTROL_KEYS = ("seconds", "edit", "comment")
 GONE = OpenApiResponse(DetailSerializer, description="Not your assignment, or it expired and went back to the pool.")
 REFUSED = OpenApiResponse(DetailSerializer, description="Not signed in, or you may not annotate this study.")
 NO_STUDY = OpenApiResponse(DetailSerializer, description="No such study, or one you may not see.")
@@ -73,10 +89,11 @@ class AssignmentJudgmentsView(APIView):
         editing = editing or _truthy(body.get("edit", False))
         try:
             if editing:
-                judgments = edit(pk, request.user, answers)
+                judgments = edit(pk, request.user, answers, body.get("comment"))
                 code, created, assignment_id = status.HTTP_200_OK, False, pk
             else:
-                assignment, judgments, created = submit(pk, request.user, answers, body.get("seconds"))
+                assignment, judgments, created = submit(pk, request.user, answers, body.get("seconds"),
+                                                        comment=body.get("comment"))
                 code, assignment_id = (status.HTTP_201_CREATED if created else status.HTTP_200_OK), assignment.pk
         except SubmissionError as exc:
             return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
@@ -112,3 +129,52 @@ class AssignmentJudgmentsView(APIView):
                    summary="Edit submitted answers while the item is not complete (audited).")
     def patch(self, request, pk):
         return self._answer(request, pk, editing=True)
+
+
+class AssignmentSkipView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=SkipSerializer,
+                   responses={201: SkipResultSerializer,
+                              200: OpenApiResponse(SkipResultSerializer, description="A repeat: the stored skip."),
+                              400: ANSWER_ERRORS, 403: REFUSED, 404: GONE,
+                              409: OpenApiResponse(DetailSerializer, description="The item was already answered.")},
+                   summary="\"I can't judge this\": give the item back with a reason (idempotent).")
+    def post(self, request, pk):
+        body = request.data
+        if not hasattr(body, "get"):
+            return Response({"errors": {"reason": "must be an object {reason, comment}"}}, status=400)
+        try:
+            assignment, judgment, created = skip(pk, request.user, body.get("reason"), body.get("comment"),
+                                                 body.get("seconds"))
+        except SubmissionError as exc:
+            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        except AssignmentGone:
+            return Response({"detail": "No such assignment for you (it may have expired)."},
+                            status=status.HTTP_404_NOT_FOUND)
+        except NotAllowed:
+            return Response({"detail": "You may no longer annotate this study."}, status=status.HTTP_403_FORBIDDEN)
+        except SkipRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        data = SkipResultSerializer({"assignment": assignment.pk, "created": created, "judgment": judgment}).data
+        return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class AssignmentExtendView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None,
+                   responses={200: ExtendResultSerializer, 403: REFUSED,
+                              404: OpenApiResponse(DetailSerializer, description="Not your open assignment (expired, "
+                                                   "reassigned, answered or skipped).")},
+                   summary="Keep the item one more timeout (once per assignment).")
+    def post(self, request, pk):
+        try:
+            assignment, extended = extend(pk, request.user)
+        except AssignmentGone:
+            return Response({"detail": "No open assignment of yours with this id (it may have expired)."},
+                            status=status.HTTP_404_NOT_FOUND)
+        except NotAllowed:
+            return Response({"detail": "You may no longer annotate this study."}, status=status.HTTP_403_FORBIDDEN)
+        return Response(ExtendResultSerializer({"assignment": assignment.pk, "expires_at": assignment.expires_at,
+                                                "extended": extended}).data)

@@ -17,6 +17,7 @@ from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_sc
 from rest_framework import serializers
 
 from annotate.models import Study
+from evaluation.vocabulary import SKIP_REASONS
 
 KIND_CHOICES = Study._meta.get_field("kind").choices
 REPORT_FORMATS = ("json", "csv", "html")
@@ -242,6 +243,8 @@ class AnswersSerializer(serializers.Serializer):
                                      help_text="Time spent; default: since the item was handed out.")
     edit = serializers.BooleanField(required=False, default=False,
                                     help_text="Replace earlier answers (while the item is not complete).")
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000,
+                                    help_text="Optional note on the item, stored with each of its judgments.")
 
 
 class AnswersSchema(OpenApiSerializerExtension):
@@ -262,12 +265,37 @@ class JudgmentSerializer(serializers.Serializer):
     shown_order = serializers.CharField(allow_blank=True, help_text="Option ids as shown, joined with `|`.")
     seconds = serializers.FloatField(allow_null=True)
     submitted_at = IsoDateTimeField(allow_null=True)
+    comment = serializers.CharField(allow_blank=True, help_text="The annotator's optional note on the item.")
 
 
 class SubmitResultSerializer(serializers.Serializer):
     assignment = serializers.IntegerField()
     created = serializers.BooleanField(help_text="False when this repeats a stored submit (nothing changed).")
     judgments = JudgmentSerializer(many=True, help_text="The stored judgments of the assignment.")
+
+
+@extend_schema_serializer(examples=[OpenApiExample("Can't judge", request_only=True,
+                                                   value={"reason": "not_understood", "comment": "Too technical."})])
+class SkipSerializer(serializers.Serializer):
+    """"I can't judge this": the reason (one of the listed ids) and an optional comment."""
+
+    reason = serializers.ChoiceField(choices=list(SKIP_REASONS),
+                                     help_text="; ".join(f"`{k}`: {label}" for k, label in SKIP_REASONS))
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    seconds = serializers.FloatField(required=False, min_value=0,
+                                     help_text="Time spent; default: since the item was handed out.")
+
+
+class SkipResultSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField()
+    created = serializers.BooleanField(help_text="False when this repeats a stored skip (nothing changed).")
+    judgment = JudgmentSerializer(help_text="The stored skip: question `_skip`, value = the reason.")
+
+
+class ExtendResultSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField()
+    expires_at = IsoDateTimeField(help_text="The assignment's expiry after this request.")
+    extended = serializers.BooleanField(help_text="False when the one extension was already used (nothing changed).")
 
 
 # --- reports -----------------------------------------------------------------------------------
@@ -336,6 +364,8 @@ class ReportSerializer(serializers.Serializer):
     aspects = serializers.DictField(child=serializers.DictField(), required=False, help_text="aspect_pairwise.")
     evaluators_average = serializers.DictField(child=serializers.FloatField(allow_null=True), required=False,
                                                help_text="aspect_pairwise.")
+    skipped = serializers.DictField(required=False, help_text="\"I can't judge this\" answers, left out of every "
+                                                              "statistic: {n, by_reason: {reason: n}}.")
 
 
 # --- tokens ------------------------------------------------------------------------------------

@@ -13,11 +13,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotate.access import NotAllowed, study_for
 from annotate.assignment import next_assignment
 from annotate.display import display_item, shown_questions
+from annotate.drafts import item_handle
 from annotate.kinds import get_kind
 from annotate.models import Assignment
 from annotate.progress import annotator_progress
 from annotate.rendering import render_markdown
 from annotate.submission import (
+    MAX_EXTENSIONS,
     AssignmentGone,
     EditNotAllowed,
     SubmissionError,
@@ -26,7 +28,7 @@ from annotate.submission import (
     stored_judgments,
     submit,
 )
-from evaluation.vocabulary import TIE
+from evaluation.vocabulary import SKIP_REASONS, TIE
 
 FIELD_PREFIX = "q:"
 KEY_HINTS = (("1", "a"), ("2", "b"), ("3", "t"))
@@ -64,7 +66,7 @@ def _question_context(study, questions, values, errors):
     return out
 
 
-def item_context(study, assignment, values=None, errors=None, mode="submit"):
+def item_context(study, assignment, values=None, errors=None, mode="submit", comment=""):
     """Everything a kind's partial needs to draw one assignment."""
     values, errors = values or {}, errors or {}
     questions = _question_context(study, shown_questions(study, assignment.item.data, assignment.shown_order),
@@ -81,6 +83,9 @@ def item_context(study, assignment, values=None, errors=None, mode="submit"):
         "mode": mode, "errors": errors, "form_error": errors.get("answers") or errors.get("seconds"),
         "partial": get_kind(study.kind).template,
         "scale_words": get_kind(study.kind).scale_words,
+        # No lost work (static/js/drafts.js): the draft's key, the countdown, "can't judge", a comment.
+        "draft_key": item_handle(assignment.item_id), "can_extend": assignment.extensions < MAX_EXTENSIONS,
+        "skip_reasons": SKIP_REASONS, "comment": comment,
     }
 
 
@@ -131,12 +136,14 @@ def submit_item(request, slug, pk):
     try:
         if not Assignment.objects.filter(pk=pk, study=study).exists():  # another study's item: not here
             raise AssignmentGone(f"assignment {pk} is not in {study.slug}")
-        assignment, _, created = submit(pk, request.user, answers, request.POST.get("seconds"))
+        assignment, _, created = submit(pk, request.user, answers, request.POST.get("seconds"),
+                                        comment=request.POST.get("comment"))
     except NotAllowed as exc:
         raise PermissionDenied("You may no longer annotate this study.") from exc
     except SubmissionError as exc:
         assignment = get_object_or_404(Assignment.objects.select_related("item"), pk=pk, annotator=request.user)
-        context = item_context(study, assignment, values=answers, errors=exc.errors)
+        context = item_context(study, assignment, values=answers, errors=exc.errors,
+                               comment=request.POST.get("comment", ""))
         context.update(progress=annotator_progress(study, request.user), oob=True, notice_level="error",
                        notice="Please answer every question before submitting.")
         return render(request, "annotate/_item.html", context)
@@ -157,15 +164,18 @@ def edit_item(request, slug, pk):
         if not can_edit(assignment):
             return _render_next(request, study, level="warning",
                                 notice="That item is complete; it can no longer be edited.")
-        values = {j.question: j.value for j in stored_judgments(assignment)}
-        context = item_context(study, assignment, values=values, mode="edit")
+        stored = stored_judgments(assignment)
+        values = {j.question: j.value for j in stored}
+        context = item_context(study, assignment, values=values, mode="edit",
+                               comment=next((j.comment for j in stored if j.comment), ""))
         context.update(progress=annotator_progress(study, request.user), oob=True)
         return render(request, "annotate/_item.html", context)
     answers = _answers_from(request.POST)
     try:
-        edit(pk, request.user, answers)
+        edit(pk, request.user, answers, request.POST.get("comment"))
     except SubmissionError as exc:
-        context = item_context(study, assignment, values=answers, errors=exc.errors, mode="edit")
+        context = item_context(study, assignment, values=answers, errors=exc.errors, mode="edit",
+                               comment=request.POST.get("comment", ""))
         context.update(progress=annotator_progress(study, request.user), oob=True)
         return render(request, "annotate/_item.html", context)
     except (EditNotAllowed, AssignmentGone) as exc:

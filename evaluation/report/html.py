@@ -76,6 +76,10 @@ def summary_section(r: Report) -> str:
     rows = [("Study", r["study"]), ("Kind", r["kind"]), ("Items", r["n_items"]), ("Gold items", r["n_gold_items"]),
             ("Judgments", r["n_judgments"]), ("Annotators", r["n_annotators"]), ("Complete items", r["complete_items"]),
             ("Minimum votes for a majority", r.get("min_votes"))]
+    skipped = r.get("skipped") or {}
+    if skipped.get("n"):
+        reasons = ", ".join(f"{k}: {n}" for k, n in skipped.get("by_reason", {}).items())
+        rows.append(("\"Can't judge\" skips (left out of every statistic)", f"{skipped['n']} ({reasons})"))
     for key, label in (("no_majority", "Items without a majority (top count shared)"),
                        ("too_few_votes", "Items with fewer votes than the minimum (no majority)"),
                        ("tie_majority", "Items whose majority is 'tie' (left out of alignment)")):

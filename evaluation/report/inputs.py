@@ -5,12 +5,16 @@ builders never touch a database, so they can be tested and benchmarked on their 
 Judgment, score and prediction rows point at items by index (`j_item`, `s_item`, ...)
 into the item arrays, not by database id. Annotators and values also get integer codes
 (`j_coder`, `j_vcode`) once, so the statistics never sort strings twice.
+"I can't judge this" rows (question `_skip`) are taken out here, before anything is
+coded, so no statistic ever sees them; `skipped` keeps their counts for the report.
 """
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from evaluation.vocabulary import SKIP_QUESTION
 
 # A column given as a sequence or array; __post_init__ turns every one into an array.
 Column = Any
@@ -105,6 +109,7 @@ class ReportInput:
             setattr(self, name, objects(value if value is not None else [""] * m))
         self.j_seconds = np.asarray(self.j_seconds if self.j_seconds is not None else np.full(m, np.nan), dtype=float)
         self.j_time = np.asarray(self.j_time if self.j_time is not None else np.arange(m), dtype=float)
+        self._take_out_skips()
         self.s_item = np.asarray(self.s_item if self.s_item is not None else [], dtype=np.int64)
         self.s_metric = objects(self.s_metric if self.s_metric is not None else [])
         self.s_candidate = objects(self.s_candidate if self.s_candidate is not None else [])
@@ -119,6 +124,17 @@ class ReportInput:
         self.annotator_names, self.j_coder = codes_of(self.j_annotator)
         self.value_names, self.j_vcode = codes_of(self.j_value)
         self.question_names, self.j_qcode = codes_of(self.j_question)
+
+    def _take_out_skips(self) -> None:
+        """Drops the `_skip` rows from the judgment columns; `skipped` = {n, by_reason}."""
+        skip = self.j_question == SKIP_QUESTION
+        reasons: dict[str, int] = {}
+        for reason in self.j_value[skip].tolist():
+            reasons[str(reason)] = reasons.get(str(reason), 0) + 1
+        self.skipped = {"n": int(skip.sum()), "by_reason": dict(sorted(reasons.items()))}
+        if skip.any():
+            for name in ("j_item", "j_annotator", "j_question", "j_value", "j_shown", "j_seconds", "j_time"):
+                setattr(self, name, getattr(self, name)[~skip])
 
     @property
     def n_items(self) -> int:
