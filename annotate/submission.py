@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from .access import NotAllowed, may_annotate
 from .answers import InvalidAnswer, answer_value, is_empty
+from .blinding import blinding_for
 from .display import study_questions
 from .models import Assignment, AuditLog, Item, Judgment
 from .ordering import judgment_shown_order
@@ -66,6 +67,27 @@ def validate_answers(study, item_data, answers, partial=False):
     return values
 
 
+def checked_answers(assignment, answers, blinded, partial=False):
+    """validate_answers for one assignment. `blinded` (the annotator doors): `answers` use
+    the assignment's tokens (annotate.blinding); they are turned into real ids first, and
+    errors come back keyed as the annotator sent them."""
+    study, data = assignment.study, assignment.item.data
+    if not blinded:
+        return validate_answers(study, data, answers, partial)
+    if not isinstance(answers, dict):
+        raise SubmissionError({"answers": "must be an object {question: value}"})
+    blinding = blinding_for(assignment)
+    real, errors = blinding.unblind(answers, study_questions(study, data))
+    try:
+        values = validate_answers(study, data, real, partial)
+    except SubmissionError as exc:
+        errors = {**blinding.errors(exc.errors), **errors}
+        values = {}
+    if errors:
+        raise SubmissionError(errors)
+    return values
+
+
 def parse_seconds(raw):
     """Seconds on the item as a non-negative finite float, None when not given."""
     if raw in (None, ""):
@@ -95,17 +117,18 @@ def _locked_assignment(assignment_id, user):
     return assignment
 
 
-def submit(assignment_id, user, answers, seconds=None, now=None):
+def submit(assignment_id, user, answers, seconds=None, now=None, blinded=False):
     """Stores the answers of one assignment. Returns (assignment, judgments, created);
     `created` is False when the assignment had already been submitted (nothing changed).
-    `seconds` None falls back to the time since the item was handed out."""
+    `seconds` None falls back to the time since the item was handed out. `blinded`:
+    answers in the annotator's tokens (checked_answers)."""
     now = now or timezone.now()
     with transaction.atomic():
         assignment = _locked_assignment(assignment_id, user)
         if assignment.completed_at is not None:
             return assignment, stored_judgments(assignment), False
         study, item = assignment.study, assignment.item
-        values = validate_answers(study, item.data, answers)
+        values = checked_answers(assignment, answers, blinded)
         seconds = parse_seconds(seconds)
         if seconds is None:
             seconds = max(0.0, (now - assignment.created_at).total_seconds())
@@ -127,9 +150,10 @@ def can_edit(assignment):
             and assignment.item.n_completed < assignment.study.annotations_per_item)
 
 
-def edit(assignment_id, user, answers):
+def edit(assignment_id, user, answers, blinded=False):
     """Replaces the values of some questions of a submitted assignment while its item is
-    not complete. Returns the judgments; logs one AuditLog row when anything changed."""
+    not complete. Returns the judgments; logs one AuditLog row when anything changed.
+    `blinded`: as in submit."""
     with transaction.atomic():
         assignment = _locked_assignment(assignment_id, user)
         if assignment.completed_at is None:
@@ -139,7 +163,7 @@ def edit(assignment_id, user, answers):
         assignment.item = item
         if not can_edit(assignment):
             raise EditNotAllowed("the item is complete; its answers can no longer be edited")
-        values = validate_answers(study, item.data, answers, partial=True)
+        values = checked_answers(assignment, answers, blinded, partial=True)
         stored = {j.question: j for j in stored_judgments(assignment)}
         before, after = {}, {}
         for qid, value in values.items():

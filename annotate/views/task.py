@@ -12,7 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotate.access import NotAllowed, study_for
 from annotate.assignment import next_assignment
-from annotate.display import display_item, shown_questions
+from annotate.blinding import blinding_for
+from annotate.display import annotator_view
 from annotate.kinds import get_kind
 from annotate.models import Assignment
 from annotate.progress import annotator_progress
@@ -65,11 +66,13 @@ def _question_context(study, questions, values, errors):
 
 
 def item_context(study, assignment, values=None, errors=None, mode="submit"):
-    """Everything a kind's partial needs to draw one assignment."""
+    """Everything a kind's partial needs to draw one assignment, blinded: field names and
+    values are the assignment's tokens (annotate.blinding), and so are the keys of `values`
+    and `errors` (as the form posted them)."""
     values, errors = values or {}, errors or {}
-    questions = _question_context(study, shown_questions(study, assignment.item.data, assignment.shown_order),
-                                  values, errors)
-    display = display_item(study, assignment.item.data, assignment.shown_order)
+    view = annotator_view(assignment)
+    questions = _question_context(study, view["questions"], values, errors)
+    display = view["item"]
     labels = _option_labels(study)
     for i, candidate in enumerate(display.get("candidates", [])):
         candidate["label"] = labels[i]
@@ -131,7 +134,7 @@ def submit_item(request, slug, pk):
     try:
         if not Assignment.objects.filter(pk=pk, study=study).exists():  # another study's item: not here
             raise AssignmentGone(f"assignment {pk} is not in {study.slug}")
-        assignment, _, created = submit(pk, request.user, answers, request.POST.get("seconds"))
+        assignment, _, created = submit(pk, request.user, answers, request.POST.get("seconds"), blinded=True)
     except NotAllowed as exc:
         raise PermissionDenied("You may no longer annotate this study.") from exc
     except SubmissionError as exc:
@@ -157,13 +160,13 @@ def edit_item(request, slug, pk):
         if not can_edit(assignment):
             return _render_next(request, study, level="warning",
                                 notice="That item is complete; it can no longer be edited.")
-        values = {j.question: j.value for j in stored_judgments(assignment)}
+        values = blinding_for(assignment).values({j.question: j.value for j in stored_judgments(assignment)})
         context = item_context(study, assignment, values=values, mode="edit")
         context.update(progress=annotator_progress(study, request.user), oob=True)
         return render(request, "annotate/_item.html", context)
     answers = _answers_from(request.POST)
     try:
-        edit(pk, request.user, answers)
+        edit(pk, request.user, answers, blinded=True)
     except SubmissionError as exc:
         context = item_context(study, assignment, values=answers, errors=exc.errors, mode="edit")
         context.update(progress=annotator_progress(study, request.user), oob=True)
