@@ -7,11 +7,11 @@ serve the edit form for the previous item while it is still open for edits.
 """
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotate.access import NotAllowed, study_for
-from annotate.assignment import next_assignment
+from annotate.assignment import next_assignment, open_assignment
 from annotate.blinding import blinding_for
 from annotate.display import annotator_view
 from annotate.kinds import get_kind
@@ -107,21 +107,28 @@ def _render_next(request, study, notice=None, previous=None, level="ok"):
 @login_required
 @require_GET
 def task(request, slug):
-    """The whole task page with the current item."""
+    """The whole task page. A GET reserves nothing (issue 14 item 12: another site could
+    make a logged-in annotator's browser fetch it): it shows the open assignment if there
+    is one, else a Start button that POSTs (CSRF) to `next_item`."""
     study = _study(request, slug)
-    assignment = next_assignment(study, request.user)
+    assignment = open_assignment(study, request.user)
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
     prog = annotator_progress(study, request.user)
     context.update(progress=prog, instructions_html=render_markdown(study.instructions),
-                   show_instructions=prog["done"] == 0, oob=False)
+                   show_instructions=prog["done"] == 0, oob=False, start=assignment is None and prog["remaining"] > 0)
     return render(request, "annotate/task.html", context)
 
 
 @login_required
 @require_POST
 def next_item(request, slug):
-    """htmx: the current or next item (e.g. after an edit, or to skip back from one)."""
-    return _render_next(request, _study(request, slug))
+    """htmx: the current or next item (the Start button, after an edit, or to skip back
+    from one). Without htmx (the Start form with scripts off): reserve, then show the page."""
+    study = _study(request, slug)
+    if not request.htmx:
+        next_assignment(study, request.user)
+        return redirect("annotate-task", slug=study.slug)
+    return _render_next(request, study)
 
 
 @login_required

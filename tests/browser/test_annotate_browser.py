@@ -94,9 +94,16 @@ def log_in(page, live_server, username, screenshot=None):
     page.wait_for_url(f"{live_server.url}/")
 
 
+def start(page):
+    """A GET of the task page reserves nothing: the Start button (htmx POST) brings the item."""
+    if page.locator("#item-form").count() == 0:
+        page.click("#start")
+    page.wait_for_selector("#item-form")
+
+
 def open_task(page, live_server, slug):
     page.goto(f"{live_server.url}/annotate/{slug}/")
-    page.wait_for_selector("#item-form")
+    start(page)
     page.wait_for_function("() => document.activeElement && document.activeElement.classList.contains('item-title')")
 
 
@@ -139,7 +146,7 @@ def test_pairwise_alignment_with_the_keyboard(live_server, new_page):
     assert "0" in rows.nth(0).locator("td").nth(0).inner_text()
     page.screenshot(path=str(SCREENSHOTS / "annotate-home.png"), full_page=True)
     page.get_by_role("link", name="Start Which review sounds like its author?").click()
-    page.wait_for_selector("#item-form")
+    start(page)
     assert page.locator("details#instructions").get_attribute("open") is not None  # first visit: shown
     assert page.locator("details#instructions script").count() == 0  # Markdown cannot inject HTML
     assert "<script>alert(1)</script>" in page.locator("details#instructions").inner_text()

@@ -63,6 +63,8 @@ def test_task_page_works_under_the_csp(new_page, logged_in, live_server):
     page = watched_page(new_page, logged_in, annotator)
     response = page.goto(f"{live_server.url}/annotate/csp/")
     assert response.headers["content-security-policy"].startswith("default-src 'self'; script-src 'self';")
+    page.click("#start")  # a GET reserves nothing: the Start button (htmx POST) brings the item
+    page.wait_for_selector("#item-form")
     # A submit with nothing chosen: htmx swaps the item back with a red error notice.
     page.click("#item-form button[type=submit]")
     notice = page.locator("#status .notice")
