@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotate.access import NotAllowed, study_for
 from annotate.assignment import next_assignment, open_assignment
 from annotate.blinding import blinding_for
-from annotate.display import annotator_view
+from annotate.display import annotator_view, study_questions
 from annotate.kinds import get_kind
 from annotate.models import Assignment
 from annotate.progress import annotator_progress
@@ -82,9 +82,19 @@ def item_context(study, assignment, values=None, errors=None, mode="submit"):
     return {
         "study": study, "assignment": assignment, "item": display, "questions": questions,
         "mode": mode, "errors": errors, "form_error": errors.get("answers") or errors.get("seconds"),
-        "partial": get_kind(study.kind).template,
+        "partial": get_kind(study.kind).template, "inline_questions": get_kind(study.kind).inline_questions,
         "scale_words": get_kind(study.kind).scale_words,
     }
+
+
+def key_help(study) -> dict:
+    """The shortcuts the keyboard help lists for this study's kind only: {"choice": bool,
+    "tie": bool, "rating": (lo, hi) or None}, from the questions of its first item."""
+    item = study.items.order_by("position").first()
+    questions = study_questions(study, item.data) if item else []
+    scales = [q["scale"] for q in questions if "scale" in q]
+    rating = (max(0, min(s[0] for s in scales)), min(9, max(s[1] for s in scales))) if scales else None
+    return {"choice": any("options" in q for q in questions), "tie": study.allow_tie, "rating": rating}
 
 
 def _answers_from(post):
@@ -115,7 +125,8 @@ def task(request, slug):
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
     prog = annotator_progress(study, request.user)
     context.update(progress=prog, instructions_html=render_markdown(study.instructions),
-                   show_instructions=prog["done"] == 0, oob=False, start=assignment is None and prog["remaining"] > 0)
+                   show_instructions=prog["done"] == 0, oob=False, start=assignment is None and prog["remaining"] > 0,
+                   keys=key_help(study))
     return render(request, "annotate/task.html", context)
 
 
