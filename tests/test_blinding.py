@@ -229,3 +229,24 @@ def test_get_reserves_nothing_and_start_needs_a_csrf_post():
     again = client.get("/annotate/no-get/").content.decode()
     assert 'id="item-form"' in again and f'data-assignment="{Assignment.objects.get().pk}"' in again
     assert Assignment.objects.count() == 1 and Item.objects.get().n_assigned == 1
+
+
+# --- issue 15 item 10: the keyboard help lists the keys of the current kind only -------------------
+
+
+@pytest.mark.parametrize("kind, choice, rating", [
+    (PAIRWISE_ALIGNMENT, True, None), (ASPECT_PAIRWISE, True, None),
+    (EXPLANATION_CHOICE, True, (1, 5)), (SIMILARITY_SURVEY, False, (1, 6))])
+def test_keyboard_help_lists_the_kinds_keys_only(kind, choice, rating):
+    study = blind_study(kind)
+    client = Client()
+    client.force_login(make_user("ann-keys"))
+    html = client.get(f"/annotate/{study.slug}/").content.decode()
+    help_text = re.search(r'<dl class="keys">(.*?)</dl>', html, re.S)[1]
+    assert ("choose the first / second option" in help_text) is choice
+    assert "tie" not in help_text  # the study allows no tie
+    if rating:
+        assert f"<dt><kbd>{rating[0]}</kbd> … <kbd>{rating[1]}</kbd></dt><dd>give a rating" in help_text
+    else:
+        assert "give a rating" not in help_text
+    assert Assignment.objects.count() == 0

@@ -9,7 +9,7 @@ import pytest
 
 from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from annotate.models import Assignment, AuditLog, Judgment
-from tests.factories import add_items, explanation, make_study, make_user
+from tests.factories import add_items, blinding, explanation, make_study, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("empty_tables_after_module")]
@@ -157,7 +157,8 @@ def test_pairwise_alignment_with_the_keyboard(live_server, new_page):
         {"formal-model": "Le Petit Four is", "styled-model": "Confession time"}[shown[1]])
     assert "formal-model" not in page.locator("#item-area").inner_text()  # model ids are never shown
     press(page, "b")  # Response B = the second shown candidate
-    assert page.locator("fieldset.question input:checked").get_attribute("value") == shown[1]
+    token = blinding(the_assignment(user).pk).option(shown[1])  # radio values are the assignment's tokens
+    assert page.locator("fieldset.question input:checked").get_attribute("value") == token
     press(page, "Enter")
     wait_done(page)
     judgments = stored(user)
@@ -269,7 +270,7 @@ def test_double_submit_and_audited_edit(live_server, new_page):
     page.wait_for_selector("#item-form[data-mode=edit]")
     page.screenshot(path=str(SCREENSHOTS / "annotate-edit.png"), full_page=True)
     shown = first.shown_order["choice"]
-    assert page.locator("fieldset.question input:checked").get_attribute("value") == shown[0]
+    assert page.locator("fieldset.question input:checked").get_attribute("value") == blinding(first.pk).option(shown[0])
     press(page, "2", "Enter")
     page.wait_for_selector("#item-form[data-mode=submit]")
     assert Judgment.objects.get(assignment=first).value == shown[1]

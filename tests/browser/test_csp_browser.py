@@ -77,7 +77,7 @@ def test_task_page_works_under_the_csp(new_page, logged_in, live_server):
     page.locator("#item-form input[type=radio]").first.check()
     page.click("#item-form button[type=submit]")
     wait_until(page, f"document.querySelector('#item-form')?.dataset.assignment !== '{first}'")
-    assert page.locator("#status .notice").get_attribute("class") == "notice ok"
+    wait_until(page, "document.querySelector('#status .notice')?.className === 'notice ok'")  # htmx-added settles
     assert page.locator("#status .notice").inner_text() == "Saved."
     assert page.locator("#status .notice").evaluate("e => getComputedStyle(e).color") == "rgb(30, 122, 69)"  # --ok
     assert Judgment.objects.filter(annotator=annotator).count() == 1
