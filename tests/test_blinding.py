@@ -137,6 +137,21 @@ def test_similarity_form_field_names_are_tokens_not_pair_ids():
     assert Assignment.objects.get().completed_at is None
 
 
+def test_task_form_refuses_a_real_candidate_id():
+    study = blind_study(PAIRWISE_ALIGNMENT)
+    client = Client()
+    client.force_login(make_user("ann-form"))
+    client.post(f"/annotate/{study.slug}/next/", **HX)
+    assignment = Assignment.objects.get()
+    refused = client.post(f"/annotate/{study.slug}/items/{assignment.pk}/submit/",
+                          {"q:choice": "gemma-2b-rag", "seconds": "3"}, **HX)
+    html = refused.content.decode()
+    assert refused.status_code == 200 and '<span class="notice error">' in html
+    assert '<p class="error">must be one of the options shown</p>' in html
+    assert_blind(html, PAIRWISE_ALIGNMENT)
+    assert Judgment.objects.count() == 0 and Assignment.objects.get().completed_at is None
+
+
 @pytest.mark.parametrize("kind", [PAIRWISE_ALIGNMENT, EXPLANATION_CHOICE, SIMILARITY_SURVEY, ASPECT_PAIRWISE])
 def test_api_is_blind_refuses_real_ids_and_stores_real_ids(kind):
     study = blind_study(kind)
