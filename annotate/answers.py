@@ -26,6 +26,9 @@ from .judgments_csv import format_number
 INTEGER_TEXT = re.compile(r"[+-]?([0-9]+)(?:\.0+)?")
 MAX_DIGITS = 12  # longer integers are out of any scale (scales are bounded by 2**31)
 SHOWN_CHARS = 60  # how much of a refused value an error message repeats
+# What an annotator is told about a refused choice: never the option ids, which are
+# candidate ids (model names); annotators see opaque tokens (annotate.blinding).
+OPTION_REFUSED = "must be one of the options shown"
 
 
 def shown(value) -> str:
@@ -63,7 +66,7 @@ class InvalidAnswer(ValueError):
         if is_empty(self.raw):
             return "not answered"
         if "options" in self.question:
-            return f"must be one of {', '.join(self.question['options'])}"
+            return OPTION_REFUSED
         lo, hi = self.question["scale"]
         return f"must be an integer from {lo} to {hi}"
 

@@ -31,6 +31,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from .access import NotAllowed, may_annotate
+from .blinding import blinding_for, secret
 from .models import Assignment, Item
 from .ordering import seeded_rng, shown_order_for
 
@@ -112,13 +113,19 @@ def _lock_free_item(study, user, gold):
             return item
 
 
+def gold_seed(study, user, served):
+    """The seed of the gold draw: (study, user, items had) under a SECRET_KEY-derived key,
+    so a rerun serves the same sequence but an annotator cannot predict the next gold item."""
+    return (secret("gold").hex(), "gold", study.pk, user.pk, served)
+
+
 def _gold_drawn(study, user):
     """Whether this request serves a gold item: a Bernoulli(gold_rate) draw seeded by
-    (study, user, how many items the user has had), so a rerun serves the same sequence."""
+    `gold_seed`."""
     if study.gold_rate <= 0:
         return False
     served = Assignment.objects.filter(study=study, annotator=user).count()
-    return seeded_rng("gold", study.pk, user.pk, served).random() < study.gold_rate
+    return seeded_rng(*gold_seed(study, user, served)).random() < study.gold_rate
 
 
 def next_assignment(study, user, now=None):
@@ -150,4 +157,5 @@ def next_assignment(study, user, now=None):
         )
         Item.objects.filter(pk=item.pk).update(n_assigned=F("n_assigned") + 1)
         assignment.item = item
+        blinding_for(assignment)  # the annotator's tokens, stored with the assignment
         return assignment

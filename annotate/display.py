@@ -2,7 +2,10 @@
 assignment's shown order (the kind's `display`), and the questions with their options in
 that order. Nothing that could bias or leak the answer leaves the kinds' `display`:
 metric scores, gold, meta, the ExPerT score, similarity pair sources, models and styles.
+`annotator_view` then replaces candidate ids, pair ids and the item id by the
+assignment's opaque tokens (annotate.blinding): both annotator doors draw from it.
 """
+from .blinding import blinding_for
 from .kinds import get_kind, study_config
 
 
@@ -30,9 +33,16 @@ def display_item(study, item_data, shown_order):
     return get_kind(study.kind).display(item_data, shown_order)
 
 
+def annotator_view(assignment) -> dict:
+    """What the annotator of `assignment` sees, blinded: {"item_id": opaque handle,
+    "item": display fields, "questions": questions}, ids replaced by tokens."""
+    study, item, order = assignment.study, assignment.item, assignment.shown_order
+    blinding = blinding_for(assignment)
+    return {"item_id": blinding.item, "item": blinding.display(display_item(study, item.data, order)),
+            "questions": blinding.shown_questions(shown_questions(study, item.data, order))}
+
+
 def assignment_payload(assignment):
-    """The 200 body of POST /api/studies/{slug}/assignments/next/ (interfaces.md)."""
-    study, item = assignment.study, assignment.item
-    return {"assignment": assignment.pk, "item_id": item.item_id,
-            "item": display_item(study, item.data, assignment.shown_order),
-            "questions": shown_questions(study, item.data, assignment.shown_order)}
+    """The 200 body of POST /api/studies/{slug}/assignments/next/ (interfaces.md); `item_id`
+    is the assignment's opaque item handle, not the researchers' item id."""
+    return {"assignment": assignment.pk, **annotator_view(assignment)}

@@ -90,6 +90,9 @@ class Assignment(models.Model):
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
     # {question id: [option ids in shown order]}; similarity pairs: {"pair_order": [...], pair id: ["0","1"]}
     shown_order = models.JSONField(default=dict)
+    # The annotator's opaque tokens (annotate/blinding.py): {"item": handle, "options":
+    # {token: candidate id}, "questions": {token: pair id}}; made once, when handed out.
+    blind = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)

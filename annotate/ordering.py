@@ -2,11 +2,13 @@
 
 Each kind decides its counterbalancing unit (annotate.kinds: two-candidate kinds balance
 the A/B orientation per item, similarity surveys shuffle pairs and texts); this module
-gives it a reproducible random source, seeded from (study, item, annotator), and turns
+gives it a reproducible random source, seeded from (study, item, annotator) under a
+SECRET_KEY-derived key (so an annotator cannot work out the order), and turns
 the stored order into the Judgment.shown_order string of one question.
 """
 import random
 
+from .blinding import secret
 from .kinds import get_kind, study_config
 from .kinds.base import CANDIDATES_KEY, PAIR_ORDER_KEY  # noqa: F401  (the keys of Assignment.shown_order)
 
@@ -21,7 +23,7 @@ def shown_order_for(study, item, annotator_id, previous_orders):
 
     `previous_orders` are the shown_order dicts of the item's existing assignments (the
     caller holds the item's row lock, so the counts cannot change underneath)."""
-    rng = seeded_rng(study.pk, item.pk, annotator_id)
+    rng = seeded_rng(secret("order").hex(), study.pk, item.pk, annotator_id)  # unpredictable without SECRET_KEY
     return get_kind(study.kind).shown_order(item.data, study_config(study), study.randomize_order, rng,
                                             previous_orders)
 

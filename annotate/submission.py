@@ -25,6 +25,7 @@ from evaluation.vocabulary import SKIP_QUESTION
 from .access import NotAllowed, may_annotate
 from .answers import SKIP, InvalidAnswer, answer_value, is_empty
 from .batch_format import unstorable_text
+from .blinding import blinding_for
 from .display import study_questions
 from .models import Assignment, AuditLog, Item, Judgment
 from .ordering import judgment_shown_order
@@ -77,6 +78,27 @@ def validate_answers(study, item_data, answers, partial=False):
     return values
 
 
+def checked_answers(assignment, answers, blinded, partial=False):
+    """validate_answers for one assignment. `blinded` (the annotator doors): `answers` use
+    the assignment's tokens (annotate.blinding); they are turned into real ids first, and
+    errors come back keyed as the annotator sent them."""
+    study, data = assignment.study, assignment.item.data
+    if not blinded:
+        return validate_answers(study, data, answers, partial)
+    if not isinstance(answers, dict):
+        raise SubmissionError({"answers": "must be an object {question: value}"})
+    blinding = blinding_for(assignment)
+    real, errors = blinding.unblind(answers, study_questions(study, data))
+    try:
+        values = validate_answers(study, data, real, partial)
+    except SubmissionError as exc:
+        errors = {**blinding.errors(exc.errors), **errors}
+        values = {}
+    if errors:
+        raise SubmissionError(errors)
+    return values
+
+
 def parse_seconds(raw):
     """Seconds on the item as a non-negative finite float, None when not given."""
     if raw in (None, ""):
@@ -120,11 +142,12 @@ def _locked_assignment(assignment_id, user):
     return assignment
 
 
-def submit(assignment_id, user, answers, seconds=None, now=None, comment=None):
+def submit(assignment_id, user, answers, seconds=None, now=None, comment=None, blinded=False):
     """Stores the answers of one assignment. Returns (assignment, judgments, created);
     `created` is False when the assignment had already been submitted (nothing changed).
     `seconds` None falls back to the time since the item was handed out. `comment`, the
-    annotator's optional note, is stored on every judgment of the item."""
+    annotator's optional note, is stored on every judgment of the item. `blinded`:
+    answers in the annotator's tokens (checked_answers)."""
     now = now or timezone.now()
     with transaction.atomic():
         assignment = _locked_assignment(assignment_id, user)
@@ -133,7 +156,7 @@ def submit(assignment_id, user, answers, seconds=None, now=None, comment=None):
         if assignment.completed_at is not None:
             return assignment, stored_judgments(assignment), False
         study, item = assignment.study, assignment.item
-        values = validate_answers(study, item.data, answers)
+        values = checked_answers(assignment, answers, blinded)
         comment = parse_comment(comment)
         seconds = parse_seconds(seconds)
         if seconds is None:
@@ -156,10 +179,11 @@ def can_edit(assignment):
             and assignment.item.n_completed < assignment.study.annotations_per_item)
 
 
-def edit(assignment_id, user, answers, comment=None):
+def edit(assignment_id, user, answers, comment=None, blinded=False):
     """Replaces the values of some questions (and the comment, when given) of a submitted
     assignment while its item is not complete. Returns the judgments; logs one AuditLog
-    row (values and comment before and after, who, when) when anything changed."""
+    row (values and comment before and after, who, when) when anything changed.
+    `blinded`: as in submit."""
     with transaction.atomic():
         assignment = _locked_assignment(assignment_id, user)
         if assignment.completed_at is None or assignment.skipped:
@@ -172,7 +196,7 @@ def edit(assignment_id, user, answers, comment=None):
         if comment is not None and answers == {}:
             values = {}
         else:
-            values = validate_answers(study, item.data, answers, partial=True)
+            values = checked_answers(assignment, answers, blinded, partial=True)
         new_comment = None if comment is None else parse_comment(comment)
         stored = {j.question: j for j in stored_judgments(assignment)}
         before, after = {}, {}

@@ -129,6 +129,7 @@ def _check(params):
     """Database invariants after the run, against the client's log of acknowledged submits."""
     from django.db.models import Count
 
+    from annotate.blinding import Blinding
     from annotate.kinds import questions_for
     from annotate.models import Assignment, Item, Judgment, Study
 
@@ -156,8 +157,11 @@ def _check(params):
     complete_wrong = sum(1 for it in complete if per_item_all.get(it["id"], 0) != overlap)
     open_assignments = Assignment.objects.filter(study=study, completed_at__isnull=True).count()
 
-    stored = {(u, i, q): v for u, i, q, v in all_judgments.values_list(
-        "annotator__username", "item__item_id", "question", "value")}
+    # The clients saw each assignment blinded (annotate.blinding): compare in their tokens.
+    stored = {}
+    for u, blind, q, v in all_judgments.values_list("annotator__username", "assignment__blind", "question", "value"):
+        tokens = Blinding(blind or {})
+        stored[(u, tokens.item, tokens.question(q))] = tokens.option(v)
     lost, wrong_value = [], 0
     acked_keys = set()
     for user, item_id, question, value in params["acks"]:
@@ -262,7 +266,7 @@ class Stats:
     retry_reasons: dict = field(default_factory=dict)  # status or exception name -> count
     ack_times: list = field(default_factory=list)  # monotonic time of every acknowledged submit
     retry_windows: list = field(default_factory=list)  # (first retryable t, recovered t)
-    acks: list = field(default_factory=list)  # [username, item_id, question, value]
+    acks: list = field(default_factory=list)  # [username, item handle, question, value], as the client saw them
     cycles: int = 0
     drained_clients: int = 0
 

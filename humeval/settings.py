@@ -69,6 +69,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # htmx requests that lost their session: 401 + HX-Redirect to log in (humeval/htmx_auth.py).
+    "humeval.htmx_auth.HtmxLoginMiddleware",
     # Last, as django-axes asks: it turns locked-out logins into 429 responses.
     "axes.middleware.AxesMiddleware",
 ]
@@ -143,6 +145,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "staticfiles"))
 
 LOGIN_URL = "login"
+CSRF_FAILURE_VIEW = "humeval.htmx_auth.csrf_failure"  # htmx without a session: log in again
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 

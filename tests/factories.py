@@ -49,6 +49,18 @@ def api_client(user=None):
     return client
 
 
+def blinding(assignment_id):
+    """The token mapping of an assignment (annotate.blinding), made if it has none yet."""
+    from annotate.blinding import blinding_for
+
+    return blinding_for(Assignment.objects.select_related("study", "item").get(pk=assignment_id))
+
+
+def tokens(assignment_id, real_answers):
+    """{question id: value} in real ids, as the annotator doors take it: in the tokens."""
+    return blinding(assignment_id).values(real_answers)
+
+
 # --- display data of items, per kind ---------------------------------------------------------
 
 

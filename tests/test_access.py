@@ -14,7 +14,7 @@ from annotate.importing import import_batch_bytes
 from annotate.models import Assignment, Item, Judgment, Study
 from annotate.submission import submit
 from models_runtime.models import Job
-from tests.factories import header, jsonl, make_user, pairwise
+from tests.factories import blinding, header, jsonl, make_user, pairwise, tokens
 
 pytestmark = pytest.mark.django_db
 ANNOTATOR_FIELDS = {"slug", "kind", "title", "instructions", "allow_tie", "config"}
@@ -54,7 +54,9 @@ def test_listed_user_outside_the_group_sees_and_annotates_the_study(django_user_
     detail = client.get("/api/studies/listed/")
     assert detail.status_code == 200 and detail.json()["slug"] == "listed"
     response = client.post("/api/studies/listed/assignments/next/")
-    assert response.status_code == 200 and response.json()["item_id"] == "a"
+    assert response.status_code == 200
+    assert response.json()["item_id"] == blinding(response.json()["assignment"]).item  # an opaque handle
+    assert Assignment.objects.get(pk=response.json()["assignment"]).item.item_id == "a"
     assert list(Study.objects.annotatable_by(guest)) == [study] == list(Study.objects.visible_to(guest))
     assert list(Study.objects.readable_by(guest)) == []
     assert api(annotators[0]).get("/api/studies/").json() == []  # in the group, not listed
@@ -132,14 +134,15 @@ def test_removed_annotator_cannot_submit_or_edit_through_the_api(annotators):
     ann1 = annotators[0]
     client = api(ann1)
     done = client.post("/api/studies/removal/assignments/next/").json()["assignment"]
-    assert client.post(f"/api/assignments/{done}/judgments/", {"choice": "m1"}, format="json").status_code == 201
+    assert client.post(f"/api/assignments/{done}/judgments/", tokens(done, {"choice": "m1"}),
+                       format="json").status_code == 201
     open_one = client.post("/api/studies/removal/assignments/next/").json()["assignment"]
 
     study.annotators.set([annotators[1]])  # ann1 is taken off the list
     before = Judgment.objects.count()
     response = client.post(f"/api/assignments/{open_one}/judgments/", {"choice": "m1"}, format="json")
     assert (response.status_code, response.json()) == (403, {"detail": "You may no longer annotate this study."})
-    response = client.put(f"/api/assignments/{done}/judgments/", {"choice": "m2"}, format="json")
+    response = client.put(f"/api/assignments/{done}/judgments/", tokens(done, {"choice": "m2"}), format="json")
     assert response.status_code == 403
     assert Judgment.objects.count() == before == 1
     assert Judgment.objects.get().value == "m1"

@@ -20,7 +20,7 @@ from annotate.importing import import_batch_bytes
 from annotate.judgments_csv import JUDGMENT_COLUMNS, PREDICTION_COLUMNS
 from annotate.judgments_io import import_judgments, import_predictions
 from annotate.models import Assignment, Item, Judgment, Prediction, Study
-from tests.factories import make_user
+from tests.factories import blinding, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 
@@ -40,6 +40,21 @@ CHOICE_TEXT = {
 CHOICE_JSON = [(2, "2"), ("m1", "m1"), (2.0, "2"), (2.5, None), (True, None), (None, None), (["m1"], None),
                ({"m1": 1}, None)]
 N_ITEMS = 40
+
+
+def as_annotator(assignment_id, qid, raw):
+    """(question key, raw value) as an annotator sends them: the assignment's tokens
+    (annotate.blinding) in place of the pair id and of a candidate id inside the raw text,
+    its whitespace kept; anything else as it is. A JSON number is never a token."""
+    tokens = blinding(assignment_id)
+    core = raw.strip() if isinstance(raw, str) else None
+    if core in tokens.option_tokens:
+        raw = raw.replace(core, tokens.option(core))
+    return tokens.question(qid), raw
+
+
+# At the annotator doors options are tokens (strings): a JSON number cannot name one.
+ANNOTATOR_CHOICE_JSON = [(raw, None if isinstance(raw, (int, float)) else value) for raw, value in CHOICE_JSON]
 
 
 def similarity_item(item_id, **extra):
@@ -89,7 +104,8 @@ def through_form(which, raws):
         assignment = next_assignment(study, user)
         before = Judgment.objects.filter(question=qid).count()
         url = reverse("annotate-submit", args=[slug, assignment.pk])
-        response = client.post(url, {f"q:{qid}": raw, "seconds": "3"})
+        key, value = as_annotator(assignment.pk, qid, raw)
+        response = client.post(url, {f"q:{key}": value, "seconds": "3"})
         assert response.status_code == 200
         verdicts[raw] = outcome(qid, before)
     return verdicts
@@ -103,7 +119,8 @@ def through_api(which, raws):
     for raw in raws:
         assignment = client.post(f"/api/studies/{slug}/assignments/next/").json()["assignment"]
         before = Judgment.objects.filter(question=qid).count()
-        response = client.post(f"/api/assignments/{assignment}/judgments/", {qid: raw, "seconds": 3}, format="json")
+        key, value = as_annotator(assignment, qid, raw)
+        response = client.post(f"/api/assignments/{assignment}/judgments/", {key: value, "seconds": 3}, format="json")
         assert response.status_code in (201, 400), response.content
         verdicts[json.dumps(raw)] = outcome(qid, before)
         assert (response.status_code == 201) == (verdicts[json.dumps(raw)] is not None)
@@ -201,7 +218,7 @@ def test_text_values_get_one_verdict_at_every_door(studies, door, which):
 @pytest.mark.parametrize("door", list(JSON_DOORS))
 @pytest.mark.parametrize("which", ["rating", "choice"])
 def test_json_values_get_one_verdict_at_every_door(studies, door, which):
-    table = RATING_JSON if which == "rating" else CHOICE_JSON
+    table = RATING_JSON if which == "rating" else ANNOTATOR_CHOICE_JSON if door == "REST submit" else CHOICE_JSON
     expected = {json.dumps(raw): value for raw, value in table}
     assert JSON_DOORS[door](which, [raw for raw, _ in table]) == expected
 
@@ -227,6 +244,7 @@ def test_refusals_say_why(studies):
     client = APIClient()
     client.force_authenticate(make_user("why"))
     assignment = client.post("/api/studies/doors-sim/assignments/next/").json()["assignment"]
-    response = client.post(f"/api/assignments/{assignment}/judgments/", {"ref": "4.5"}, format="json")
-    assert response.json() == {"errors": {"ref": "must be an integer from 1 to 6"}}
+    ref = blinding(assignment).question("ref")
+    response = client.post(f"/api/assignments/{assignment}/judgments/", {ref: "4.5"}, format="json")
+    assert response.json() == {"errors": {ref: "must be an integer from 1 to 6"}}
     assert Assignment.objects.get(pk=assignment).completed_at is None

@@ -1,13 +1,17 @@
 """The assignment engine and the shown order (single-threaded; concurrency has its own file)."""
+import hashlib
+import hmac
 import random
 from collections import Counter
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from annotate.assignment import NotAllowed, next_assignment, reclaim_expired
-from annotate.display import assignment_payload
+from annotate.blinding import blinding_for, secret
+from annotate.display import assignment_payload, shown_questions
 from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from annotate.models import Assignment, Item
 from annotate.progress import annotator_progress as progress
@@ -23,9 +27,10 @@ def many(django_user_model):
 
 
 def answer_all(assignment):
-    """Answers every question with its first option / the scale minimum."""
+    """Answers every question with its first option / the scale minimum (real ids: the
+    engine's own submit, not an annotator door)."""
     answers = {}
-    for q in assignment_payload(assignment)["questions"]:
+    for q in shown_questions(assignment.study, assignment.item.data, assignment.shown_order):
         answers[q["id"]] = q["options"][0] if "options" in q else q["scale"][0]
     return answers
 
@@ -142,7 +147,9 @@ def test_aspects_share_the_candidate_order_and_tie_stays_last(annotators):
     for key in ("interestingness", "adaptability", "surprise", "character", "ending"):
         assert a.shown_order[key] == order + ["tie"]
     payload = assignment_payload(a)
-    assert [c["id"] for c in payload["item"]["candidates"]] == order
+    tokens = blinding_for(a)  # the annotator sees the candidates as tokens, in the shown order
+    assert [c["id"] for c in payload["item"]["candidates"]] == [tokens.option(cid) for cid in order]
+    assert [q["options"] for q in payload["questions"]] == [[tokens.option(cid) for cid in order] + ["tie"]] * 5
     assert [q["id"] for q in payload["questions"]] == ["interestingness", "adaptability", "surprise",
                                                        "character", "ending"]
 
@@ -160,20 +167,22 @@ def test_similarity_pairs_and_texts_are_shuffled_per_annotator(many):
     for user in many:
         a = next_assignment(study, user)
         payload = assignment_payload(a)
+        tokens = blinding_for(a)  # pair ids are tokens for the annotator
         pair_order = a.shown_order["pair_order"]
         assert sorted(pair_order) == ["p1", "p2", "p3", "ref"]
-        assert [q["id"] for q in payload["questions"]] == pair_order
-        assert [p["id"] for p in payload["item"]["pairs"]] == pair_order
+        assert [q["id"] for q in payload["questions"]] == [tokens.question(pid) for pid in pair_order]
+        assert [p["id"] for p in payload["item"]["pairs"]] == [tokens.question(pid) for pid in pair_order]
         for shown_pair in payload["item"]["pairs"]:
-            original = {p["id"]: p for p in a.item.data["pairs"]}[shown_pair["id"]]["texts"]
-            text_order = a.shown_order[shown_pair["id"]]
+            pid = tokens.questions[shown_pair["id"]]
+            original = {p["id"]: p for p in a.item.data["pairs"]}[pid]["texts"]
+            text_order = a.shown_order[pid]
             assert shown_pair["texts"] == [original[int(text_order[0])], original[int(text_order[1])]]
         assert payload["questions"][0]["scale"] == [1, 6]
         orders.append((tuple(pair_order), tuple(tuple(a.shown_order[p]) for p in sorted(pair_order))))
     # 12 annotators, 4! * 2^4 = 384 possible orders: seeded shuffles must not all agree
     assert len(set(orders)) > 6
-    # and each annotator's order is reproducible from its seed
-    again = random.Random(f"{study.pk}:{a.item.pk}:{many[-1].pk}")
+    # and each annotator's order is reproducible from its seed (under the SECRET_KEY-derived key)
+    again = random.Random(f"{secret('order').hex()}:{study.pk}:{a.item.pk}:{many[-1].pk}")
     ids = ["ref", "p1", "p2", "p3"]
     again.shuffle(ids)
     assert ids == list(orders[-1][0])
@@ -197,10 +206,12 @@ def test_payload_hides_scores_and_answers(annotators):
     assert set(payload2["item"]) == {"input", "reference", "candidates"}
 
 
-def expected_gold_draws(study, user, n, rate):
-    """The engine's documented draw: Random("gold:<study>:<user>:<k>").random() < rate,
-    where k counts the items the user was given before."""
-    return [random.Random(f"gold:{study.pk}:{user.pk}:{k}").random() < rate for k in range(n)]
+def expected_gold_draws(study, user, n, rate, key=None):
+    """The engine's documented draw: Random("<key>:gold:<study>:<user>:<k>").random() < rate,
+    where k counts the items the user was given before and key is HMAC-SHA256(SECRET_KEY,
+    "humeval:gold") in hex: reproducible, but not predictable by an annotator."""
+    key = key or hmac.new(settings.SECRET_KEY.encode(), b"humeval:gold", hashlib.sha256).hexdigest()
+    return [random.Random(f"{key}:gold:{study.pk}:{user.pk}:{k}").random() < rate for k in range(n)]
 
 
 def test_gold_items_are_mixed_in_at_the_seeded_rate(annotators):
@@ -217,7 +228,26 @@ def test_gold_items_are_mixed_in_at_the_seeded_rate(annotators):
         submit(a.pk, user, {"choice": "m1"}, seconds=2)
     assert served == expected_gold_draws(study, user, 40, 0.25)
     assert 4 <= sum(served) <= 17  # binomial(40, 0.25): mean 10, sd 2.7 -> well inside
+    # Before: the seed had no secret, so anyone could compute the sequence.
+    unkeyed = [random.Random(f"gold:{study.pk}:{user.pk}:{k}").random() < 0.25 for k in range(40)]
+    assert served != unkeyed
     assert sum(1 for s in served if not s) == Item.objects.filter(is_gold=False, n_completed=1).count()
+
+
+def test_the_gold_draw_depends_on_the_secret_key(annotators, settings):
+    """Issue 14 item 3: the same study, user and count under another SECRET_KEY draw a
+    different sequence, so the sequence cannot be computed without the key."""
+    from annotate.assignment import _gold_drawn
+
+    study = make_study(overlap=1, gold_rate=0.5)
+    user = annotators[0]
+    draws = {}
+    for key in ("first-secret-key-" + "x" * 40, "second-secret-key-" + "y" * 40):
+        settings.SECRET_KEY = key
+        draws[key] = expected_gold_draws(study, user, 64, 0.5)
+        assert _gold_drawn(study, user) == draws[key][0]  # the engine draws what the keyed formula says
+    assert draws["first-secret-key-" + "x" * 40] != draws["second-secret-key-" + "y" * 40]
+    assert Assignment.objects.count() == 0
 
 
 def test_gold_is_not_capped_by_overlap_and_never_served_alone(many):

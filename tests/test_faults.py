@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from bench_loader import load_bench
 
-from tests.factories import make_user
+from tests.factories import make_user, tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.faults, pytest.mark.slow, pytest.mark.skipif(
@@ -137,8 +137,9 @@ def test_redis_down_annotation_works_and_jobs_fail_clearly(redis_down, settings,
         ann.force_login(annotator)
         nxt = ann.post("/api/studies/redis-down/assignments/next/")
         assert nxt.status_code == 200
+        answer = tokens(nxt.json()["assignment"], {"choice": "m1"})  # the annotator's token for m1
         sub = ann.post(f"/api/assignments/{nxt.json()['assignment']}/judgments/",
-                       data=json.dumps({"choice": "m1", "seconds": 2}), content_type="application/json")
+                       data=json.dumps({**answer, "seconds": 2}), content_type="application/json")
         assert sub.status_code == 201
 
         boss = Client(raise_request_exception=False)

@@ -22,7 +22,7 @@ from annotate.report_data import study_report
 from evaluation.report.build import BUILDERS
 from evaluation.report.table import CORRELATION_HEADER
 from evaluation.vocabulary import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
-from tests.factories import make_user
+from tests.factories import blinding, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 ANNOTATORS = ("ann1", "ann2")
@@ -173,28 +173,34 @@ def annotate_all(kind, slug):
             response = client.post(f"/api/studies/{slug}/assignments/next/")
             assert response.status_code == 200, response.content
             body = response.json()
-            item = by_item[body["item_id"]]
-            questions = {q["id"]: q for q in body["questions"]}
-            shown = Assignment.objects.get(pk=body["assignment"]).shown_order  # the researchers' record
+            assignment = Assignment.objects.get(pk=body["assignment"])  # the researchers' record
+            item_id, shown, tokens = assignment.item.item_id, assignment.shown_order, blinding(assignment.pk)
+            assert body["item_id"] == tokens.item != item_id  # the annotator sees an opaque handle
+            item = by_item[item_id]
+            questions = {tokens.questions.get(q["id"], q["id"]): q for q in body["questions"]}
             for qid, q in questions.items():
                 if "options" in q:
                     ties = ["tie"] if kind == PAIRWISE_ALIGNMENT else []
-                    assert q["options"] == shown[qid] == shown["candidates"] + ties
+                    assert q["options"] == [tokens.option(o) for o in shown[qid]]
+                    assert shown[qid] == shown["candidates"] + ties
                 else:
                     assert q["scale"] == ([1, 5] if qid == "usefulness" else [1, 6])
             if kind == SIMILARITY_SURVEY:
-                assert [q["id"] for q in body["questions"]] == shown["pair_order"]
+                assert [q["id"] for q in body["questions"]] == [tokens.question(p) for p in shown["pair_order"]]
                 assert sorted(shown["pair_order"]) == ["gen", "ref"]
-            assert body["item"] == expected_display(kind, item, shown)
-            mine = answers[(body["item_id"], name)]
+            assert body["item"] == tokens.display(expected_display(kind, item, shown))
+            mine = answers[(item_id, name)]
             assert set(questions) == set(mine)
             for qid in questions:
-                served[(body["item_id"], name, qid)] = "|".join(shown.get(qid, []))
+                served[(item_id, name, qid)] = "|".join(shown.get(qid, []))
+            blinded = {tokens.question(q): tokens.option(v) if isinstance(v, str) else v for q, v in mine.items()}
             submitted = client.post(f"/api/assignments/{body['assignment']}/judgments/",
-                                    {**mine, "seconds": SECONDS[name]}, format="json")
+                                    {**blinded, "seconds": SECONDS[name]}, format="json")
             assert submitted.status_code == 201, submitted.content
-            stored = {j["question"]: j["value"] for j in submitted.json()["judgments"]}
-            assert stored == {q: str(v) for q, v in mine.items()}
+            stored = {j.question: j.value for j in Judgment.objects.filter(assignment=assignment)}
+            assert stored == {q: str(v) for q, v in mine.items()}  # the real ids
+            returned = {j["question"]: j["value"] for j in submitted.json()["judgments"]}
+            assert returned == {q: str(v) for q, v in blinded.items()}  # the annotator's tokens
         assert client.post(f"/api/studies/{slug}/assignments/next/").status_code == 204
     return served
 

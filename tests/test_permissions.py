@@ -70,7 +70,10 @@ def job(world):
 
 
 def valid_answer(world):
-    return {"choice": "m1", "seconds": 3}
+    """m1, in the own assignment's tokens (annotate.blinding): what its annotator would send."""
+    from tests.factories import tokens
+
+    return {**tokens(world.own_assignment.pk, {"choice": "m1"}), "seconds": 3}
 
 
 # --- the policy ----------------------------------------------------------------------------
@@ -133,7 +136,8 @@ TABLE = {
     "annotate-task": [Probe("GET", by_role(LOGIN, 200, 403, 403), slug),
                       Probe("GET", by_role(LOGIN, 404, 403, 403), hidden),
                       Probe("GET", by_role(LOGIN, 404, 404, 403), scoped)],
-    "annotate-next": [Probe("POST", by_role(LOGIN, 200, 403, 403), slug, content_type="form")],
+    "annotate-next": [Probe("POST", by_role(LOGIN, 302, 403, 403), slug, content_type="form",
+                            note="without htmx (the Start form with scripts off) it reserves, then goes to the page")],
     "annotate-submit": [
         Probe("POST", by_role(LOGIN, 200, 403, 403), lambda w: {"slug": w.study.slug, "pk": w.others_assignment.pk},
               lambda w: {"choice": "m1", "seconds": "3"}, content_type="form", after=nothing_written_for_other,

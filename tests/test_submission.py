@@ -4,7 +4,7 @@ from rest_framework.test import APIClient
 
 from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, SIMILARITY_SURVEY
 from annotate.models import Assignment, AuditLog, Item, Judgment
-from tests.factories import api_client, make_items, make_study
+from tests.factories import api_client, blinding, make_items, make_study, tokens
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 
@@ -25,11 +25,15 @@ def test_next_endpoint_shape_and_204_when_done(annotators):
     client = api_client(annotators[0])
     body = take(client, study.slug)
     assert set(body) == {"assignment", "item_id", "item", "questions"}
-    assert body["item_id"] == "item-0000"
+    tokens_of = blinding(body["assignment"])  # item id and options are the assignment's opaque tokens
+    assert body["item_id"] == tokens_of.item and body["item_id"] != "item-0000"
     assert body["questions"][0]["id"] == "choice"
-    assert sorted(body["questions"][0]["options"]) == ["m1", "m2"]
+    assert sorted(body["questions"][0]["options"]) == sorted([tokens_of.option("m1"), tokens_of.option("m2")])
+    assert sorted(tokens_of.options.values()) == ["m1", "m2"]
     assert take(client, study.slug)["assignment"] == body["assignment"]  # same open one
-    post_answers(client, body["assignment"], {"choice": "m2", "seconds": 4.5})
+    assert post_answers(client, body["assignment"], tokens(body["assignment"], {"choice": "m2"})
+                        | {"seconds": 4.5}).status_code == 201
+    assert Judgment.objects.get().value == "m2"
     assert client.post(f"/api/studies/{study.slug}/assignments/next/").status_code == 204
     other = api_client(annotators[1])
     assert other.post(f"/api/studies/{study.slug}/assignments/next/").status_code == 204  # overlap 1 used up
@@ -50,13 +54,16 @@ def test_submit_stores_every_question_with_order_and_seconds(annotators):
     make_items(study, 1)
     client = api_client(annotators[0])
     body = take(client, study.slug)
-    order = body["questions"][0]["options"]
+    order = body["questions"][0]["options"]  # tokens, in the order shown
+    real = [blinding(body["assignment"]).options[token] for token in order]
     response = post_answers(client, body["assignment"], {"choice": order[1], "usefulness": 4, "seconds": 12.25})
     assert response.status_code == 201, response.content
     stored = {j.question: j for j in Judgment.objects.all()}
     assert set(stored) == {"choice", "usefulness"}
-    assert stored["choice"].value == order[1]
-    assert stored["choice"].shown_order == "|".join(order)
+    assert stored["choice"].value == real[1]  # the judgment keeps the real candidate id
+    assert stored["choice"].shown_order == "|".join(real) == "|".join(Assignment.objects.get().shown_order["choice"])
+    returned = {j["question"]: j for j in response.json()["judgments"]}  # the annotator gets tokens back
+    assert (returned["choice"]["value"], returned["choice"]["shown_order"]) == (order[1], "|".join(order))
     assert stored["usefulness"].value == "4" and stored["usefulness"].shown_order == ""
     assert stored["choice"].seconds == 12.25 and stored["choice"].submitted_at is not None
     assignment = Assignment.objects.get(pk=body["assignment"])
@@ -71,8 +78,8 @@ def test_repeat_submit_is_harmless_and_the_first_value_stands(annotators):
     make_items(study, 1)
     client = api_client(annotators[0])
     body = take(client, study.slug)
-    first = post_answers(client, body["assignment"], {"choice": "m1", "seconds": 3})
-    again = post_answers(client, body["assignment"], {"choice": "m2", "seconds": 9})
+    first = post_answers(client, body["assignment"], tokens(body["assignment"], {"choice": "m1"}) | {"seconds": 3})
+    again = post_answers(client, body["assignment"], tokens(body["assignment"], {"choice": "m2"}) | {"seconds": 9})
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json()["judgments"] == first.json()["judgments"]
     assert list(Judgment.objects.values_list("value", "seconds")) == [("m1", 3.0)]
@@ -81,17 +88,20 @@ def test_repeat_submit_is_harmless_and_the_first_value_stands(annotators):
 
 @pytest.mark.parametrize("answers, errors", [
     ({}, {"choice": "not answered"}),
-    ({"choice": "m3"}, {"choice": "must be one of m1, m2"}),
-    ({"choice": "tie"}, {"choice": "must be one of m1, m2"}),  # ties not allowed in this study
-    ({"choice": "m1", "extra": "x"}, {"extra": "unknown question"}),
-    ({"choice": "m1", "seconds": "soon"}, {"seconds": "must be a number"}),
-    ({"choice": "m1", "seconds": -1}, {"seconds": "must be a non-negative number"}),
+    ({"choice": "m3"}, {"choice": "must be one of the options shown"}),
+    ({"choice": "m1"}, {"choice": "must be one of the options shown"}),  # a real candidate id, not a token
+    ({"choice": "tie"}, {"choice": "must be one of the options shown"}),  # ties not allowed in this study
+    ({"choice": "TOKEN-m1", "extra": "x"}, {"extra": "unknown question"}),
+    ({"choice": "TOKEN-m1", "seconds": "soon"}, {"seconds": "must be a number"}),
+    ({"choice": "TOKEN-m1", "seconds": -1}, {"seconds": "must be a non-negative number"}),
 ])
 def test_invalid_answers_are_refused_and_nothing_is_written(annotators, answers, errors):
     study = make_study()
     make_items(study, 1)
     client = api_client(annotators[0])
     body = take(client, study.slug)
+    if answers.get("choice") == "TOKEN-m1":
+        answers = {**answers, "choice": blinding(body["assignment"]).option("m1")}
     response = post_answers(client, body["assignment"], answers)
     assert response.status_code == 400
     assert response.json() == {"errors": errors}
@@ -104,11 +114,17 @@ def test_rating_validation_and_tie(annotators):
     make_items(study, 1)
     client = api_client(annotators[0])
     body = take(client, study.slug)
-    answers = {"ref": 6, "p1": "1", "p2": 7, "p3": 2.5}
+    pair = blinding(body["assignment"]).question  # pair ids are tokens for the annotator
+    answers = {pair("ref"): 6, pair("p1"): "1", pair("p2"): 7, pair("p3"): 2.5}
     response = post_answers(client, body["assignment"], answers)
-    assert response.json() == {"errors": {"p2": "must be an integer from 1 to 6",
-                                          "p3": "must be an integer from 1 to 6"}}
-    answers.update(p2=3, p3=2)
+    assert response.json() == {"errors": {pair("p2"): "must be an integer from 1 to 6",
+                                          pair("p3"): "must be an integer from 1 to 6"}}
+    real_keys = post_answers(client, body["assignment"], {"ref": 6, "p1": 1, "p2": 3, "p3": 2})
+    assert real_keys.status_code == 400
+    assert real_keys.json() == {"errors": {**{pid: "unknown question" for pid in ("ref", "p1", "p2", "p3")},
+                                           **{pair(pid): "not answered" for pid in ("ref", "p1", "p2", "p3")}}}
+    assert Judgment.objects.count() == 0
+    answers.update({pair("p2"): 3, pair("p3"): 2})
     assert post_answers(client, body["assignment"], answers).status_code == 201
     stored = dict(Judgment.objects.values_list("question", "value"))
     assert stored == {"ref": "6", "p1": "1", "p2": "3", "p3": "2"}
@@ -128,7 +144,7 @@ def test_someone_elses_assignment_is_not_found(annotators):
     study = make_study()
     make_items(study, 1)
     body = take(api_client(annotators[0]), study.slug)
-    response = post_answers(api_client(annotators[1]), body["assignment"], {"choice": "m1"})
+    response = post_answers(api_client(annotators[1]), body["assignment"], tokens(body["assignment"], {"choice": "m1"}))
     assert response.status_code == 404
     assert Judgment.objects.count() == 0
 
@@ -140,20 +156,22 @@ def test_edit_is_audited_and_closes_when_the_item_completes(annotators):
     make_items(study, 1)
     c1, c2 = api_client(annotators[0]), api_client(annotators[1])
     a1 = take(c1, study.slug)["assignment"]
-    assert post_answers(c1, a1, {"choice": "m1", "edit": True}).status_code == 409  # nothing submitted yet
-    post_answers(c1, a1, {"choice": "m1", "seconds": 2})
-    response = post_answers(c1, a1, {"choice": "m2"}, method="put")
+    m1, m2 = tokens(a1, {"choice": "m1"}), tokens(a1, {"choice": "m2"})
+    assert post_answers(c1, a1, {**m1, "edit": True}).status_code == 409  # nothing submitted yet
+    post_answers(c1, a1, {**m1, "seconds": 2})
+    assert post_answers(c1, a1, {"choice": "m2"}, method="put").status_code == 400  # a real id: refused
+    response = post_answers(c1, a1, m2, method="put")
     assert response.status_code == 200
-    assert response.json()["judgments"][0]["value"] == "m2"
+    assert response.json()["judgments"][0]["value"] == m2["choice"]
     log = AuditLog.objects.get()
     assert (log.action, log.user, log.object_id) == ("judgment.edit", annotators[0], str(a1))
     assert log.before == {"item_id": "item-0000", "values": {"choice": "m1"}}
     assert log.after == {"item_id": "item-0000", "values": {"choice": "m2"}}
-    assert post_answers(c1, a1, {"choice": "m2", "edit": True}).status_code == 200  # no change: no new log
+    assert post_answers(c1, a1, {**m2, "edit": True}).status_code == 200  # no change: no new log
     assert AuditLog.objects.count() == 1
     a2 = take(c2, study.slug)["assignment"]
-    post_answers(c2, a2, {"choice": "m1", "seconds": 2})
-    response = post_answers(c1, a1, {"choice": "m1"}, method="patch")
+    post_answers(c2, a2, tokens(a2, {"choice": "m1"}) | {"seconds": 2})
+    response = post_answers(c1, a1, m1, method="patch")
     assert response.status_code == 409
     assert "complete" in response.json()["detail"]
     assert Judgment.objects.get(annotator=annotators[0]).value == "m2"

@@ -12,6 +12,9 @@
   timeout for the owner's open assignment (once).
 Annotators only ever see and write their own assignments (others' ids answer 404), and
 only while they may annotate the study (removed from its list: 403).
+Both are blinded (annotate.blinding): options, similarity pair ids and the item id are
+the assignment's opaque tokens, in the answers and in the stored judgments returned; a
+real candidate id or pair id is refused (400).
 """
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
@@ -31,7 +34,9 @@ from annotate.api.serializers import (
     SubmitResultSerializer,
 )
 from annotate.assignment import next_assignment
+from annotate.blinding import blinding_for
 from annotate.display import assignment_payload
+from annotate.models import Assignment
 from annotate.submission import (
     AssignmentGone,
     EditNotAllowed,
@@ -75,7 +80,11 @@ class NextAssignmentView(APIView):
 
 
 def _result(assignment_id, created, judgments):
-    return SubmitResultSerializer({"assignment": assignment_id, "created": created, "judgments": judgments}).data
+    """The stored judgments as the annotator knows them: in the assignment's tokens."""
+    assignment = Assignment.objects.select_related("study", "item").get(pk=assignment_id)
+    blinding = blinding_for(assignment)
+    data = SubmitResultSerializer({"assignment": assignment_id, "created": created, "judgments": judgments}).data
+    return {**data, "judgments": [blinding.judgment(row) for row in data["judgments"]]}
 
 
 class AssignmentJudgmentsView(APIView):
@@ -89,11 +98,11 @@ class AssignmentJudgmentsView(APIView):
         editing = editing or _truthy(body.get("edit", False))
         try:
             if editing:
-                judgments = edit(pk, request.user, answers, body.get("comment"))
+                judgments = edit(pk, request.user, answers, body.get("comment"), blinded=True)
                 code, created, assignment_id = status.HTTP_200_OK, False, pk
             else:
                 assignment, judgments, created = submit(pk, request.user, answers, body.get("seconds"),
-                                                        comment=body.get("comment"))
+                                                        comment=body.get("comment"), blinded=True)
                 code, assignment_id = (status.HTTP_201_CREATED if created else status.HTTP_200_OK), assignment.pk
         except SubmissionError as exc:
             return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)

@@ -191,13 +191,13 @@ class ExplanationSerializer(serializers.Serializer):
 
 
 class CandidateSerializer(serializers.Serializer):
-    id = serializers.CharField(help_text="The option id to answer with.")
+    id = serializers.CharField(help_text="The option token to answer with (opaque, per assignment).")
     text = serializers.CharField(required=False, help_text="pairwise_alignment, aspect_pairwise.")
     explanation = ExplanationSerializer(required=False, help_text="explanation_choice.")
 
 
 class PairSerializer(serializers.Serializer):
-    id = serializers.CharField(help_text="The question id of this pair.")
+    id = serializers.CharField(help_text="The question key of this pair (an opaque token, per assignment).")
     texts = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2,
                                   help_text="Text 1 and Text 2, in the order shown.")
 
@@ -213,31 +213,34 @@ class ItemDisplaySerializer(serializers.Serializer):
 
 
 class QuestionSerializer(serializers.Serializer):
-    id = serializers.CharField(help_text="The key to answer under.")
+    id = serializers.CharField(help_text="The key to answer under (similarity pairs: an opaque token).")
     text = serializers.CharField()
     options = serializers.ListField(child=serializers.CharField(), required=False,
-                                    help_text="Choice questions: allowed values, in the order shown.")
+                                    help_text="Choice questions: allowed values (opaque tokens, or `tie`), in "
+                                              "the order shown.")
     scale = scale_field(required=False, help_text="Rating questions: [min, max], integers.")
 
 
 @extend_schema_serializer(examples=[OpenApiExample("pairwise_alignment", response_only=True, value={
-    "assignment": 42, "item_id": "review-017",
+    "assignment": 42, "item_id": "i5c2e07a91b3d",
     "item": {"input": "Write a review of film 17.", "reference": "My own review.",
-             "candidates": [{"id": "m2", "text": "Second response."}, {"id": "m1", "text": "First response."}]},
+             "candidates": [{"id": "o81f2a6c0d4e9", "text": "Second response."},
+                            {"id": "o0b7d93e5a2c1", "text": "First response."}]},
     "questions": [{"id": "choice", "text": "Which response is closer to the expected output?",
-                   "options": ["m2", "m1"]}]})])
+                   "options": ["o81f2a6c0d4e9", "o0b7d93e5a2c1"]}]})])
 class NextAssignmentSerializer(serializers.Serializer):
     assignment = serializers.IntegerField(help_text="Post the answers to /api/assignments/{assignment}/judgments/.")
-    item_id = serializers.CharField()
+    item_id = serializers.CharField(help_text="An opaque handle of the item for this assignment (annotators "
+                                              "never see the researchers' item ids).")
     item = json_as(ItemDisplaySerializer())
     questions = QuestionSerializer(many=True)
 
 
 @extend_schema_serializer(examples=[OpenApiExample("pairwise_alignment", request_only=True,
-                                                   value={"choice": "m1", "seconds": 12.5})])
+                                                   value={"choice": "o0b7d93e5a2c1", "seconds": 12.5})])
 class AnswersSerializer(serializers.Serializer):
-    """One value per question id (a choice question's option id, or an integer rating),
-    plus the control keys below."""
+    """One value per question key (a choice question's option token or `tie`, or an integer
+    rating), plus the control keys below. A real candidate id is refused."""
 
     seconds = serializers.FloatField(required=False, min_value=0,
                                      help_text="Time spent; default: since the item was handed out.")

@@ -110,6 +110,12 @@ class StudyKind:
     option_noun: str = "Response"  # options read "<noun> A", "<noun> B"
     scale_words: tuple = ("", "")  # what the ends of a rating scale mean, for the page
     report_needs: frozenset = frozenset()  # NEEDS_* that annotate.report_data fetches
+    # Question ids name item-level things (similarity pair ids): annotators get tokens for
+    # them (annotate.blinding). Options other than `tie` are always tokens.
+    blind_question_ids: bool = False
+    # The kind's template draws each question inside the item (similarity pairs); otherwise
+    # the questions go in the sticky answer bar of templates/annotate/_item.html.
+    inline_questions: bool = False
 
     @property
     def template(self) -> str:

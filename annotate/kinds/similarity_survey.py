@@ -22,6 +22,8 @@ class SimilaritySurvey(StudyKind):
     header_keys = ("scale",)
     scale_words = ("low similarity", "very high similarity")
     report_needs = frozenset({NEEDS_PAIR_TEXTS})
+    blind_question_ids = True  # pair ids say where a text came from (doc-ferry-reference)
+    inline_questions = True  # each pair's rating sits under its two texts
 
     def header_config(self, study, error):
         if "scale" not in study:

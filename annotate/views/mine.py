@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotate.access import NotAllowed, study_for
+from annotate.blinding import blinding_for
 from annotate.display import shown_questions
 from annotate.models import Assignment, Judgment
 from annotate.submission import AssignmentGone, EditNotAllowed, SubmissionError, can_edit, edit, stored_judgments
@@ -65,13 +66,13 @@ def edit_judgment(request, slug, pk):
     assignment = get_object_or_404(Assignment.objects.select_related("item", "study"), pk=pk,
                                    annotator=request.user, study=study, completed_at__isnull=False, skipped=False)
     stored = stored_judgments(assignment)
-    values = {j.question: j.value for j in stored}
+    values = blinding_for(assignment).values({j.question: j.value for j in stored})  # the form speaks tokens
     comment = next((j.comment for j in stored if j.comment), "")
     errors: dict = {}
     if request.method == "POST":
         values, comment = _answers_from(request.POST), request.POST.get("comment", "")
         try:
-            edit(pk, request.user, values, comment)
+            edit(pk, request.user, values, comment, blinded=True)
         except SubmissionError as exc:
             errors = exc.errors
         except (EditNotAllowed, AssignmentGone) as exc:

@@ -7,12 +7,13 @@ serve the edit form for the previous item while it is still open for edits.
 """
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotate.access import NotAllowed, study_for
-from annotate.assignment import next_assignment
-from annotate.display import display_item, shown_questions
+from annotate.assignment import next_assignment, open_assignment
+from annotate.blinding import blinding_for
+from annotate.display import annotator_view, study_questions
 from annotate.drafts import item_handle
 from annotate.kinds import get_kind
 from annotate.models import Assignment
@@ -67,11 +68,13 @@ def _question_context(study, questions, values, errors):
 
 
 def item_context(study, assignment, values=None, errors=None, mode="submit", comment=""):
-    """Everything a kind's partial needs to draw one assignment."""
+    """Everything a kind's partial needs to draw one assignment, blinded: field names and
+    values are the assignment's tokens (annotate.blinding), and so are the keys of `values`
+    and `errors` (as the form posted them)."""
     values, errors = values or {}, errors or {}
-    questions = _question_context(study, shown_questions(study, assignment.item.data, assignment.shown_order),
-                                  values, errors)
-    display = display_item(study, assignment.item.data, assignment.shown_order)
+    view = annotator_view(assignment)
+    questions = _question_context(study, view["questions"], values, errors)
+    display = view["item"]
     labels = _option_labels(study)
     for i, candidate in enumerate(display.get("candidates", [])):
         candidate["label"] = labels[i]
@@ -81,12 +84,22 @@ def item_context(study, assignment, values=None, errors=None, mode="submit", com
     return {
         "study": study, "assignment": assignment, "item": display, "questions": questions,
         "mode": mode, "errors": errors, "form_error": errors.get("answers") or errors.get("seconds"),
-        "partial": get_kind(study.kind).template,
+        "partial": get_kind(study.kind).template, "inline_questions": get_kind(study.kind).inline_questions,
         "scale_words": get_kind(study.kind).scale_words,
         # No lost work (static/js/drafts.js): the draft's key, the countdown, "can't judge", a comment.
         "draft_key": item_handle(assignment.item_id), "can_extend": assignment.extensions < MAX_EXTENSIONS,
         "skip_reasons": SKIP_REASONS, "comment": comment,
     }
+
+
+def key_help(study) -> dict:
+    """The shortcuts the keyboard help lists for this study's kind only: {"choice": bool,
+    "tie": bool, "rating": (lo, hi) or None}, from the questions of its first item."""
+    item = study.items.order_by("position").first()
+    questions = study_questions(study, item.data) if item else []
+    scales = [q["scale"] for q in questions if "scale" in q]
+    rating = (max(0, min(s[0] for s in scales)), min(9, max(s[1] for s in scales))) if scales else None
+    return {"choice": any("options" in q for q in questions), "tie": study.allow_tie, "rating": rating}
 
 
 def _answers_from(post):
@@ -109,21 +122,29 @@ def _render_next(request, study, notice=None, previous=None, level="ok"):
 @login_required
 @require_GET
 def task(request, slug):
-    """The whole task page with the current item."""
+    """The whole task page. A GET reserves nothing (issue 14 item 12: another site could
+    make a logged-in annotator's browser fetch it): it shows the open assignment if there
+    is one, else a Start button that POSTs (CSRF) to `next_item`."""
     study = _study(request, slug)
-    assignment = next_assignment(study, request.user)
+    assignment = open_assignment(study, request.user)
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
     prog = annotator_progress(study, request.user)
     context.update(progress=prog, instructions_html=render_markdown(study.instructions),
-                   show_instructions=prog["done"] == 0, oob=False)
+                   show_instructions=prog["done"] == 0, oob=False, start=assignment is None and prog["remaining"] > 0,
+                   keys=key_help(study))
     return render(request, "annotate/task.html", context)
 
 
 @login_required
 @require_POST
 def next_item(request, slug):
-    """htmx: the current or next item (e.g. after an edit, or to skip back from one)."""
-    return _render_next(request, _study(request, slug))
+    """htmx: the current or next item (the Start button, after an edit, or to skip back
+    from one). Without htmx (the Start form with scripts off): reserve, then show the page."""
+    study = _study(request, slug)
+    if not request.htmx:
+        next_assignment(study, request.user)
+        return redirect("annotate-task", slug=study.slug)
+    return _render_next(request, study)
 
 
 @login_required
@@ -137,7 +158,7 @@ def submit_item(request, slug, pk):
         if not Assignment.objects.filter(pk=pk, study=study).exists():  # another study's item: not here
             raise AssignmentGone(f"assignment {pk} is not in {study.slug}")
         assignment, _, created = submit(pk, request.user, answers, request.POST.get("seconds"),
-                                        comment=request.POST.get("comment"))
+                                        comment=request.POST.get("comment"), blinded=True)
     except NotAllowed as exc:
         raise PermissionDenied("You may no longer annotate this study.") from exc
     except SubmissionError as exc:
@@ -165,14 +186,14 @@ def edit_item(request, slug, pk):
             return _render_next(request, study, level="warning",
                                 notice="That item is complete; it can no longer be edited.")
         stored = stored_judgments(assignment)
-        values = {j.question: j.value for j in stored}
+        values = blinding_for(assignment).values({j.question: j.value for j in stored})
         context = item_context(study, assignment, values=values, mode="edit",
                                comment=next((j.comment for j in stored if j.comment), ""))
         context.update(progress=annotator_progress(study, request.user), oob=True)
         return render(request, "annotate/_item.html", context)
     answers = _answers_from(request.POST)
     try:
-        edit(pk, request.user, answers, request.POST.get("comment"))
+        edit(pk, request.user, answers, request.POST.get("comment"), blinded=True)
     except SubmissionError as exc:
         context = item_context(study, assignment, values=answers, errors=exc.errors, mode="edit",
                                comment=request.POST.get("comment", ""))

@@ -61,9 +61,55 @@
     status.replaceChildren(notice);
   }
 
+  /* ---- Answers kept across a lost session (issue 14 item 17) ----
+     A submit is kept in localStorage (study + assignment) until the server has answered it;
+     if the session was lost, the server sends the page to the login (401 + HX-Redirect) and,
+     back on the same item, the answers are ticked again. Only tokens are stored. */
+  function keptKey(form) {
+    const task = document.querySelector(".task");
+    return "humeval:answers:" + (task ? task.dataset.study : "") + ":" + form.dataset.assignment;
+  }
+  function keepAnswers(form) {
+    const answers = {};
+    form.querySelectorAll("input[type=radio]:checked").forEach(function (input) { answers[input.name] = input.value; });
+    try { localStorage.setItem(keptKey(form), JSON.stringify(answers)); } catch (e) { /* storage off or full */ }
+  }
+  function forgetAnswers(form) {
+    try { localStorage.removeItem(keptKey(form)); } catch (e) { /* storage off */ }
+  }
+  function restoreAnswers(form) {
+    let answers = null;
+    try { answers = JSON.parse(localStorage.getItem(keptKey(form)) || "null"); } catch (e) { answers = null; }
+    if (!answers || typeof answers !== "object") return false;
+    let restored = 0;
+    form.querySelectorAll("input[type=radio]").forEach(function (input) {
+      if (Object.prototype.hasOwnProperty.call(answers, input.name) && answers[input.name] === input.value) {
+        input.checked = true;
+        restored += 1;
+      }
+    });
+    return restored > 0;
+  }
+  function keptForms(event) {
+    const form = event.detail.elt;
+    return form && form.id === "item-form" && form.dataset.mode === "submit" ? form : null;
+  }
+  document.body.addEventListener("htmx:beforeRequest", function (event) {
+    const form = keptForms(event);
+    if (form) keepAnswers(form);
+  });
+  document.body.addEventListener("htmx:beforeOnLoad", function (event) { // before the swap detaches the form
+    const form = keptForms(event);
+    const status = event.detail.xhr ? event.detail.xhr.status : 0;
+    if (form && status >= 200 && status < 300) forgetAnswers(form); // answered (saved, or shown again with errors)
+  });
+
   /* ---- A new item arrived (page load or htmx swap) ---- */
   function itemShown(initial) {
     const form = itemForm();
+    if (form && form.dataset.mode === "submit" && restoreAnswers(form)) {
+      announce("Your answers from before you were signed out are ticked again. Check them, then submit.", "warning");
+    }
     const id = form ? form.dataset.assignment + ":" + form.dataset.mode : null;
     if (id !== shownAssignment) { // a re-render of the same item (errors) keeps its clock
       shownAssignment = id;

@@ -9,7 +9,7 @@ import pytest
 
 from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from annotate.models import Assignment, AuditLog, Judgment
-from tests.factories import add_items, explanation, make_study, make_user
+from tests.factories import add_items, blinding, explanation, make_study, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("empty_tables_after_module")]
@@ -94,9 +94,16 @@ def log_in(page, live_server, username, screenshot=None):
     page.wait_for_url(f"{live_server.url}/")
 
 
+def start(page):
+    """A GET of the task page reserves nothing: the Start button (htmx POST) brings the item."""
+    if page.locator("#item-form").count() == 0:
+        page.click("#start")
+    page.wait_for_selector("#item-form")
+
+
 def open_task(page, live_server, slug):
     page.goto(f"{live_server.url}/annotate/{slug}/")
-    page.wait_for_selector("#item-form")
+    start(page)
     page.wait_for_function("() => document.activeElement && document.activeElement.classList.contains('item-title')")
 
 
@@ -139,7 +146,7 @@ def test_pairwise_alignment_with_the_keyboard(live_server, new_page):
     assert "0" in rows.nth(0).locator("td").nth(0).inner_text()
     page.screenshot(path=str(SCREENSHOTS / "annotate-home.png"), full_page=True)
     page.get_by_role("link", name="Start Which review sounds like its author?").click()
-    page.wait_for_selector("#item-form")
+    start(page)
     assert page.locator("details#instructions").get_attribute("open") is not None  # first visit: shown
     assert page.locator("details#instructions script").count() == 0  # Markdown cannot inject HTML
     assert "<script>alert(1)</script>" in page.locator("details#instructions").inner_text()
@@ -150,7 +157,8 @@ def test_pairwise_alignment_with_the_keyboard(live_server, new_page):
         {"formal-model": "Le Petit Four is", "styled-model": "Confession time"}[shown[1]])
     assert "formal-model" not in page.locator("#item-area").inner_text()  # model ids are never shown
     press(page, "b")  # Response B = the second shown candidate
-    assert page.locator("fieldset.question input:checked").get_attribute("value") == shown[1]
+    token = blinding(the_assignment(user).pk).option(shown[1])  # radio values are the assignment's tokens
+    assert page.locator("fieldset.question input:checked").get_attribute("value") == token
     press(page, "Enter")
     wait_done(page)
     judgments = stored(user)
@@ -262,7 +270,7 @@ def test_double_submit_and_audited_edit(live_server, new_page):
     page.wait_for_selector("#item-form[data-mode=edit]")
     page.screenshot(path=str(SCREENSHOTS / "annotate-edit.png"), full_page=True)
     shown = first.shown_order["choice"]
-    assert page.locator("fieldset.question input:checked").get_attribute("value") == shown[0]
+    assert page.locator("fieldset.question input:checked").get_attribute("value") == blinding(first.pk).option(shown[0])
     press(page, "2", "Enter")
     page.wait_for_selector("#item-form[data-mode=submit]")
     assert Judgment.objects.get(assignment=first).value == shown[1]

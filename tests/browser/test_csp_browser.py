@@ -63,6 +63,8 @@ def test_task_page_works_under_the_csp(new_page, logged_in, live_server):
     page = watched_page(new_page, logged_in, annotator)
     response = page.goto(f"{live_server.url}/annotate/csp/")
     assert response.headers["content-security-policy"].startswith("default-src 'self'; script-src 'self';")
+    page.click("#start")  # a GET reserves nothing: the Start button (htmx POST) brings the item
+    page.wait_for_selector("#item-form")
     # A submit with nothing chosen: htmx swaps the item back with a red error notice.
     page.click("#item-form button[type=submit]")
     notice = page.locator("#status .notice")
@@ -75,7 +77,7 @@ def test_task_page_works_under_the_csp(new_page, logged_in, live_server):
     page.locator("#item-form input[type=radio]").first.check()
     page.click("#item-form button[type=submit]")
     wait_until(page, f"document.querySelector('#item-form')?.dataset.assignment !== '{first}'")
-    assert page.locator("#status .notice").get_attribute("class") == "notice ok"
+    wait_until(page, "document.querySelector('#status .notice')?.className === 'notice ok'")  # htmx-added settles
     assert page.locator("#status .notice").inner_text() == "Saved."
     assert page.locator("#status .notice").evaluate("e => getComputedStyle(e).color") == "rgb(30, 122, 69)"  # --ok
     assert Judgment.objects.filter(annotator=annotator).count() == 1
