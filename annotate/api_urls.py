@@ -3,6 +3,7 @@ token rotation."""
 from django.urls import path
 
 from annotate.api.assignments import AssignmentJudgmentsView, NextAssignmentView
+from annotate.api.participants import ParticipantsCsvView
 from annotate.api.reports import StudyReportView
 from annotate.api.studies import (
                                   BatchUploadView,
@@ -21,6 +22,7 @@ urlpatterns = [
     path("studies/<slug:slug>/predictions/", PredictionsUploadView.as_view(), name="api-study-predictions"),
     path("studies/<slug:slug>/assignments/next/", NextAssignmentView.as_view(), name="api-next-assignment"),
     path("assignments/<int:pk>/judgments/", AssignmentJudgmentsView.as_view(), name="api-assignment-judgments"),
+    path("studies/<slug:slug>/participants.csv", ParticipantsCsvView.as_view(), name="api-study-participants"),
     path("studies/<slug:slug>/report/", StudyReportView.as_view(), name="api-study-report"),
     path("token/rotate/", RotateTokenView.as_view(), name="api-token-rotate"),
 ]

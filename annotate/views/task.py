@@ -7,14 +7,16 @@ serve the edit form for the previous item while it is still open for edits.
 """
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
-from annotate.access import NotAllowed, study_for
+from annotate.access import NotAllowed, participant_scope, study_for
 from annotate.assignment import next_assignment
 from annotate.display import display_item, shown_questions
 from annotate.kinds import get_kind
 from annotate.models import Assignment
+from annotate.participation import flow_redirect
 from annotate.progress import annotator_progress
 from annotate.rendering import render_markdown
 from annotate.submission import (
@@ -92,6 +94,8 @@ def _render_next(request, study, notice=None, previous=None, level="ok"):
     """The partial for the user's current/next item (or the done message). `level` (ok,
     warning, error) styles the notice: a refusal must not look like "Saved."."""
     assignment = next_assignment(study, request.user)
+    if assignment is None and (url := flow_redirect(participant_scope(request), study, request.user)):
+        return HttpResponseClientRedirect(url)  # a participant's items are done: on to the end of the flow
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
     if previous is not None:
         previous.item.refresh_from_db(fields=["n_completed"])  # the submit just bumped it
@@ -106,6 +110,8 @@ def _render_next(request, study, notice=None, previous=None, level="ok"):
 def task(request, slug):
     """The whole task page with the current item."""
     study = _study(request, slug)
+    if url := flow_redirect(participant_scope(request), study, request.user):
+        return redirect(url)  # a participant outside the items step (annotate/participation.py)
     assignment = next_assignment(study, request.user)
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
     prog = annotator_progress(study, request.user)

@@ -104,6 +104,7 @@ def header(inp: ReportInput) -> dict[str, Any]:
         "n_annotators": int(n_coders),
         "complete_items": complete,
         "min_votes": int(inp.min_votes),
+        "excluded_annotators": dict(inp.excluded_annotators or {}),
     }
 
 
