@@ -41,6 +41,14 @@ asp,a1,ann2,end,plot-b,plot-b|plot-a,9,2026-03-04T12:30:00.250000+00:00
 """
 
 
+EXPORT_HEAD = HEAD.rstrip("\n") + ",platform,study_id,session_id\n"
+
+
+def as_export(lines):
+    """Rows as the export writes them: three empty platform cells at the end."""
+    return "".join(line.rstrip("\n") + ",,,\n" for line in lines)
+
+
 def load(text, **kwargs):
     return import_judgments(io.BytesIO(text.encode()), **kwargs)
 
@@ -62,10 +70,13 @@ def test_round_trip_batch_judgments_export(studies):
     assert result == {"studies": ["asp", "ex", "pw", "sim"], "created": 9, "skipped": 0, "annotators_created": 3}
     body = ROUND_TRIP.splitlines(keepends=True)[1:]
     for slug in ("pw", "ex", "sim", "asp"):
-        expected = HEAD + "".join(line for line in body if line.startswith(slug + ","))
+        expected = EXPORT_HEAD + as_export(line for line in body if line.startswith(slug + ","))
         assert export(slug) == expected
-    # The exports, concatenated without their repeated headers, are the input file itself.
-    assert HEAD + "".join(export(s)[len(HEAD):] for s in ("pw", "ex", "sim", "asp")) == ROUND_TRIP
+    # The exports, concatenated without their repeated headers, are the input file itself
+    # (plus the empty platform columns at the end), and import again as they are.
+    exported = EXPORT_HEAD + "".join(export(s)[len(EXPORT_HEAD):] for s in ("pw", "ex", "sim", "asp"))
+    assert exported == EXPORT_HEAD + as_export(body)
+    assert load(exported)["skipped"] == 9
 
 
 def test_jsonl_export_reimports_as_the_same_rows(studies):
@@ -73,7 +84,8 @@ def test_jsonl_export_reimports_as_the_same_rows(studies):
     text = export("ex", "jsonl")
     rows = [json.loads(line) for line in text.splitlines()]
     assert rows[1] == {"study": "ex", "item_id": "e1", "annotator": "ann1", "question": "usefulness", "value": "4",
-                       "shown_order": "", "seconds": 40.25, "submitted_at": "2026-03-02T08:00:00+00:00"}
+                       "shown_order": "", "seconds": 40.25, "submitted_at": "2026-03-02T08:00:00+00:00",
+                       "platform": "", "study_id": "", "session_id": ""}
     assert load(text) == {"studies": ["ex"], "created": 0, "skipped": 2, "annotators_created": 0}
 
 
@@ -185,7 +197,7 @@ def test_import_judgments_command(studies, tmp_path):
     assert err.getvalue().splitlines() == ["line 2: value for 'choice' must be one of ['m1', 'm2', 'tie'], got 'm9'"]
     target = tmp_path / "out.csv"
     call_command("export_judgments", "pw", "--out", str(target))
-    assert target.read_text().splitlines()[1] == "pw,p1,ann1,choice,m2,m2|m1,12.5,2026-03-01T10:00:00+00:00"
+    assert target.read_text().splitlines()[1] == "pw,p1,ann1,choice,m2,m2|m1,12.5,2026-03-01T10:00:00+00:00,,,"
     with pytest.raises(CommandError, match="unknown study 'nope'"):
         call_command("export_judgments", "nope")
 

@@ -230,7 +230,8 @@ def test_judgments_export_ends_with_platform_ids_and_old_files_still_import(anno
     assert rows == [("ann1", "", "", ""), ("prolific:5f2c0a1b", "prolific", "st01", "se01")]
     response = api_client(make_user("ada", role="admins")).get(f"/api/studies/{study.slug}/judgments/")
     lines = b"".join(response.streaming_content).decode().splitlines()
-    assert lines[0] == "study,item_id,annotator,question,value,shown_order,seconds,submitted_at,platform,study_id,session_id"
+    assert lines[0] == ("study,item_id,annotator,question,value,shown_order,seconds,submitted_at,"
+                        "platform,study_id,session_id")
     assert lines[2].startswith("pairwise-alignment,item-0000,prolific:5f2c0a1b,choice,m1,")
     assert lines[2].endswith(",prolific,st01,se01")
     # the export imports again (idempotent), and so does an older file without the columns
@@ -460,7 +461,7 @@ def counts():
 
 
 def test_preview_walks_every_page_and_writes_nothing(researcher):
-    study = flow_study(max_items_per_participant=2)
+    flow_study(max_items_per_participant=2)
     before = counts()
     client = Client()
     client.force_login(researcher)
