@@ -16,7 +16,7 @@ from annotate.batch_format import parse_header
 from annotate.importing import import_batch_bytes
 from annotate.judgments_io import export_judgment_rows, import_judgments
 from annotate.models import Assignment, AuditLog, Item, Judgment, Participant, Study
-from annotate.participation import BadLink, LinkIds, join, link_ids
+from annotate.participation import BadLink, LinkIds, completion_redirect, join, link_ids
 from annotate.progress import annotator_progress
 from annotate.report_data import study_report
 from annotate.submission import submit
@@ -284,10 +284,12 @@ def test_whole_flow_ends_at_the_completion_url():
     assert client.get("/p/pairwise-alignment/go/").context["step"] == "post"
     client.post("/p/pairwise-alignment/go/", {"step": "post", "hard": "no", "note": "fine"})
     done = client.get("/p/pairwise-alignment/go/")
-    assert done.status_code == 302
-    assert done["Location"] == "https://app.prolific.com/submissions/complete?cc=CODE42"
+    assert done.status_code == 200
+    assert (b'<meta http-equiv="refresh" content="1;url=https://app.prolific.com/submissions/complete?cc=CODE42">'
+            in done.content)
     again = client.get("/p/pairwise-alignment/go/")
     assert b"CODE42" in again.content and b"submissions/complete?cc=CODE42" in again.content
+    assert b'http-equiv="refresh"' not in again.content  # sent once
     p = Participant.objects.get()
     assert (p.pre_answers, p.post_answers, p.practice_done, p.status) == (
         {"age": 34.0}, {"hard": "no", "note": "fine"}, 1, "completed")
@@ -301,6 +303,12 @@ def test_nothing_is_served_before_consent():
     assert Assignment.objects.count() == 0
     client.post("/p/pairwise-alignment/go/", {"step": "consent", "consent": "yes"})
     assert client.post("/api/studies/pairwise-alignment/assignments/next/").status_code == 200
+
+
+def test_completion_redirect_keeps_a_query_the_url_has():
+    study = Study(completion_url="https://example.org/done?src=x&y=1", completion_code="A-1")
+    assert completion_redirect(study) == "https://example.org/done?src=x&y=1&cc=A-1"
+    assert completion_redirect(Study(completion_url="")) is None
 
 
 def test_declining_consent_records_nothing_else():

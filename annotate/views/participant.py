@@ -219,15 +219,17 @@ def _answer_practice(request, study, store):
 
 
 def _finish(request, study, store):
-    """The completion page (code, and the platform link); the first visit records the
-    finish time and, with a completion_url, redirects there."""
+    """The completion page (the code, and the platform link); the first visit records
+    the finish time and, with a completion_url, sends the participant there. It is a
+    page that redirects itself (meta refresh), not an HTTP redirect: the page is reached
+    from a form POST, and the CSP's form-action 'self' would block a redirect chain that
+    leaves the site."""
     target = completion_redirect(study)
     first = not store.state().get("finished")
     if first:
         store.update(finished=True)
-    if first and target and not store.preview:
-        return redirect(target)
-    return render(request, "participant/done.html", {"study": study, "target": target, "preview": store.preview})
+    return render(request, "participant/done.html", {"study": study, "target": target, "preview": store.preview,
+                                                     "go_now": first and target and not store.preview})
 
 
 # --- preview -----------------------------------------------------------------------------
