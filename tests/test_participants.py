@@ -275,10 +275,12 @@ def test_whole_flow_ends_at_the_completion_url():
     client.post("/p/pairwise-alignment/go/", {"step": "pre", "age": "34"})
     practice = client.get("/p/pairwise-alignment/go/")
     assert b"Practice item 1 of 1" in practice.content and b"Practice request." in practice.content
-    reveal = client.post("/p/pairwise-alignment/go/", {"step": "practice", "q:choice": "m2"})
+    reveal = client.post("/p/pairwise-alignment/go/", {"step": "practice", "index": "1", "q:choice": "m2"})
     assert b"(different)" in reveal.content and b"<strong>tone</strong>" in reveal.content
     assert Judgment.objects.count() == 0 and Assignment.objects.count() == 0  # practice never counted
-    client.post("/p/pairwise-alignment/go/", {"step": "practice", "continue": "1"})
+    client.post("/p/pairwise-alignment/go/", {"step": "practice", "index": "1", "continue": "1"})
+    client.post("/p/pairwise-alignment/go/", {"step": "practice", "index": "1", "continue": "1"})  # a repeat
+    assert Participant.objects.get().practice_done == 1
     assert client.get("/p/pairwise-alignment/go/")["Location"] == "/annotate/pairwise-alignment/"
     assert answer_all(client, study.slug) == 3
     assert client.get("/p/pairwise-alignment/go/").context["step"] == "post"
@@ -478,8 +480,8 @@ def test_preview_walks_every_page_and_writes_nothing(researcher):
     client.post(url, {"step": "consent", "consent": "yes"})
     client.post(url, {"step": "instructions"})
     client.post(url, {"step": "pre", "age": "40"})
-    assert b"(correct)" in client.post(url, {"step": "practice", "q:choice": "m1"}).content
-    client.post(url, {"step": "practice", "continue": "1"})
+    assert b"(correct)" in client.post(url, {"step": "practice", "index": "1", "q:choice": "m1"}).content
+    client.post(url, {"step": "practice", "index": "1", "continue": "1"})
     page = client.get(url)
     assert page.context["step"] == "items" and b"Item 1 of 2" in page.content and b"request 0." in page.content
     assert b"Please answer" not in client.post(url, {"step": "items", "q:choice": "m2"}).content

@@ -82,7 +82,9 @@ def flow(request, slug):
     if participant_scope(request) != slug:
         raise Http404("No participant session for this study.")
     study = _study_or_404(slug)
-    participant = Participant.objects.select_related("user").get(study=study, user=request.user)
+    participant = Participant.objects.select_related("user").filter(study=study, user=request.user).first()
+    if participant is None:  # removed in the admin since
+        raise Http404("No participant session for this study.")
     if participant.declined_at:
         return render(request, "participant/declined.html", {"study": study})
     step = next_step(study, participant_state(participant), participant.user)
@@ -193,6 +195,8 @@ def _answer_practice(request, study, store):
     """Checks a practice answer (nothing is stored but the step), then reveals the
     expected answer and the feedback; "continue" moves on."""
     index = store.state().get("practice_done", 0)
+    if request.POST.get("index") != str(index + 1):  # a repeat of an earlier practice form: show the current one
+        return redirect(_urls(study, store)["action"])
     if request.POST.get("continue"):
         store.update(practice_done=index + 1)
         return redirect(_urls(study, store)["action"])
