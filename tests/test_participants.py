@@ -405,6 +405,8 @@ def test_failing_gold_is_flagged_and_left_out_of_the_report(admin_user_):
     assert report["excluded_annotators"] == {"prolific:bad": "gold accuracy 0.00 < 0.75",
                                              "prolific:fast": "median seconds 1.0 < 2"}
     assert report["n_annotators"] == 1 and report["n_judgments"] == 4
+    assert ("<td>prolific:bad (gold accuracy 0.00 &lt; 0.75); prolific:fast (median seconds 1.0 &lt; 2)</td>"
+            in study_report(study, "html")[1])
     assert sorted(report["annotators"]) == ["prolific:good"]
     out = io.StringIO()
     call_command("report", study.slug, "--include-flagged", stdout=out)
