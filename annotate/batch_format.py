@@ -38,7 +38,7 @@ PARTICIPANT_HEADER_KEYS = ("status", "consent", "completion_code", "completion_u
                            "pre_questions", "post_questions", "quality")
 STATUSES = ("draft", "open", "paused", "closed")
 QUESTION_TYPES = ("text", "choice", "number")
-QUALITY_KEYS = ("min_gold_accuracy", "min_median_seconds")
+QUALITY_KEYS = ("min_gold_accuracy", "min_median_seconds", "fast_seconds", "max_fast_submits")
 CODE_RE = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Kind-owned keys (aspects, scale, usefulness_scale) in alphabetical order between the two.
@@ -360,9 +360,11 @@ def _header_participants(study, header, error):
         quality = study["quality"]
         if not (isinstance(quality, dict) and set(quality) <= set(QUALITY_KEYS)
                 and all(is_number(v) and v >= 0 for v in quality.values())
-                and quality.get("min_gold_accuracy", 0) <= 1):
-            error("'quality' must be {\"min_gold_accuracy\": number in [0, 1], \"min_median_seconds\": number >= 0}"
-                  " (both optional)")
+                and quality.get("min_gold_accuracy", 0) <= 1
+                and ("fast_seconds" in quality) == ("max_fast_submits" in quality)):
+            error("'quality' must be {\"min_gold_accuracy\": number in [0, 1], \"min_median_seconds\": number >= 0,"
+                  " \"fast_seconds\": number >= 0, \"max_fast_submits\": number >= 0} (all optional; the last two"
+                  " together)")
         else:
             header.extra["quality"] = quality
 

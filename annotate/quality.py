@@ -4,7 +4,8 @@ Gold accuracy = share of an annotator's answers on gold items that equal the gol
 answer. `gold` is either {question: expected value} (only the questions it names are
 checked) or one value (checked against every question of the item).
 
-A study's `quality` thresholds ({"min_gold_accuracy", "min_median_seconds"}) flag the
+A study's `quality` thresholds ({"min_gold_accuracy", "min_median_seconds", and together
+"fast_seconds" + "max_fast_submits": more than N items answered in under Y s}) flag the
 annotators below them (participants and staff alike), live: the dashboard marks them,
 participants.csv says why, and reports leave their judgments out unless asked
 (`report --include-flagged`, `?include_flagged=1`). An annotator with no gold answer
@@ -42,6 +43,7 @@ def annotator_quality(study):
         username: {
             "items": len(row["items"]), "judgments": row["judgments"],
             "median_seconds": median(row["seconds"].values()) if row["seconds"] else None,
+            "item_seconds": list(row["seconds"].values()),
             "gold_checked": row["checked"], "gold_correct": row["correct"],
             "gold_accuracy": row["correct"] / row["checked"] if row["checked"] else None,
         }
@@ -59,6 +61,11 @@ def flag_reasons(row, thresholds):
     fast = thresholds.get("min_median_seconds")
     if fast is not None and seconds is not None and seconds < fast:
         reasons.append(f"median seconds {seconds:.1f} < {fast:g}")
+    limit, under = thresholds.get("max_fast_submits"), thresholds.get("fast_seconds")
+    if limit is not None and under is not None:
+        n_fast = sum(s < under for s in row.get("item_seconds", ()))
+        if n_fast > limit:
+            reasons.append(f"{n_fast} items under {under:g} s > {limit:g}")
     return "; ".join(reasons)
 
 

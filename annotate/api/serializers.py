@@ -172,7 +172,8 @@ class StudyCreateSerializer(serializers.Serializer):
     post_questions = serializers.ListField(child=serializers.DictField(), required=False,
                                            help_text="[{key, question, type: text|choice|number, options?}]")
     quality = serializers.DictField(child=serializers.FloatField(), required=False,
-                                    help_text='{"min_gold_accuracy": float, "min_median_seconds": float}')
+                                    help_text='{"min_gold_accuracy", "min_median_seconds", "fast_seconds", '
+                                              '"max_fast_submits"}: numbers, all optional')
 
 
 class BatchResultSerializer(serializers.Serializer):
