@@ -6,6 +6,9 @@
   the users the study lists in `researchers`; a study listing nobody is open to every
   member of `researchers`. Admins read every study (they load batches and start jobs).
 - see (list it, open its pages, learn that it exists): annotate or read.
+- participants (annotate/participation.py) annotate the one study they joined through a
+  participant link, and their session is scoped to it: `ParticipantScopeMiddleware`
+  below answers 404 to every other path (other studies, home, dashboard, admin, API).
 Superusers pass everything. A study a user may not see answers 404 everywhere, exactly
 like a slug that does not exist, so nobody can probe which studies exist; a study they
 see but may not use for that purpose answers 403.
@@ -16,12 +19,13 @@ never through groups directly.
 """
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 
 from . import roles
 
@@ -51,6 +55,13 @@ def _listed_or_open(study_model: type, field: str, user: User, group_member: boo
     return listed | ~Q(Exists(rows.filter(**{study_of_row: OuterRef("pk")})))
 
 
+def _joined(user: User) -> Q:
+    """Studies `user` joined through a participant link (and did not decline)."""
+    from .models import Participant
+
+    return Q(Exists(Participant.objects.filter(study=OuterRef("pk"), user=user, declined_at__isnull=True)))
+
+
 class StudyQuerySet(models.QuerySet):
     """Study.objects: visibility filters. No DISTINCT joins (EXISTS subqueries), so the
     result can be counted, ordered and locked like any queryset."""
@@ -60,7 +71,8 @@ class StudyQuerySet(models.QuerySet):
             return NOWHERE
         if user.is_superuser:
             return Q()
-        return _listed_or_open(self.model, "annotators", user, roles.has_role(user, roles.ANNOTATORS))
+        return (_listed_or_open(self.model, "annotators", user, roles.has_role(user, roles.ANNOTATORS))
+                | _joined(user))
 
     def _read_q(self, user: User) -> Q:
         if not user.is_authenticated:
@@ -118,3 +130,50 @@ def study_for(user: User, slug: str, purpose: str | None = None) -> Study:
     if purpose == "read" and not may_read(user, study):
         raise PermissionDenied("Only this study's researchers may see its results.")
     return study
+
+
+# --- participant sessions ------------------------------------------------------------------
+
+SCOPE_KEY = "participant_scope"  # session key: {"study": slug, "user": pk}
+_ASSIGNMENT_API = re.compile(r"^/api/assignments/(\d+)/(judgments|skip|extend)/$")
+
+
+def scoped_path_allowed(slug: str, path: str) -> bool:
+    """Whether a session scoped to study `slug` may open `path`: the participant pages,
+    this study's task page and htmx partials (not its quality page), the API's next item
+    of this study, and submit/skip/extend of this study's assignments. Nothing else."""
+    from .models import Assignment
+
+    if path.startswith((f"/p/{slug}/", "/static/")) or path == f"/api/studies/{slug}/assignments/next/":
+        return True
+    if path.startswith(f"/annotate/{slug}/"):
+        return not path.startswith(f"/annotate/{slug}/quality/")
+    match = _ASSIGNMENT_API.match(path)
+    return bool(match) and Assignment.objects.filter(pk=int(match.group(1)), study__slug=slug).exists()
+
+
+def participant_scope(request: HttpRequest) -> str | None:
+    """The slug a participant session is scoped to, or None for an ordinary session."""
+    session = getattr(request, "session", None)
+    scope = session.get(SCOPE_KEY) if session is not None else None
+    if not isinstance(scope, dict):
+        return None
+    if scope.get("user") != getattr(request.user, "pk", None):  # someone else signed in since
+        del session[SCOPE_KEY]
+        return None
+    return scope.get("study")
+
+
+class ParticipantScopeMiddleware:
+    """The one gate of participant sessions: a session signed in by a participant link
+    reaches only its own study's pages and API (anything else answers 404, as if it did
+    not exist). Runs after AuthenticationMiddleware."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        slug = participant_scope(request)
+        if slug is not None and not scoped_path_allowed(slug, request.path):
+            raise Http404("Not part of this study.")  # rendered by the 404 page like any other
+        return self.get_response(request)

@@ -1,15 +1,31 @@
 """Django admin for every annotate model (the web pages cover annotation and reports)."""
 from django.contrib import admin
 
-from .models import Assignment, AuditLog, Batch, Item, Judgment, Prediction, Study
+from .models import Assignment, AuditLog, Batch, Item, Judgment, Participant, Prediction, Study
 
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
-    list_display = ("slug", "kind", "title", "annotations_per_item", "allow_tie", "created_at")
-    list_filter = ("kind",)
+    list_display = ("slug", "kind", "title", "status", "annotations_per_item", "allow_tie", "created_at")
+    list_filter = ("kind", "status")
+    list_editable = ("status",)
     search_fields = ("slug", "title")
     filter_horizontal = ("annotators", "researchers")
+
+
+@admin.register(Participant)
+class ParticipantAdmin(admin.ModelAdmin):
+    """Participants from recruiting platforms (docs/running-a-study.md); read-only: they
+    are made by participant links."""
+
+    list_display = ("id", "study", "platform", "external_id", "status", "started_at", "finished_at")
+    list_filter = ("study", "platform")
+    search_fields = ("external_id", "platform_session_id")
+    list_select_related = ("study",)
+    readonly_fields = [f.name for f in Participant._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(Batch)

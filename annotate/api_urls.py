@@ -8,6 +8,7 @@ from annotate.api.assignments import (
     AssignmentSkipView,
     NextAssignmentView,
 )
+from annotate.api.participants import ParticipantsCsvView
 from annotate.api.reports import StudyReportView
 from annotate.api.studies import (
                                   BatchUploadView,
@@ -28,6 +29,7 @@ urlpatterns = [
     path("assignments/<int:pk>/judgments/", AssignmentJudgmentsView.as_view(), name="api-assignment-judgments"),
     path("assignments/<int:pk>/skip/", AssignmentSkipView.as_view(), name="api-assignment-skip"),
     path("assignments/<int:pk>/extend/", AssignmentExtendView.as_view(), name="api-assignment-extend"),
+    path("studies/<slug:slug>/participants.csv", ParticipantsCsvView.as_view(), name="api-study-participants"),
     path("studies/<slug:slug>/report/", StudyReportView.as_view(), name="api-study-report"),
     path("token/rotate/", RotateTokenView.as_view(), name="api-token-rotate"),
 ]

@@ -9,7 +9,13 @@ Rules (studies.md, issue 4):
   are reclaimed lazily here (deleted, slot returned) under the same row locks;
 - gold items are mixed in with probability `gold_rate` (seeded per annotator) and are not
   capped by the overlap: every annotator may see each gold item once, so attention checks
-  never take a slot from a real item and never run out.
+  never take a slot from a real item and never run out;
+- only `open` studies hand out new items (a paused or closed study still takes the
+  answers of items already handed out);
+- participants (annotate/participation.py) get items in their own seeded random order
+  among equally full items (Participant.seed) and at most `max_items_per_participant`
+  items (gold included; practice items are never served here), and nothing before they
+  accept the study's consent text.
 
 Concurrency: expired assignments are reclaimed in a transaction of their own. Then the
 asking user's row is locked (one request per user at a time, so a double-click cannot
@@ -32,7 +38,7 @@ from django.utils import timezone
 
 from .access import NotAllowed, may_annotate
 from .blinding import blinding_for, secret
-from .models import Assignment, Item
+from .models import OPEN, Assignment, Item, Participant
 from .ordering import seeded_rng, shown_order_for
 
 log = logging.getLogger(__name__)
@@ -91,7 +97,7 @@ def _first_in_savepoint(queryset):
         return None
 
 
-def _lock_free_item(study, user, gold):
+def _lock_free_item(study, user, gold, seed=None):
     """Locks and returns the first free item, or None when none is left.
 
     SKIP LOCKED first, so simultaneous requests spread over different rows without
@@ -100,14 +106,14 @@ def _lock_free_item(study, user, gold):
     nobody is told "nothing left" while slots remain. Each failed wait means that row
     filled up, so the loop ends after at most as many rounds as there are free items."""
     while True:
-        free = Item.objects.free_for(study, user, gold)
+        free = Item.objects.free_for(study, user, gold, seed)
         item = _first_in_savepoint(free.select_for_update(skip_locked=True, of=("self",)))
         if item is not None:
             return item
         best = free.values_list("pk", flat=True).first()
         if best is None:
             return None
-        best_row = Item.objects.free_for(study, user, gold).filter(pk=best)
+        best_row = Item.objects.free_for(study, user, gold, seed).filter(pk=best)
         item = _first_in_savepoint(best_row.select_for_update(of=("self",)))
         if item is not None:
             return item
@@ -142,11 +148,20 @@ def next_assignment(study, user, now=None):
         current = open_assignment(study, user, now)
         if current:
             return current
+        if study.status != OPEN:
+            return None
+        participant = Participant.objects.filter(study=study, user=user).first()
+        if participant and study.consent and participant.consented_at is None:
+            return None  # nothing is served before a participant accepts the consent text
+        seed = participant.seed if participant else None
+        quota = study.max_items_per_participant if participant else None
+        if quota is not None and Assignment.objects.filter(study=study, annotator=user).count() >= quota:
+            return None
         item = None
         if _gold_drawn(study, user) and Item.objects.free_for(study, user).exists():
-            item = _lock_free_item(study, user, gold=True)
+            item = _lock_free_item(study, user, gold=True, seed=seed)
         if item is None:
-            item = _lock_free_item(study, user, gold=False)
+            item = _lock_free_item(study, user, gold=False, seed=seed)
         if item is None:
             return None
         previous = list(item.assignments.values_list("shown_order", flat=True))

@@ -27,15 +27,23 @@ from .kinds.base import (
 MAX_ERRORS = 1000
 MAX_INT_DIGITS = 4300  # Python's limit for int <-> str conversion
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")
-COMMON_ITEM_KEYS = ("item_id", "meta", "gold")
-NOT_DISPLAY_KEYS = ("item_id", "meta", "gold")
+COMMON_ITEM_KEYS = ("item_id", "meta", "gold", "practice", "feedback")
+NOT_DISPLAY_KEYS = ("item_id", "meta", "gold", "practice", "feedback")
 COMMON_HEADER_KEYS = ("slug", "kind", "title", "instructions", "annotations_per_item", "randomize_order",
                       "allow_tie")
 EXTRA_HEADER_KEYS = ("annotators", "researchers", "gold_rate", "min_seconds", "assignment_timeout_minutes",
                      "min_votes")
+# Participants from recruiting platforms (interfaces.md; docs/running-a-study.md).
+PARTICIPANT_HEADER_KEYS = ("status", "consent", "completion_code", "completion_url", "max_items_per_participant",
+                           "pre_questions", "post_questions", "quality")
+STATUSES = ("draft", "open", "paused", "closed")
+QUESTION_TYPES = ("text", "choice", "number")
+QUALITY_KEYS = ("min_gold_accuracy", "min_median_seconds", "fast_seconds", "max_fast_submits")
+CODE_RE = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Kind-owned keys (aspects, scale, usefulness_scale) in alphabetical order between the two.
 HEADER_KEYS = (COMMON_HEADER_KEYS + tuple(sorted({k for kind in all_kinds() for k in kind.header_keys}))
-               + EXTRA_HEADER_KEYS)
+               + EXTRA_HEADER_KEYS + PARTICIPANT_HEADER_KEYS)
 
 
 class BatchInvalid(Exception):
@@ -94,7 +102,7 @@ class Header:
     config: dict = field(default_factory=dict)
     annotators: list = None  # usernames, None = open to the annotators group
     researchers: list = None  # usernames, None = open to the researchers group
-    extra: dict = field(default_factory=dict)  # gold_rate, min_seconds, assignment_timeout_minutes
+    extra: dict = field(default_factory=dict)  # gold_rate, min_seconds, ..., the participant keys
     given: frozenset = frozenset()  # header keys present in the file
 
     @property
@@ -118,6 +126,8 @@ class ItemRow:
     gold: dict  # normalized {question: value}, or None
     source: dict  # the parsed line
     metric_scores: dict  # {metric: {candidate id: number}}
+    practice: bool = False  # shown to participants first, answer revealed, never stored
+    feedback: str = ""
 
     @property
     def content_hash(self):
@@ -225,6 +235,7 @@ def parse_header(obj, line=1):
     header = _header_core(study, error)
     _header_kind_keys(study, header, error)
     _header_extra(study, header, error)
+    _header_participants(study, header, error)
     return (None if errors else header), errors.final()
 
 
@@ -320,6 +331,70 @@ def _header_extra(study, header, error):
             header.config["min_votes"] = value
 
 
+def _header_participants(study, header, error):
+    """status, consent, completion code and URL, quota, pre/post questions, quality."""
+    checks = {
+        "status": (lambda v: v in STATUSES, f"one of {', '.join(STATUSES)}"),
+        "consent": (lambda v: isinstance(v, str), "a string (Markdown)"),
+        "completion_code": (lambda v: isinstance(v, str) and CODE_RE.match(v),
+                            "1-100 letters, digits, '-' or '_'"),
+        "completion_url": (lambda v: isinstance(v, str) and len(v) <= 500 and v.startswith(("https://", "http://"))
+                           and not any(c.isspace() for c in v), "an http(s) URL of at most 500 characters"),
+        "max_items_per_participant": (lambda v: is_int(v) and 1 <= v <= MAX_INT,
+                                      f"an integer from 1 to {MAX_INT}"),
+    }
+    for key, (ok, what) in checks.items():
+        if key in study:
+            if ok(study[key]):
+                header.extra[key] = study[key]
+            else:
+                error(f"'{key}' must be {what}")
+    for key in ("pre_questions", "post_questions"):
+        if key in study:
+            reason = question_list_flaw(study[key])
+            if reason:
+                error(f"'{key}' {reason}")
+            else:
+                header.extra[key] = study[key]
+    if "quality" in study:
+        quality = study["quality"]
+        if not (isinstance(quality, dict) and set(quality) <= set(QUALITY_KEYS)
+                and all(is_number(v) and v >= 0 for v in quality.values())
+                and quality.get("min_gold_accuracy", 0) <= 1
+                and ("fast_seconds" in quality) == ("max_fast_submits" in quality)):
+            error("'quality' must be {\"min_gold_accuracy\": number in [0, 1], \"min_median_seconds\": number >= 0,"
+                  " \"fast_seconds\": number >= 0, \"max_fast_submits\": number >= 0} (all optional; the last two"
+                  " together)")
+        else:
+            header.extra["quality"] = quality
+
+
+def question_list_flaw(questions):
+    """Why a pre/post question list is invalid, or None. Each question is {key, question,
+    type: text|choice|number, options (choice only: non-empty strings)}, keys unique."""
+    if not isinstance(questions, list):
+        return "must be a list of {key, question, type, options?}"
+    keys = set()
+    for n, q in enumerate(questions, 1):
+        if not isinstance(q, dict) or not set(q) <= {"key", "question", "type", "options"}:
+            return f"question {n} must be an object with key, question, type and (for choice) options"
+        if not (isinstance(q.get("key"), str) and KEY_RE.match(q["key"])) or q["key"] in keys:
+            return f"question {n}: 'key' must be 1-64 letters, digits, '-' or '_', unique"
+        keys.add(q["key"])
+        if not is_text(q.get("question")) or len(q["question"]) > 1000:
+            return f"question {n}: 'question' must be a non-empty string of at most 1000 characters"
+        if q.get("type") not in QUESTION_TYPES:
+            return f"question {n}: 'type' must be one of {', '.join(QUESTION_TYPES)}"
+        options = q.get("options")
+        if (q["type"] == "choice") != (options is not None):
+            return f"question {n}: 'options' is required for choice questions and only for them"
+        if options is not None and not (isinstance(options, list) and options
+                                        and all(is_text(o) and len(o) <= MAX_ID_CHARS for o in options)
+                                        and len(set(options)) == len(options)):
+            return f"question {n}: 'options' must be distinct non-empty strings"
+    return None
+
+
 # --- items -------------------------------------------------------------------------------
 
 def check_item(obj, header, line):
@@ -347,10 +422,18 @@ def check_item(obj, header, line):
     questions = {q["id"]: q for q in kind.questions(header.question_config, data)}
     _check_storable(questions, error)
     gold = normalize_gold(obj["gold"], header, questions, error) if "gold" in obj and not errors else None
+    practice = obj.get("practice", False)
+    if practice not in (True, False):
+        error("'practice' must be true or false")
+    elif practice and gold is None and not errors:
+        error("a practice item needs 'gold' (the answer revealed after answering)")
+    if "feedback" in obj and not (isinstance(obj["feedback"], str) and len(obj["feedback"]) <= 5000):
+        error("'feedback' must be a string of at most 5000 characters")
     if errors:
         return None, errors.final()
     return ItemRow(line=line, item_id=item_id, data=data, meta=obj.get("meta"), gold=gold,
-                   source=obj, metric_scores=obj.get("metric_scores") or {}), []
+                   source=obj, metric_scores=obj.get("metric_scores") or {}, practice=practice is True,
+                   feedback=obj.get("feedback", "")), []
 
 
 def _check_storable(questions, error):

@@ -15,7 +15,15 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from .batch_format import BatchInvalid, ErrorList, Header, iter_items, iter_lines, read_header
+from .batch_format import (
+    PARTICIPANT_HEADER_KEYS,
+    BatchInvalid,
+    ErrorList,
+    Header,
+    iter_items,
+    iter_lines,
+    read_header,
+)
 from .bulk_copy import copy_rows
 from .models import AuditLog, Batch, Item, Prediction, Study
 
@@ -77,6 +85,8 @@ def import_batch(binary_file, *, source="", user=None, expected_slug=None):
             digest = hashing.sha.hexdigest()
             if study.pk is None:
                 _create_study(study, header, header_line)
+            elif header.extra:
+                _update_settings(study, header.extra, user)
             batch = Batch.objects.create(study=study, source=source[:500], sha256=digest, uploaded_by=user)
             created = _insert_items(binary_file, study, header, batch, to_skip, digest, seen)
             batch.created, batch.skipped = created, len(to_skip)
@@ -122,8 +132,22 @@ def _resolve_study(header, line, expected_slug, errors):
                              f"study's {_show(stored.get(key))}")
     if "allow_tie" in header.given and header.allow_tie != study.allow_tie:
         errors.add(line, f"'allow_tie' differs from the existing study's {study.allow_tie}")
-    governing = Header(slug=study.slug, kind=study.kind, allow_tie=study.allow_tie, config=dict(study.config))
+    governing = Header(slug=study.slug, kind=study.kind, allow_tie=study.allow_tie, config=dict(study.config),
+                       extra={k: v for k, v in header.extra.items() if k in PARTICIPANT_HEADER_KEYS})
     return study, governing
+
+
+def _update_settings(study, settings, user):
+    """A later batch's participant keys (status, consent, ...) update the study: the
+    header is where a study run is opened, paused and closed. Audited."""
+    before = {key: getattr(study, key) for key in settings}
+    if before == settings:
+        return
+    for key, value in settings.items():
+        setattr(study, key, value)
+    study.save(update_fields=list(settings))
+    AuditLog.objects.create(study=study, user=user, action="study.settings", object_type="study",
+                            object_id=study.slug, before=before, after=settings)
 
 
 def _show(value):
@@ -199,20 +223,37 @@ def _insert_items(binary_file, study, header, batch, to_skip, digest, hashes):
     lines = iter_lines(hashing)
     read_header(lines)
     position = (Item.objects.filter(study=study).aggregate(m=Max("position"))["m"] or 0) + 1
-    created, chunk = 0, []
+    created, chunk, practice = 0, [], []
     for row in iter_items(lines, header):
         if isinstance(row, list):  # the file changed between the passes
             raise BatchInvalid(row)
         if row.item_id in to_skip:
+            continue
+        if row.practice:
+            practice.append(row)
             continue
         chunk.append(row)
         if len(chunk) >= CHUNK:
             created += _flush(chunk, study, batch, position + created, hashes)
             chunk = []
     created += _flush(chunk, study, batch, position + created, hashes)
+    created += _add_practice(study, practice, to_skip)
     if hashing.sha.hexdigest() != digest:
         raise BatchInvalid(["line 1: the file changed while it was being imported; nothing was written"])
     return created
+
+
+def _add_practice(study, rows, skipped):
+    """Practice items go to Study.practice_items (never Item rows: never served, counted
+    or reported). An item_id already there is skipped (and counted as skipped)."""
+    have = {p["item_id"] for p in study.practice_items}
+    new = [row for row in rows if row.item_id not in have]
+    skipped.update(row.item_id for row in rows if row.item_id in have)
+    if new:
+        study.practice_items = study.practice_items + [
+            {"item_id": row.item_id, "data": row.data, "gold": row.gold, "feedback": row.feedback} for row in new]
+        study.save(update_fields=["practice_items"])
+    return len(new)
 
 
 def _flush(rows, study, batch, position, hashes):

@@ -16,17 +16,21 @@ from datetime import UTC, datetime
 from evaluation.csv_cells import SafeWriter, unescape_cell
 from humeval.jsonl import error_reason, json_lines
 
-JUDGMENT_COLUMNS = ("study", "item_id", "annotator", "question", "value", "shown_order", "seconds", "submitted_at",
-                    "comment")
-# Columns a file may leave out (older exports have no `comment`); read as "".
-OPTIONAL_COLUMNS = frozenset({"comment"})
+JUDGMENT_COLUMNS = ("study", "item_id", "annotator", "question", "value", "shown_order", "seconds", "submitted_at")
+# Written at the end of every export, optional on import (older files lack them): the
+# annotator's comment on the item, then the recruiting platform's ids of a participant
+# (empty for staff-made annotators; ignored on import).
+PLATFORM_COLUMNS = ("platform", "study_id", "session_id")
+JUDGMENT_OPTIONAL_COLUMNS = ("comment", *PLATFORM_COLUMNS)
+JUDGMENT_EXPORT_COLUMNS = JUDGMENT_COLUMNS + JUDGMENT_OPTIONAL_COLUMNS
 PREDICTION_COLUMNS = ("study", "item_id", "evaluator", "annotator", "question", "value")
 REQUIRED_JUDGMENT_CELLS = ("study", "item_id", "annotator", "question", "value")
 REQUIRED_PREDICTION_CELLS = ("study", "item_id", "evaluator", "question")
 
 
-def read_rows(binary_file, columns):
-    """Yield (line, {column: str}) or (line, "reason") for every data row.
+def read_rows(binary_file, columns, optional=()):
+    """Yield (line, {column: str}) or (line, "reason") for every data row. `optional`
+    columns may be absent from the header (their cells then read as "").
 
     CSV by default; a file whose first non-blank line starts with `{` is read as JSONL
     with the same keys. Line numbers are 1-based file lines (a quoted multi-line CSV cell
@@ -47,40 +51,22 @@ def read_rows(binary_file, columns):
                 break
         is_jsonl = bool(head) and head[-1].lstrip().startswith("{")
         stream = itertools.chain(head, lines)
-        yield from (_read_jsonl(stream, columns) if is_jsonl else _read_csv(stream, columns))
+        yield from (_read_jsonl(stream, columns, optional) if is_jsonl else _read_csv(stream, columns, optional))
     except UnicodeDecodeError:
         yield state["line"], "not valid UTF-8"
 
 
-def _header_ok(names, columns):
-    """Every column once, optional ones (OPTIONAL_COLUMNS) may be missing."""
-    required = [c for c in columns if c not in OPTIONAL_COLUMNS]
-    return len(set(names)) == len(names) and set(required) <= set(names) <= set(columns)
-
-
-def _header_error(header, columns):
-    required = [c for c in columns if c not in OPTIONAL_COLUMNS]
-    optional = [c for c in columns if c in OPTIONAL_COLUMNS]
-    missing = [c for c in required if c not in header]
-    extra = [h for h in header if h not in columns]
-    optional_text = f" (optional at the end: {','.join(optional)})" if optional else ""
-    return (f"header must be {','.join(required)}{optional_text}"
-            f" (missing: {missing or 'none'}, unexpected: {extra or 'none'})")
-
-
-def _with_optional(row, columns):
-    return {c: row.get(c, "") for c in columns}
-
-
-def _read_csv(text, columns):
+def _read_csv(text, columns, optional=()):
     reader = csv.reader(text)
     header = next(reader, None)
     if header is None:
         yield 1, f"empty file, expected the header {','.join(columns)}"
         return
     header = [h.strip() for h in header]
-    if not _header_ok(header, columns):
-        yield 1, _header_error(header, columns)
+    if sorted(h for h in header if h not in optional) != sorted(columns) or len(set(header)) != len(header):
+        missing = [c for c in columns if c not in header]
+        extra = [h for h in header if h not in columns and h not in optional]
+        yield 1, f"header must be {','.join(columns)} (missing: {missing or 'none'}, unexpected: {extra or 'none'})"
         return
     start = reader.line_num + 1
     try:
@@ -91,12 +77,12 @@ def _read_csv(text, columns):
             if len(cells) != len(header):
                 yield line, f"expected {len(header)} fields, got {len(cells)}"
                 continue
-            yield line, _with_optional(dict(zip(header, (unescape_cell(c) for c in cells))), columns)
+            yield line, {**dict.fromkeys(optional, ""), **dict(zip(header, (unescape_cell(c) for c in cells)))}
     except csv.Error as exc:
         yield start, f"bad CSV: {exc}"
 
 
-def _read_jsonl(text, columns):
+def _read_jsonl(text, columns, optional=()):
     for line, obj, error in json_lines(text):
         if error:
             yield line, error_reason(error)
@@ -104,13 +90,13 @@ def _read_jsonl(text, columns):
         if not isinstance(obj, dict):
             yield line, "expected a JSON object"
             continue
-        missing = [c for c in columns if c not in obj and c not in OPTIONAL_COLUMNS]
-        extra = [k for k in obj if k not in columns]
+        missing = [c for c in columns if c not in obj]
+        extra = [k for k in obj if k not in columns and k not in optional]
         if missing or extra:
             yield line, (f"keys must be {', '.join(columns)} "
                          f"(missing: {missing or 'none'}, unexpected: {extra or 'none'})")
             continue
-        yield line, {c: _cell(obj.get(c)) for c in columns}
+        yield line, {c: _cell(obj.get(c)) for c in (*columns, *optional)}
 
 
 def _cell(value):
@@ -160,11 +146,11 @@ def judgment_cells(row):
     seconds = row["seconds"]
     return [row["study"], row["item_id"], row["annotator"], row["question"], row["value"], row["shown_order"] or "",
             "" if seconds is None else format_number(float(seconds)), format_timestamp(row["submitted_at"]),
-            row.get("comment") or ""]
+            row.get("comment") or "", *(row.get(column) or "" for column in PLATFORM_COLUMNS)]
 
 
 def write_judgments(rows, out, fmt="csv"):
-    """Write judgment dicts (keys = JUDGMENT_COLUMNS, typed) to a text stream."""
+    """Write judgment dicts (keys = JUDGMENT_COLUMNS, typed; the JUDGMENT_OPTIONAL_COLUMNS may be absent) to a text stream."""
     for chunk in iter_judgments(rows, fmt):
         out.write(chunk)
 
@@ -176,13 +162,13 @@ def iter_judgments(rows, fmt="csv"):
     buffer = io.StringIO()
     writer = SafeWriter(buffer)
     if fmt == "csv":
-        writer.writerow(JUDGMENT_COLUMNS)
+        writer.writerow(JUDGMENT_EXPORT_COLUMNS)
     for n, row in enumerate(rows, 1):
         cells = judgment_cells(row)
         if fmt == "csv":
             writer.writerow(cells)
         else:
-            obj = dict(zip(JUDGMENT_COLUMNS, cells))
+            obj = dict(zip(JUDGMENT_EXPORT_COLUMNS, cells))
             obj["seconds"] = None if row["seconds"] is None else float(row["seconds"])
             obj["submitted_at"] = obj["submitted_at"] or None
             buffer.write(json.dumps(obj, ensure_ascii=False) + "\n")

@@ -24,6 +24,8 @@ from .answers import SKIP, InvalidAnswer, answer_value
 from .batch_format import BatchInvalid, ErrorList, unstorable_text
 from .judgments_csv import (
     JUDGMENT_COLUMNS,
+    JUDGMENT_OPTIONAL_COLUMNS,
+    PLATFORM_COLUMNS,
     PREDICTION_COLUMNS,
     REQUIRED_JUDGMENT_CELLS,
     REQUIRED_PREDICTION_CELLS,
@@ -34,6 +36,7 @@ from .judgments_csv import (
 from .kinds import questions_for, study_config
 from .kinds.base import MAX_SHOWN_ORDER_CHARS
 from .models import Assignment, AuditLog, Item, Judgment, Prediction, Study
+from .participation import PARTICIPANT_USERNAME
 
 CHUNK = 5000
 NOT_AVAILABLE = "N/A"
@@ -85,7 +88,7 @@ class _Targets:
 def _parse(binary_file, columns, required, errors):
     """Rows with stripped cells; empty required cells are errors."""
     parsed = []
-    for line, row in read_rows(binary_file, columns):
+    for line, row in read_rows(binary_file, columns, JUDGMENT_OPTIONAL_COLUMNS if columns == JUDGMENT_COLUMNS else ()):
         if isinstance(row, str):
             errors.add(line, row)
             continue
@@ -245,6 +248,8 @@ def username_problem(name):
     if normalized != name:
         return (f"annotator {name!r} is not in Unicode normal form (NFKC: {normalized!r}); "
                 "Django stores usernames normalized")
+    if PARTICIPANT_USERNAME.match(name):  # <platform>:<id>, made by participant links
+        return None
     try:
         User.username_validator(name)
     except ValidationError:
@@ -329,15 +334,18 @@ def refresh_item_counters(item_pks):
 
 
 def export_judgment_rows(study):
-    """The study's judgments as typed dicts (JUDGMENT_COLUMNS), item order then annotator."""
+    """The study's judgments as typed dicts (JUDGMENT_COLUMNS, then the PLATFORM_COLUMNS
+    of participants from recruiting platforms), item order then annotator."""
+    platform_ids = {user_id: dict(zip(PLATFORM_COLUMNS, ids)) for user_id, *ids in study.participants.values_list(
+        "user_id", "platform", "platform_study_id", "platform_session_id")}
     query = (Judgment.objects.filter(study=study).order_by("item__position", "annotator__username", "id")
              .values_list("item__item_id", "annotator__username", "question", "value", "shown_order",
-                          "seconds", "submitted_at", "comment"))
-    for item_id, annotator, question, value, shown_order, seconds, submitted_at, comment in query.iterator(
+                          "seconds", "submitted_at", "comment", "annotator_id"))
+    for item_id, annotator, question, value, shown_order, seconds, submitted_at, comment, user_id in query.iterator(
             chunk_size=CHUNK):
         yield {"study": study.slug, "item_id": item_id, "annotator": annotator, "question": question,
                "value": value, "shown_order": shown_order, "seconds": seconds, "submitted_at": submitted_at,
-               "comment": comment}
+               "comment": comment, **platform_ids.get(user_id, {})}
 
 
 # --- predictions -------------------------------------------------------------------------

@@ -6,6 +6,9 @@ from .access import StudyQuerySet
 from .kinds import kind_choices
 from .progress import AssignmentQuerySet, ItemQuerySet
 
+DRAFT, OPEN, PAUSED, CLOSED = "draft", "open", "paused", "closed"
+STUDY_STATUSES = [(DRAFT, "draft"), (OPEN, "open"), (PAUSED, "paused"), (CLOSED, "closed")]
+
 
 class Study(models.Model):
     """A study: one kind of question asked of many items with a fixed overlap."""
@@ -27,6 +30,20 @@ class Study(models.Model):
     min_seconds = models.FloatField(null=True, blank=True, help_text="Warn annotators who submit faster.")
     assignment_timeout_minutes = models.PositiveIntegerField(default=settings.HUMEVAL_ASSIGNMENT_TIMEOUT_MINUTES)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Participants from recruiting platforms (docs/running-a-study.md). Defaults: an open
+    # study with no consent, code, quota, questions or quality thresholds (as before).
+    status = models.CharField(max_length=8, choices=STUDY_STATUSES, default=OPEN,
+                              help_text="Only open studies hand out items; closing keeps everything.")
+    consent = models.TextField(blank=True, help_text="Markdown; when set, participants must accept it first.")
+    completion_code = models.CharField(max_length=100, blank=True)
+    completion_url = models.CharField(max_length=500, blank=True,
+                                      help_text="Participants are sent to <completion_url>?cc=<completion_code>.")
+    max_items_per_participant = models.PositiveIntegerField(null=True, blank=True)
+    pre_questions = models.JSONField(default=list, blank=True)  # [{key, question, type, options?}]
+    post_questions = models.JSONField(default=list, blank=True)
+    quality = models.JSONField(default=dict, blank=True)  # {"min_gold_accuracy", "min_median_seconds"}
+    # Items with "practice": true: [{"item_id", "data", "gold", "feedback"}]; never Item rows.
+    practice_items = models.JSONField(default=list, blank=True)
 
     objects = StudyQuerySet.as_manager()
 
@@ -167,3 +184,39 @@ class AuditLog(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["study", "created_at"], name="audit_study_idx")]
+
+
+class Participant(models.Model):
+    """Someone sent by a recruiting platform (Prolific, MTurk, a generic link) into one
+    study: their user `<platform>:<id>`, the platform's ids, where they are in the study
+    flow (annotate/participation.py) and their answers to the pre/post questions."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="participations")
+    platform = models.CharField(max_length=16)  # prolific | mturk | pid
+    external_id = models.CharField(max_length=64)  # PROLIFIC_PID / workerId / pid
+    platform_study_id = models.CharField(max_length=64, blank=True)  # STUDY_ID / hitId
+    platform_session_id = models.CharField(max_length=64, blank=True)  # SESSION_ID / assignmentId
+    seed = models.BigIntegerField(default=0)  # this participant's item order (annotate/ordering.py)
+    started_at = models.DateTimeField(auto_now_add=True)
+    consented_at = models.DateTimeField(null=True, blank=True)
+    declined_at = models.DateTimeField(null=True, blank=True)
+    instructions_seen_at = models.DateTimeField(null=True, blank=True)
+    practice_done = models.PositiveIntegerField(default=0)  # practice items answered
+    pre_answers = models.JSONField(null=True, blank=True)
+    post_answers = models.JSONField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["study", "user"], name="participant_once_per_study")]
+
+    def __str__(self):
+        return f"{self.study_id}:{self.platform}:{self.external_id}"
+
+    @property
+    def status(self) -> str:
+        """completed | returned (declined consent) | in_progress."""
+        if self.finished_at:
+            return "completed"
+        return "returned" if self.declined_at else "in_progress"

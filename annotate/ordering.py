@@ -8,6 +8,8 @@ the stored order into the Judgment.shown_order string of one question.
 """
 import random
 
+from django.db.models import BigIntegerField, ExpressionWrapper, F, Value
+
 from .blinding import secret
 from .kinds import get_kind, study_config
 from .kinds.base import CANDIDATES_KEY, PAIR_ORDER_KEY  # noqa: F401  (the keys of Assignment.shown_order)
@@ -16,6 +18,19 @@ from .kinds.base import CANDIDATES_KEY, PAIR_ORDER_KEY  # noqa: F401  (the keys 
 def seeded_rng(*parts):
     """A Random seeded from the given parts (str seeds hash with SHA-512: stable across runs)."""
     return random.Random(":".join(str(p) for p in parts))
+
+
+ORDER_PRIME = 2_147_483_647  # 2**31 - 1: id -> (id * m + c) mod P permutes ids below P
+
+
+def seeded_item_key(seed):
+    """A per-participant random order of items, as a database expression: item ids are
+    permuted by (id * m + c) mod P with m, c drawn from `seed`. Different seeds give
+    different permutations (m changes the order, not just its starting point), the same
+    seed the same one, and it is computed in SQL, so the engine still scans one query."""
+    rng = seeded_rng("item-order", seed)
+    m, c = rng.randrange(1, ORDER_PRIME), rng.randrange(ORDER_PRIME)
+    return ExpressionWrapper((F("id") * Value(m) + Value(c)) % Value(ORDER_PRIME), output_field=BigIntegerField())
 
 
 def shown_order_for(study, item, annotator_id, previous_orders):

@@ -38,15 +38,21 @@ class ItemQuerySet(models.QuerySet):
         """Real items of `study` with `annotations_per_item` completed assignments."""
         return self.filter(study=study, is_gold=False, n_completed__gte=study.annotations_per_item)
 
-    def free_for(self, study: Study, user: AbstractBaseUser, gold: bool = False) -> ItemQuerySet:
+    def free_for(self, study: Study, user: AbstractBaseUser, gold: bool = False,
+                 seed: int | None = None) -> ItemQuerySet:
         """Items of `study` that `user` could be given, fullest first, then import order
-        (the order of the item_pool_idx index the engine scans)."""
+        (the order of the item_pool_idx index the engine scans), or with a participant's
+        `seed` their own random order among equally full items (annotate/ordering.py)."""
         from .models import Assignment
 
         mine = Assignment.objects.filter(annotator=user, study=study).values("item_id")
         items = self.filter(study=study, is_gold=gold).exclude(pk__in=mine)
         if not gold:
             items = items.filter(n_assigned__lt=study.annotations_per_item)
+        if seed is not None:
+            from .ordering import seeded_item_key
+
+            return items.order_by("-n_assigned", seeded_item_key(seed), "id")
         return items.order_by("-n_assigned", "position", "id")
 
 
@@ -66,17 +72,29 @@ class AssignmentQuerySet(models.QuerySet):
 
 def annotator_progress(study: Study, user: AbstractBaseUser) -> dict:
     """{"done", "assigned", "total", "remaining"} for one annotator in one study, as the
-    annotator sees it: done = items they completed (gold included: counting it apart
-    would mark which items were gold); assigned = done + open; total = the study's real
-    items; remaining = real items still free for them + their open one."""
+    annotator sees it, with gold items invisible: done = items they completed (gold
+    included: counting it apart would mark which items were gold); assigned = done +
+    open; remaining = their open item (whatever it is) + real items still free for them,
+    capped by a participant's quota; total = done + remaining. So every submit moves one
+    from remaining to done, and done never exceeds total."""
     from .models import Assignment, Item
 
     mine = Assignment.objects.filter(study=study, annotator=user)
     done = mine.completed().count()
     open_ = mine.open().count()
-    free = Item.objects.free_for(study, user).count()
-    return {"done": done, "assigned": done + open_, "total": Item.objects.filter(study=study).real().count(),
-            "remaining": free + open_}
+    remaining = Item.objects.free_for(study, user).count() + open_
+    quota = participant_quota(study, user)
+    if quota is not None:
+        remaining = max(0, min(remaining, quota - done))
+    return {"done": done, "assigned": done + open_, "total": done + remaining, "remaining": remaining}
+
+
+def participant_quota(study: Study, user: AbstractBaseUser) -> int | None:
+    """`max_items_per_participant` when `user` is a participant of `study`, else None
+    (staff-made annotators have no quota)."""
+    if study.max_items_per_participant is None:
+        return None
+    return study.max_items_per_participant if study.participants.filter(user=user).exists() else None
 
 
 def study_progress(study: Study) -> dict:

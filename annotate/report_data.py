@@ -24,6 +24,7 @@ from annotate.kinds.base import (
     NEEDS_SUBMIT_TIMES,
 )
 from annotate.models import Item, Judgment, Prediction
+from annotate.quality import flagged_annotators
 from evaluation.report.inputs import ReportInput, to_float
 
 PG_EXPERT_SCORE = ("annotate_item.data -> 'explanations' -> (annotate_item.data -> 'candidates' -> {k} ->> 'id')"
@@ -135,10 +136,13 @@ def _expert_rows(items, col, candidates):
     return expert
 
 
-def _judgment_rows(study, want_time):
+def _judgment_rows(study, want_time, excluded=()):
     """The study's judgments (in submit order when `want_time`), their annotators' names
-    and, when `want_time`, their submit times as floats (unknown ones last, in row order)."""
+    and, when `want_time`, their submit times as floats (unknown ones last, in row order).
+    Judgments of the `excluded` usernames are left out."""
     judgments = Judgment.objects.filter(study=study)
+    if excluded:
+        judgments = judgments.exclude(annotator__username__in=list(excluded))
     rows = list((judgments.order_by("id") if want_time else judgments).values_list(
         "item_id", "annotator_id", "question", "value", "shown_order", "seconds",
         *(["submitted_at"] if want_time else [])))
@@ -157,9 +161,12 @@ def _judgment_rows(study, want_time):
     return rows, names, j_time
 
 
-def fetch_report_input(study, min_votes=None):
-    """The ReportInput of `study`: what its kind's report needs (StudyKind.report_needs)."""
+def fetch_report_input(study, min_votes=None, include_flagged=False):
+    """The ReportInput of `study`: what its kind's report needs (StudyKind.report_needs).
+    Annotators below the study's quality thresholds (annotate/quality.py) are left out
+    and listed in `excluded_annotators`, unless `include_flagged`."""
     kind = get_kind(study.kind)
+    excluded = {} if include_flagged else flagged_annotators(study)
     columns = _item_columns(kind.report_needs)
     items = list(study.items.order_by("position", "id").annotate(**columns)
                  .values_list("id", "item_id", "is_gold", *columns))
@@ -176,7 +183,7 @@ def fetch_report_input(study, min_votes=None):
     scores = (_score_arrays(candidates, _column(items, col["r_scores"])) if "r_scores" in col
               else (None, None, None, None))
     expert = _expert_rows(items, col, candidates)
-    rows, names, j_time = _judgment_rows(study, NEEDS_SUBMIT_TIMES in kind.report_needs)
+    rows, names, j_time = _judgment_rows(study, NEEDS_SUBMIT_TIMES in kind.report_needs, excluded)
     preds = list(Prediction.objects.filter(study=study).values_list(
         "item_id", "evaluator", "annotator", "question", "value"))
     return ReportInput(
@@ -194,6 +201,7 @@ def fetch_report_input(study, min_votes=None):
         annotations_per_item=study.annotations_per_item,
         complete_items=Item.objects.complete_in(study).count(),
         min_votes=study_min_votes(study.config, min_votes),
+        excluded_annotators=excluded,
     )
 
 
@@ -207,10 +215,10 @@ def study_min_votes(config, override=None):
         return 2
 
 
-def study_report(study, fmt="json", min_votes=None):
+def study_report(study, fmt="json", min_votes=None, include_flagged=False):
     """(report dict, rendered text) of `study` in `fmt`."""
     from evaluation.report import build_report, render
 
-    inp = fetch_report_input(study, min_votes)
+    inp = fetch_report_input(study, min_votes, include_flagged)
     report = build_report(inp)
     return report, render(report, inp, fmt)

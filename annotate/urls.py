@@ -2,7 +2,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from annotate.views import dashboard, home, item_actions, mine, quality, task, upload
+from annotate.views import dashboard, home, item_actions, mine, participant, quality, task, upload
 from humeval.login_guard import LoginForm
 
 urlpatterns = [
@@ -21,6 +21,9 @@ urlpatterns = [
     path("annotate/<slug:slug>/mine/", mine.my_judgments, name="annotate-mine"),
     path("annotate/<slug:slug>/mine/<int:pk>/edit/", mine.edit_judgment, name="annotate-mine-edit"),
     path("annotate/<slug:slug>/quality/", quality.quality, name="annotate-quality"),
+    path("p/<slug:slug>/", participant.entry, name="participant-entry"),
+    path("p/<slug:slug>/go/", participant.flow, name="participant-flow"),
+    path("p/<slug:slug>/preview/", participant.preview, name="participant-preview"),
     path("login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

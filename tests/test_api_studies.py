@@ -85,13 +85,14 @@ def test_judgments_export_and_predictions_upload(admin_client, researcher, annot
     import_judgments(io.BytesIO(csv_text.encode()))
     response = api_client(researcher).get("/api/studies/exp/judgments/?format=csv")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
-    assert b"".join(response.streaming_content).decode() == (  # the export adds the (empty) comment column
-        "study,item_id,annotator,question,value,shown_order,seconds,submitted_at,comment\n"
-        "exp,a,ann1,choice,m1,m2|m1,4.5,2026-01-02T03:04:05+00:00,\n")
+    assert b"".join(response.streaming_content).decode() == (  # comment and platform columns, empty
+        "study,item_id,annotator,question,value,shown_order,seconds,submitted_at,comment,platform,study_id,session_id\n"
+        "exp,a,ann1,choice,m1,m2|m1,4.5,2026-01-02T03:04:05+00:00,,,,\n")
     response = api_client(researcher).get("/api/studies/exp/judgments/?format=jsonl")
     assert json.loads(b"".join(response.streaming_content)) == {
         "study": "exp", "item_id": "a", "annotator": "ann1", "question": "choice", "value": "m1",
-        "shown_order": "m2|m1", "seconds": 4.5, "submitted_at": "2026-01-02T03:04:05+00:00", "comment": ""}
+        "shown_order": "m2|m1", "seconds": 4.5, "submitted_at": "2026-01-02T03:04:05+00:00", "comment": "",
+        "platform": "", "study_id": "", "session_id": ""}
     assert api_client(researcher).get("/api/studies/exp/judgments/?format=xml").status_code == 400
     assert api_client(annotators[0]).get("/api/studies/exp/judgments/").status_code == 403
 

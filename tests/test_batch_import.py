@@ -132,7 +132,10 @@ CASES = {
     "unknown header key": ([header("bad", "aspect_pairwise", colour="red")],
                            ["line 1: unknown header key 'colour' (allowed: slug, kind, title, instructions, "
                             "annotations_per_item, randomize_order, allow_tie, aspects, scale, usefulness_scale, "
-                            "annotators, researchers, gold_rate, min_seconds, assignment_timeout_minutes, min_votes)"]),
+                            "annotators, researchers, gold_rate, min_seconds, assignment_timeout_minutes, min_votes, "
+                            "status, consent, "
+                            "completion_code, completion_url, max_items_per_participant, pre_questions, "
+                            "post_questions, quality)"]),
     "scale min >= max": ([header("bad", "similarity_survey", scale=[6, 1])],
                          ["line 1: 'scale' must have min < max, got [6, 1]"]),
     "scale not ints": ([header("bad", "similarity_survey", scale=[1, 6.5])],

@@ -78,14 +78,14 @@ def test_judgments_csv_export_is_safe_and_imports_back_unchanged(researcher):
     text = b"".join(response.streaming_content).decode()
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == ["study", "item_id", "annotator", "question", "value", "shown_order", "seconds",
-                       "submitted_at", "comment"]
+                       "submitted_at", "comment", "platform", "study_id", "session_id"]
     assert rows[1:] == [
         ["csv-inj", "'+1+2", "'-ann", "choice", "'@SUM(1+1)*cmd", f"'{HOSTILE_B}|{HOSTILE_A}", "12.5",
-         "2026-01-02T03:04:05+00:00", ""],
+         "2026-01-02T03:04:05+00:00", "", "", "", ""],
         ["csv-inj", "'+1+2", "'@mallory", "choice", "'" + HOSTILE_A, f"'{HOSTILE_B}|{HOSTILE_A}", "12.5",
-         "2026-01-02T03:04:05+00:00", ""],
+         "2026-01-02T03:04:05+00:00", "", "", "", ""],
         ["csv-inj", "'+1+2", "plain-ann", "choice", "'" + HOSTILE_A, f"'{HOSTILE_B}|{HOSTILE_A}", "12.5",
-         "2026-01-02T03:04:05+00:00", ""],
+         "2026-01-02T03:04:05+00:00", "", "", "", ""],
     ]
     # No cell of the file starts with a formula character.
     assert not [c for row in rows for c in row if c[:1] in ("=", "+", "@", "\t", "\r")

@@ -15,7 +15,8 @@ from tests.factories import aspects, explained, header, jsonl, make_user, pairwi
 
 pytestmark = pytest.mark.django_db
 HEAD = "study,item_id,annotator,question,value,shown_order,seconds,submitted_at\n"  # files before `comment`
-EXPORT_HEAD = HEAD.rstrip("\n") + ",comment\n"
+COMMENT_HEAD = HEAD.rstrip("\n") + ",comment\n"
+EXPORT_HEAD = COMMENT_HEAD.rstrip("\n") + ",platform,study_id,session_id\n"
 PRED_HEAD = "study,item_id,evaluator,annotator,question,value\n"
 
 
@@ -29,7 +30,7 @@ def studies():
 
 
 # Rows in export order: item position, then annotator username, then insertion order.
-ROUND_TRIP = EXPORT_HEAD + """\
+ROUND_TRIP = COMMENT_HEAD + """\
 pw,p1,ann1,choice,m2,m2|m1,12.5,2026-03-01T10:00:00+00:00,
 pw,p1,ann2,choice,tie,m1|m2,3,2026-03-01T10:05:00+00:00,"Close call, both fine."
 pw,p2,ann1,choice,m1,,,,
@@ -40,6 +41,12 @@ sim,s1,ann3,gen-c0,6,0|1,20,2026-03-03T09:00:00+00:00,
 asp,a1,ann2,fun,plot-a,plot-b|plot-a,9,2026-03-04T12:30:00.250000+00:00,
 asp,a1,ann2,end,plot-b,plot-b|plot-a,9,2026-03-04T12:30:00.250000+00:00,
 """
+
+
+
+def as_export(lines):
+    """Rows as the export writes them: three empty platform cells at the end."""
+    return "".join(line.rstrip("\n") + ",,,\n" for line in lines)
 
 
 def load(text, **kwargs):
@@ -63,10 +70,13 @@ def test_round_trip_batch_judgments_export(studies):
     assert result == {"studies": ["asp", "ex", "pw", "sim"], "created": 9, "skipped": 0, "annotators_created": 3}
     body = ROUND_TRIP.splitlines(keepends=True)[1:]
     for slug in ("pw", "ex", "sim", "asp"):
-        expected = EXPORT_HEAD + "".join(line for line in body if line.startswith(slug + ","))
+        expected = EXPORT_HEAD + as_export(line for line in body if line.startswith(slug + ","))
         assert export(slug) == expected
-    # The exports, concatenated without their repeated headers, are the input file itself.
-    assert EXPORT_HEAD + "".join(export(s)[len(EXPORT_HEAD):] for s in ("pw", "ex", "sim", "asp")) == ROUND_TRIP
+    # The exports, concatenated without their repeated headers, are the input file itself
+    # (plus the empty platform columns at the end), and import again as they are.
+    exported = EXPORT_HEAD + "".join(export(s)[len(EXPORT_HEAD):] for s in ("pw", "ex", "sim", "asp"))
+    assert exported == EXPORT_HEAD + as_export(body)
+    assert load(exported)["skipped"] == 9
 
 
 def test_jsonl_export_reimports_as_the_same_rows(studies):
@@ -75,7 +85,7 @@ def test_jsonl_export_reimports_as_the_same_rows(studies):
     rows = [json.loads(line) for line in text.splitlines()]
     assert rows[1] == {"study": "ex", "item_id": "e1", "annotator": "ann1", "question": "usefulness", "value": "4",
                        "shown_order": "", "seconds": 40.25, "submitted_at": "2026-03-02T08:00:00+00:00",
-                       "comment": ""}
+                       "comment": "", "platform": "", "study_id": "", "session_id": ""}
     assert load(text) == {"studies": ["ex"], "created": 0, "skipped": 2, "annotators_created": 0}
 
 
@@ -187,7 +197,7 @@ def test_import_judgments_command(studies, tmp_path):
     assert err.getvalue().splitlines() == ["line 2: value for 'choice' must be one of ['m1', 'm2', 'tie'], got 'm9'"]
     target = tmp_path / "out.csv"
     call_command("export_judgments", "pw", "--out", str(target))
-    assert target.read_text().splitlines()[1] == "pw,p1,ann1,choice,m2,m2|m1,12.5,2026-03-01T10:00:00+00:00,"
+    assert target.read_text().splitlines()[1] == "pw,p1,ann1,choice,m2,m2|m1,12.5,2026-03-01T10:00:00+00:00,,,,"
     with pytest.raises(CommandError, match="unknown study 'nope'"):
         call_command("export_judgments", "nope")
 

@@ -129,6 +129,15 @@ TABLE = {
                                     content_type="text/csv")],
     "api-study-judgments": [Probe("GET", by_role(403, 403, 200, 200), slug),
                             Probe("GET", by_role(403, 404, 404, 200), scoped)],
+    # Participants (docs/running-a-study.md): a link without a participant id is refused;
+    # the flow needs a participant session; the preview and participants.csv are for the
+    # study's researchers. Participant sessions themselves: tests/test_participants.py.
+    "participant-entry": [Probe("GET", by_role(400, 400, 400, 400), slug)],
+    "participant-flow": [Probe("GET", by_role(404, 404, 404, 404), slug)],
+    "participant-preview": [Probe("GET", by_role(404, 404, 200, 200), slug),
+                            Probe("GET", by_role(404, 404, 404, 200), scoped)],
+    "api-study-participants": [Probe("GET", by_role(403, 403, 200, 200), slug),
+                               Probe("GET", by_role(403, 404, 404, 200), scoped)],
     "study-upload": [Probe("GET", by_role(LOGIN, 403, 403, 200), slug),
                      Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
     "batch-upload": [Probe("GET", by_role(LOGIN, 403, 403, 200))],

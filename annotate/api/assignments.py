@@ -1,7 +1,8 @@
 """REST endpoints an annotator uses (interfaces.md):
 
 - POST /api/studies/{slug}/assignments/next/ -> 200 {"assignment", "item_id", "item",
-  "questions"} or 204 when nothing is left for this annotator;
+  "questions"} or 204 when nothing is left for this annotator (409 when the study is
+  not open: draft, paused or closed);
 - POST /api/assignments/{id}/judgments/ {question: value, ..., "seconds": float} ->
   201 with the stored judgments, or 200 with the already stored ones on a repeat;
   with "edit": true (or PUT/PATCH) the values replace earlier ones while the item is not
@@ -36,7 +37,7 @@ from annotate.api.serializers import (
 from annotate.assignment import next_assignment
 from annotate.blinding import blinding_for
 from annotate.display import assignment_payload
-from annotate.models import Assignment
+from annotate.models import OPEN, Assignment
 from annotate.submission import (
     AssignmentGone,
     EditNotAllowed,
@@ -66,7 +67,9 @@ class NextAssignmentView(APIView):
                    responses={200: NextAssignmentSerializer,
                               204: OpenApiResponse(None, description="Nothing is left for you in this study."),
                               403: REFUSED,
-                              404: NO_STUDY},
+                              404: NO_STUDY,
+                              409: OpenApiResponse(DetailSerializer, description="The study is not open "
+                                                   "(draft, paused or closed).")},
                    summary="The next item for the calling annotator (the open one if any).")
     def post(self, request, slug):
         study = study_for(request.user, slug, "annotate")
@@ -74,6 +77,9 @@ class NextAssignmentView(APIView):
             assignment = next_assignment(study, request.user)
         except NotAllowed:  # removed from the study between the two checks
             return Response({"detail": "You are not an annotator of this study."}, status=status.HTTP_403_FORBIDDEN)
+        if assignment is None and study.status != OPEN:
+            return Response({"detail": f"This study is {study.status}: it hands out no items."},
+                            status=status.HTTP_409_CONFLICT)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(NextAssignmentSerializer(assignment_payload(assignment)).data)

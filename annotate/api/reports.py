@@ -21,9 +21,9 @@ def download_name(study, fmt):
     return f'attachment; filename="{study.slug}-report.{fmt}"'
 
 
-def report_response(study, fmt):
+def report_response(study, fmt, include_flagged=False):
     """The rendered report as a download (csv, html) or a JSON response."""
-    report, text = study_report(study, fmt)
+    report, text = study_report(study, fmt, include_flagged=include_flagged)
     if fmt == "json":
         return None, report
     response = HttpResponse(text, content_type=CONTENT_TYPES[fmt])
@@ -48,7 +48,9 @@ class StudyReportView(APIView):
 
     @extend_schema(
         parameters=[OpenApiParameter("format", str, enum=list(FORMATS), default="json",
-                                     description="json (the report), csv (per-item table), html (one page)")],
+                                     description="json (the report), csv (per-item table), html (one page)"),
+                    OpenApiParameter("include_flagged", bool, default=False,
+                                     description="keep annotators below the study's quality thresholds")],
         responses={(200, "application/json"): ReportSerializer,
                    (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The per-item table."),
                    (200, "text/html"): OpenApiResponse(OpenApiTypes.STR, description="Self-contained page."),
@@ -62,7 +64,8 @@ class StudyReportView(APIView):
         fmt = request.query_params.get("format", "json")
         if fmt not in FORMATS:
             return Response({"detail": f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}"}, status=400)
-        response, report = report_response(study, fmt)
+        include = request.query_params.get("include_flagged", "").lower() in {"1", "true", "yes", "on"}
+        response, report = report_response(study, fmt, include)
         if response is None:
             response = Response(report)
             response["Content-Disposition"] = download_name(study, fmt)

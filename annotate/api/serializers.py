@@ -160,6 +160,21 @@ class StudyCreateSerializer(serializers.Serializer):
         required=False, min_value=1, default=settings.HUMEVAL_ASSIGNMENT_TIMEOUT_MINUTES)
     min_votes = serializers.IntegerField(required=False, min_value=1, default=2,
                                          help_text="Non-gold judgments an item needs for a majority label.")
+    # Participants from recruiting platforms (docs/running-a-study.md).
+    status = serializers.ChoiceField(["draft", "open", "paused", "closed"], required=False, default="open",
+                                     help_text="Only open studies hand out items.")
+    consent = serializers.CharField(required=False, allow_blank=True, help_text="Markdown accepted before anything.")
+    completion_code = serializers.CharField(required=False, max_length=100)
+    completion_url = serializers.URLField(required=False, max_length=500,
+                                          help_text="Participants end at <completion_url>?cc=<completion_code>.")
+    max_items_per_participant = serializers.IntegerField(required=False, min_value=1)
+    pre_questions = serializers.ListField(child=serializers.DictField(), required=False,
+                                          help_text="[{key, question, type: text|choice|number, options?}]")
+    post_questions = serializers.ListField(child=serializers.DictField(), required=False,
+                                           help_text="[{key, question, type: text|choice|number, options?}]")
+    quality = serializers.DictField(child=serializers.FloatField(), required=False,
+                                    help_text='{"min_gold_accuracy", "min_median_seconds", "fast_seconds", '
+                                              '"max_fast_submits"}: numbers, all optional')
 
 
 class BatchResultSerializer(serializers.Serializer):
@@ -347,6 +362,9 @@ class ReportSerializer(serializers.Serializer):
     n_annotators = serializers.IntegerField()
     complete_items = serializers.IntegerField(help_text="Real (non-gold) items with `annotations_per_item` "
                                                         "completed assignments.")
+    excluded_annotators = serializers.DictField(child=serializers.CharField(), required=False,
+                                                help_text="Annotators left out (below the study's quality "
+                                                          "thresholds) and why; {} with include_flagged.")
     agreement = serializers.DictField(child=AgreementSerializer(), help_text="Per question id.")
     position_bias = PositionBiasSerializer()
     annotators = serializers.DictField(child=AnnotatorStatsSerializer(), help_text="Per annotator username.")

@@ -7,6 +7,7 @@ from django.shortcuts import render
 from annotate.access import study_for
 from annotate.models import Assignment, Judgment
 from annotate.progress import study_progress
+from annotate.quality import flagged_annotators
 from annotate.roles import is_admin
 
 PROGRESS_POLL_SECONDS = 5
@@ -15,7 +16,8 @@ PROGRESS_POLL_SECONDS = 5
 def progress_context(study):
     """Counts for the progress panel (annotate/progress.py defines them): a few aggregate
     queries, cheap enough to poll. Per annotator: items and judgments submitted, open
-    (unexpired) assignments, last submit."""
+    (unexpired) assignments, last submit, and why they are flagged (below the study's
+    quality thresholds: left out of the report)."""
     per_annotator = list(
         Judgment.objects.filter(study=study).values("annotator__username")
         .annotate(items=Count("item", distinct=True), judgments=Count("id"), last=Max("submitted_at"))
@@ -23,8 +25,10 @@ def progress_context(study):
     open_by = dict(Assignment.objects.filter(study=study).open()
                    .values("annotator__username").annotate(n=Count("id"))
                    .values_list("annotator__username", "n"))
+    flagged = flagged_annotators(study)
     rows = [{"username": r["annotator__username"], "items": r["items"], "judgments": r["judgments"],
-             "open": open_by.get(r["annotator__username"], 0), "last": r["last"]} for r in per_annotator]
+             "open": open_by.get(r["annotator__username"], 0), "last": r["last"],
+             "flagged": flagged.get(r["annotator__username"], "")} for r in per_annotator]
     return {"study": study, "rows": rows, **study_progress(study), "poll_seconds": PROGRESS_POLL_SECONDS}
 
 

@@ -9,14 +9,16 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
-from annotate.access import NotAllowed, study_for
+from annotate.access import NotAllowed, participant_scope, study_for
 from annotate.assignment import next_assignment, open_assignment
 from annotate.blinding import blinding_for
 from annotate.display import annotator_view, study_questions
 from annotate.drafts import item_handle
 from annotate.kinds import get_kind
 from annotate.models import Assignment
+from annotate.participation import flow_redirect
 from annotate.progress import annotator_progress
 from annotate.rendering import render_markdown
 from annotate.submission import (
@@ -110,6 +112,8 @@ def _render_next(request, study, notice=None, previous=None, level="ok"):
     """The partial for the user's current/next item (or the done message). `level` (ok,
     warning, error) styles the notice: a refusal must not look like "Saved."."""
     assignment = next_assignment(study, request.user)
+    if assignment is None and (url := flow_redirect(participant_scope(request), study, request.user)):
+        return HttpResponseClientRedirect(url)  # a participant's items are done: on to the end of the flow
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
     if previous is not None:
         previous.item.refresh_from_db(fields=["n_completed"])  # the submit just bumped it
@@ -126,6 +130,8 @@ def task(request, slug):
     make a logged-in annotator's browser fetch it): it shows the open assignment if there
     is one, else a Start button that POSTs (CSRF) to `next_item`."""
     study = _study(request, slug)
+    if url := flow_redirect(participant_scope(request), study, request.user):
+        return redirect(url)  # a participant outside the items step (annotate/participation.py)
     assignment = open_assignment(study, request.user)
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
     prog = annotator_progress(study, request.user)

@@ -105,6 +105,7 @@ def header(inp: ReportInput) -> dict[str, Any]:
         "complete_items": complete,
         "min_votes": int(inp.min_votes),
         "skipped": inp.skipped,
+        "excluded_annotators": dict(inp.excluded_annotators or {}),
     }
 
 

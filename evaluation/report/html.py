@@ -85,6 +85,9 @@ def summary_section(r: Report) -> str:
                        ("tie_majority", "Items whose majority is 'tie' (left out of alignment)")):
         if key in r:
             rows.append((label, r[key]))
+    if r.get("excluded_annotators"):
+        rows.append(("Annotators left out (below the study's quality thresholds)",
+                     "; ".join(f"{name} ({why})" for name, why in r["excluded_annotators"].items())))
     if r.get("majority_votes"):
         rows.append(("Items with a majority, by number of votes",
                      ", ".join(f"{k} votes: {v}" for k, v in r["majority_votes"].items())))

@@ -93,9 +93,12 @@ class ReportInput:
     # (annotate/progress.py); None = count real items judged by that many annotators.
     complete_items: int | None = None
     min_votes: int = 2  # non-gold judgments an item needs for a majority (statistics.md)
+    # Annotators whose judgments were left out (below the study's quality thresholds): {name: reason}.
+    excluded_annotators: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         self.item_ids = objects(self.item_ids)
+        self.excluded_annotators = dict(self.excluded_annotators or {})
         self.is_gold = np.asarray(self.is_gold, dtype=bool)
         n = len(self.item_ids)
         self.gold = list(self.gold) if self.gold is not None else [None] * n

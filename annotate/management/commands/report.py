@@ -15,14 +15,16 @@ class Command(BaseCommand):
         parser.add_argument("--out", help="write here instead of stdout")
         parser.add_argument("--min-votes", type=int, default=None, dest="min_votes",
                             help="judgments an item needs for a majority (default: the study's min_votes, else 2)")
+        parser.add_argument("--include-flagged", action="store_true", dest="include_flagged",
+                            help="keep annotators below the study's quality thresholds (left out by default)")
 
-    def handle(self, slug, format, out, min_votes=None, **options):
+    def handle(self, slug, format, out, min_votes=None, include_flagged=False, **options):
         study = Study.objects.filter(slug=slug).first()
         if study is None:
             raise CommandError(f"no study with slug {slug!r}")
         if min_votes is not None and min_votes < 1:
             raise CommandError("--min-votes must be at least 1")
-        _, text = study_report(study, format, min_votes)
+        _, text = study_report(study, format, min_votes, include_flagged)
         if out:
             try:
                 with open(out, "w", encoding="utf-8", newline="") as handle:

@@ -1,0 +1,216 @@
+"""Participants from recruiting platforms (interfaces.md; docs/running-a-study.md).
+
+A participant link `/p/<slug>/?PROLIFIC_PID=..` (or MTurk's workerId, or a generic pid)
+creates or resumes the user `<platform>:<id>` and its Participant row for that study.
+The study flow is a fixed sequence of steps; `next_step` says where a participant is,
+from what is stored on the Participant (so a reload or a new device resumes it):
+
+    consent -> instructions -> pre -> practice -> items -> post -> done
+
+A step with nothing to show (no consent text, no practice items, ...) is passed over.
+The same steps drive the preview (annotate/views/participant.py), which keeps its
+state in the session instead and writes nothing.
+"""
+from __future__ import annotations
+
+import math
+import re
+import secrets
+from dataclasses import dataclass
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import Count
+from django.urls import reverse
+
+from .models import OPEN, Assignment, Participant, Study
+from .progress import annotator_progress
+
+ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+PARTICIPANT_USERNAME = re.compile(r"^(prolific|mturk|pid):[A-Za-z0-9_-]{1,64}$")  # their users' names
+# platform: (the parameter naming the participant, the platform's study id, its session id)
+PLATFORMS = {
+    "prolific": ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"),
+    "mturk": ("workerId", "hitId", "assignmentId"),
+    "pid": ("pid", "study_id", "session_id"),
+}
+STEPS = ("consent", "instructions", "pre", "practice", "items", "post", "done")
+MAX_TEXT_ANSWER = 2000
+
+
+class BadLink(ValueError):
+    """The link's ids are missing or malformed (answered 400 with the reason)."""
+
+
+@dataclass
+class LinkIds:
+    platform: str
+    external_id: str
+    study_id: str = ""
+    session_id: str = ""
+
+    @property
+    def username(self) -> str:
+        return f"{self.platform}:{self.external_id}"
+
+
+def link_ids(query) -> LinkIds:
+    """The participant named by a link's query string (the first platform whose id
+    parameter is present). Raises BadLink for a missing id or any id that is not 1-64
+    letters, digits, '-' or '_'."""
+    for platform, (who, study, session) in PLATFORMS.items():
+        if who not in query:
+            continue
+        values = {}
+        for name in (who, study, session):
+            value = query.get(name, "")
+            if (name == who or value) and not ID_RE.match(value):
+                raise BadLink(f"'{name}' must be 1-64 letters, digits, '-' or '_'")
+            values[name] = value
+        return LinkIds(platform, values[who], values[study], values[session])
+    raise BadLink("the link names no participant (PROLIFIC_PID, workerId or pid)")
+
+
+def join(study: Study, ids: LinkIds) -> Participant:
+    """Creates or resumes the participant `ids` in `study` (idempotent; a repeat with new
+    platform study/session ids keeps the first ones). The user has no password and no
+    role: the participant row is what lets them annotate this one study."""
+    User = get_user_model()
+    for _ in range(2):  # a concurrent first visit may create the same rows: then read theirs
+        try:
+            with transaction.atomic():
+                user = User.objects.filter(username=ids.username).first()
+                if user is None:
+                    user = User.objects.create_user(username=ids.username)  # unusable password
+                participant, _ = Participant.objects.get_or_create(
+                    study=study, user=user,
+                    defaults={"platform": ids.platform, "external_id": ids.external_id,
+                              "platform_study_id": ids.study_id, "platform_session_id": ids.session_id,
+                              "seed": secrets.randbelow(2**31)})
+                return participant
+        except IntegrityError:
+            continue
+    raise IntegrityError(f"could not create participant {ids.username}")
+
+
+def items_left(study: Study, user) -> bool:
+    """Whether the engine would still hand `user` an item (or has one open for them)."""
+    if Assignment.objects.filter(study=study, annotator=user).open().exists():
+        return True
+    if study.status != OPEN:
+        return False
+    return annotator_progress(study, user)["remaining"] > 0
+
+
+def next_step(study: Study, state: dict, user=None) -> str:
+    """The step to show: the first one not yet passed. `state` holds consented,
+    instructions_seen, pre_answers, practice_done, items_done, post_answers, finished
+    (from a Participant via `participant_state`, or the preview's session)."""
+    if state.get("finished"):
+        return "done"
+    if study.consent and not state.get("consented"):
+        return "consent"
+    if study.instructions and not state.get("instructions_seen"):
+        return "instructions"
+    if study.pre_questions and state.get("pre_answers") is None:
+        return "pre"
+    if state.get("practice_done", 0) < len(study.practice_items):
+        return "practice"
+    if not state.get("items_done") and (user is None or items_left(study, user)):
+        return "items"
+    if study.post_questions and state.get("post_answers") is None:
+        return "post"
+    return "done"
+
+
+def participant_state(participant: Participant) -> dict:
+    return {"consented": participant.consented_at is not None,
+            "instructions_seen": participant.instructions_seen_at is not None,
+            "pre_answers": participant.pre_answers, "practice_done": participant.practice_done,
+            "post_answers": participant.post_answers, "finished": participant.finished_at is not None}
+
+
+def question_answers(questions: list, post) -> tuple[dict, dict]:
+    """({key: answer}, {key: error}) for the pre/post `questions` from a form `post`.
+    Every question must be answered; choice answers must be one of the options, number
+    answers finite numbers (stored as floats), text at most 2000 characters."""
+    answers, errors = {}, {}
+    for q in questions:
+        raw = (post.get(q["key"]) or "").strip()
+        if not raw:
+            errors[q["key"]] = "Please answer this question."
+        elif q["type"] == "choice" and raw not in q["options"]:
+            errors[q["key"]] = "Please pick one of the options."
+        elif q["type"] == "number":
+            try:
+                value = float(raw)
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                errors[q["key"]] = "Please enter a number."
+            else:
+                answers[q["key"]] = value
+        elif len(raw) > MAX_TEXT_ANSWER:
+            errors[q["key"]] = f"Please keep it under {MAX_TEXT_ANSWER} characters."
+        else:
+            answers[q["key"]] = raw
+    return answers, errors
+
+
+def completion_redirect(study: Study) -> str | None:
+    """`<completion_url>?cc=<completion_code>` (added to any query the URL has), or None."""
+    if not study.completion_url:
+        return None
+    parts = urlsplit(study.completion_url)
+    query = "&".join(q for q in (parts.query, urlencode({"cc": study.completion_code})) if q)
+    return urlunsplit(parts._replace(query=query))
+
+
+def flow_redirect(scope: str | None, study: Study, user) -> str | None:
+    """For a participant session on the task page of `study`: the flow URL when the
+    participant is not at the items step (consent not given yet, or nothing left: on
+    to the post questions and completion), else None. None for other sessions."""
+    if scope != study.slug:
+        return None
+    participant = Participant.objects.filter(study=study, user=user).first()
+    if participant is None or next_step(study, participant_state(participant), user) != "items":
+        return reverse("participant-flow", kwargs={"slug": study.slug})
+    return None
+
+
+PARTICIPANT_COLUMNS = ("platform", "participant", "study_id", "session_id", "status", "items", "gold_accuracy",
+                       "median_seconds", "flagged", "reason", "started_at", "finished_at")
+
+
+def participant_table(study: Study) -> tuple[list[str], list[list]]:
+    """(header, rows) of participants.csv (interfaces.md): the spec's columns, then one
+    column per pre question (`pre:<key>`) and post question (`post:<key>`) with the
+    participant's answers. items = items completed (gold included, practice never);
+    flagged/reason from the study's quality thresholds (annotate/quality.py)."""
+    from .quality import annotator_quality, flag_reasons
+
+    quality = annotator_quality(study)
+    completed = dict(Assignment.objects.filter(study=study).completed().values("annotator_id")
+                     .annotate(n=Count("id")).values_list("annotator_id", "n"))
+    pre = [q["key"] for q in study.pre_questions]
+    post = [q["key"] for q in study.post_questions]
+    header = [*PARTICIPANT_COLUMNS, *(f"pre:{k}" for k in pre), *(f"post:{k}" for k in post)]
+    rows = []
+    for p in study.participants.select_related("user").order_by("started_at", "id"):
+        q = quality.get(p.user.username, {})
+        reason = flag_reasons(q, study.quality or {})
+        rows.append([p.platform, p.external_id, p.platform_study_id, p.platform_session_id, p.status,
+                     completed.get(p.user_id, 0), _number(q.get("gold_accuracy")), _number(q.get("median_seconds")),
+                     "true" if reason else "false", reason, _when(p.started_at), _when(p.finished_at),
+                     *((p.pre_answers or {}).get(k, "") for k in pre),
+                     *((p.post_answers or {}).get(k, "") for k in post)])
+    return header, rows
+
+
+def _number(value) -> str:
+    return "" if value is None else f"{value:.4g}"
+
+
+def _when(value) -> str:
+    return value.isoformat() if value else ""
