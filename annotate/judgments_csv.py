@@ -150,7 +150,8 @@ def judgment_cells(row):
 
 
 def write_judgments(rows, out, fmt="csv"):
-    """Write judgment dicts (keys = JUDGMENT_COLUMNS, typed; the JUDGMENT_OPTIONAL_COLUMNS may be absent) to a text stream."""
+    """Write judgment dicts (keys = JUDGMENT_COLUMNS, typed; JUDGMENT_OPTIONAL_COLUMNS may be
+    absent) to a text stream."""
     for chunk in iter_judgments(rows, fmt):
         out.write(chunk)
 
