@@ -66,7 +66,9 @@ def _read_csv(text, columns, optional=()):
     if sorted(h for h in header if h not in optional) != sorted(columns) or len(set(header)) != len(header):
         missing = [c for c in columns if c not in header]
         extra = [h for h in header if h not in columns and h not in optional]
-        yield 1, f"header must be {','.join(columns)} (missing: {missing or 'none'}, unexpected: {extra or 'none'})"
+        optional_text = f" (optional at the end: {','.join(optional)})" if optional else ""
+        yield 1, (f"header must be {','.join(columns)}{optional_text}"
+                  f" (missing: {missing or 'none'}, unexpected: {extra or 'none'})")
         return
     start = reader.line_num + 1
     try:

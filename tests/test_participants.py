@@ -13,6 +13,7 @@ from django.test import Client
 
 from annotate.assignment import next_assignment
 from annotate.batch_format import parse_header
+from annotate.blinding import OPTION, make_token
 from annotate.importing import import_batch_bytes
 from annotate.judgments_io import export_judgment_rows, import_judgments
 from annotate.models import Assignment, AuditLog, Item, Judgment, Participant, Study
@@ -20,9 +21,14 @@ from annotate.participation import BadLink, LinkIds, completion_redirect, join, 
 from annotate.progress import annotator_progress
 from annotate.report_data import study_report
 from annotate.submission import submit
-from tests.factories import api_client, make_items, make_study, make_user
+from tests.factories import api_client, make_items, make_study, make_user, tokens
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
+
+def practice_token(real):
+    """The token of option `real` on a practice or preview form (an unsaved assignment)."""
+    return make_token(None, OPTION, real)
+
 
 PROLIFIC = "?PROLIFIC_PID=5f2c0a1b&STUDY_ID=st01&SESSION_ID=se01"
 
@@ -41,11 +47,16 @@ def answer_all(client, slug, choice="m1", seconds=5):
         user = get_user_model().objects.get(pk=client.session["_auth_user_id"])
         current = Assignment.objects.filter(study__slug=slug, annotator=user, completed_at__isnull=True).first()
         if current is None:
-            page = client.get(f"/annotate/{slug}/")
+            page = client.get(f"/annotate/{slug}/")  # a GET reserves nothing: Start is a POST
             if page.status_code == 302:
                 return n
-            current = Assignment.objects.get(study__slug=slug, annotator=user, completed_at__isnull=True)
-        client.post(f"/annotate/{slug}/items/{current.pk}/submit/", {"q:choice": choice, "seconds": seconds},
+            started = client.post(f"/annotate/{slug}/next/", HTTP_HX_REQUEST="true")
+            current = Assignment.objects.filter(study__slug=slug, annotator=user, completed_at__isnull=True).first()
+            if current is None:
+                assert "HX-Redirect" in started, started.content[:300]
+                return n
+        answer = tokens(current.pk, {"choice": choice})["choice"]  # the annotator's doors speak tokens
+        client.post(f"/annotate/{slug}/items/{current.pk}/submit/", {"q:choice": answer, "seconds": seconds},
                     HTTP_HX_REQUEST="true")
         n += 1
 
@@ -204,7 +215,8 @@ def test_scoped_session_reaches_only_its_study(annotators):
     theirs = next_assignment(other, annotators[0])
     assert client.post(f"/api/assignments/{theirs.pk}/judgments/", {"choice": "m1"},
                        content_type="application/json").status_code == 404
-    assert client.post(f"/api/assignments/{mine}/judgments/", {"choice": "m1", "seconds": 4},
+    assert client.post(f"/api/assignments/{mine}/judgments/", {"choice": tokens(mine, {"choice": "m1"})["choice"],
+                                                               "seconds": 4},
                        content_type="application/json").status_code == 201
     assert client.get("/annotate/mine/")["Location"] == "/p/mine/go/"  # instructions first
     client.post("/p/mine/go/", {"step": "instructions"})
@@ -236,7 +248,7 @@ def test_judgments_export_ends_with_platform_ids_and_old_files_still_import(anno
     response = api_client(make_user("ada", role="admins")).get(f"/api/studies/{study.slug}/judgments/")
     lines = b"".join(response.streaming_content).decode().splitlines()
     assert lines[0] == ("study,item_id,annotator,question,value,shown_order,seconds,submitted_at,"
-                        "platform,study_id,session_id")
+                        "comment,platform,study_id,session_id")
     assert lines[2].startswith("pairwise-alignment,item-0000,prolific:5f2c0a1b,choice,m1,")
     assert lines[2].endswith(",prolific,st01,se01")
     # the export imports again (idempotent), and so does an older file without the columns
@@ -280,7 +292,8 @@ def test_whole_flow_ends_at_the_completion_url():
     client.post("/p/pairwise-alignment/go/", {"step": "pre", "age": "34"})
     practice = client.get("/p/pairwise-alignment/go/")
     assert b"Practice item 1 of 1" in practice.content and b"Practice request." in practice.content
-    reveal = client.post("/p/pairwise-alignment/go/", {"step": "practice", "index": "1", "q:choice": "m2"})
+    reveal = client.post("/p/pairwise-alignment/go/",
+                         {"step": "practice", "index": "1", "q:choice": practice_token("m2")})
     assert b"(different)" in reveal.content and b"<strong>tone</strong>" in reveal.content
     assert Judgment.objects.count() == 0 and Assignment.objects.count() == 0  # practice never counted
     client.post("/p/pairwise-alignment/go/", {"step": "practice", "index": "1", "continue": "1"})
@@ -498,13 +511,14 @@ def test_preview_walks_every_page_and_writes_nothing(researcher):
     client.post(url, {"step": "consent", "consent": "yes"})
     client.post(url, {"step": "instructions"})
     client.post(url, {"step": "pre", "age": "40"})
-    assert b"(correct)" in client.post(url, {"step": "practice", "index": "1", "q:choice": "m1"}).content
+    checked = client.post(url, {"step": "practice", "index": "1", "q:choice": practice_token("m1")})
+    assert b"(correct)" in checked.content
     client.post(url, {"step": "practice", "index": "1", "continue": "1"})
     page = client.get(url)
     assert page.context["step"] == "items" and b"Item 1 of 2" in page.content and b"request 0." in page.content
-    assert b"Please answer" not in client.post(url, {"step": "items", "q:choice": "m2"}).content
+    assert b"Please answer" not in client.post(url, {"step": "items", "q:choice": practice_token("m2")}).content
     assert b"Item 2 of 2" in client.get(url).content
-    client.post(url, {"step": "items", "q:choice": "m1"})
+    client.post(url, {"step": "items", "q:choice": practice_token("m1")})
     client.post(url, {"step": "post", "hard": "yes", "note": "ok"})
     done = client.get(url)
     assert done.status_code == 200 and b"CODE42" in done.content  # no redirect away from a preview

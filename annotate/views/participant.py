@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotate.access import SCOPE_KEY, may_read, participant_scope
+from annotate.blinding import blinding_for
 from annotate.models import DRAFT, OPEN, Assignment, Item, Participant, Study
 from annotate.ordering import shown_order_for
 from annotate.participation import (
@@ -27,7 +28,7 @@ from annotate.participation import (
     question_answers,
 )
 from annotate.rendering import render_markdown
-from annotate.submission import SubmissionError, validate_answers
+from annotate.submission import SubmissionError, checked_answers
 from annotate.views.task import FIELD_PREFIX, item_context
 
 PREVIEW_KEY = "participant_preview"  # session: {slug: preview state}
@@ -202,20 +203,23 @@ def _answer_practice(request, study, store):
         return redirect(_urls(study, store)["action"])
     practice, assignment = _practice_context(study, index)
     answers = {k[len(FIELD_PREFIX):]: v for k, v in request.POST.items() if k.startswith(FIELD_PREFIX)}
-    try:
-        values = validate_answers(study, practice["data"], answers)
+    try:  # the form speaks the (unsaved) assignment's tokens, like the task page
+        values = checked_answers(assignment, answers, blinded=True)
     except SubmissionError as exc:
         return _render_step(request, study, "practice", store, values=answers, item_errors=exc.errors)
-    context = item_context(study, assignment, values=values)
+    blinding = blinding_for(assignment)
+    context = item_context(study, assignment, values=blinding.values(values))
     reveal = []
     for q in context["questions"]:
-        expected = practice["gold"].get(q["id"])
+        qid = blinding.questions.get(q["id"], q["id"])
+        expected = practice["gold"].get(qid)
         if expected is None:
             continue
-        label = next((c["label"] for c in q["choices"] if c["value"] == str(expected)), str(expected))
-        given = next((c["label"] for c in q["choices"] if c["value"] == values.get(q["id"])), values.get(q["id"]))
+        expected_token, given_token = blinding.option(str(expected)), blinding.option(values.get(qid))
+        label = next((c["label"] for c in q["choices"] if c["value"] == expected_token), str(expected))
+        given = next((c["label"] for c in q["choices"] if c["value"] == given_token), values.get(qid))
         reveal.append({"question": q["text"], "expected": label, "given": given,
-                       "correct": str(expected) == values.get(q["id"])})
+                       "correct": str(expected) == values.get(qid)})
     return render(request, "participant/practice_feedback.html", {
         "study": study, "preview": store.preview, **_urls(study, store), "reveal": reveal,
         "feedback_html": render_markdown(practice.get("feedback", "")),
@@ -260,14 +264,13 @@ def _preview_answer(request, study, store):
     if request.POST.get("finish"):
         store.update(items_done=True)
         return redirect(_urls(study, store)["action"])
-    item = _preview_items(study)[index]
     answers = {k[len(FIELD_PREFIX):]: v for k, v in request.POST.items() if k.startswith(FIELD_PREFIX)}
-    try:
-        validate_answers(study, item.data, answers)
+    context = {"study": study, "step": "items", "preview": True, **_urls(study, store)}
+    context.update(_preview_item_context(study, state))
+    assignment = context["assignment"]
+    try:  # tokens of the unsaved assignment, as drawn
+        checked_answers(assignment, answers, blinded=True)
     except SubmissionError as exc:
-        context = {"study": study, "step": "items", "preview": True, **_urls(study, store)}
-        context.update(_preview_item_context(study, state))
-        assignment = context["assignment"]
         context.update(item_context(study, assignment, values=answers, errors=exc.errors))
         return render(request, "participant/preview_item.html", context)
     done = index + 1 >= _preview_items(study).count()

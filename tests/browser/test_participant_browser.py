@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from annotate.blinding import OPTION, make_token
 from annotate.models import Assignment, Judgment, Participant
 from tests.factories import make_items, make_study, make_user
 
@@ -70,13 +71,15 @@ def test_prolific_participant_walks_to_the_completion_redirect(live_server, new_
     shot(page, "pre-questions")
     page.click("#continue")
     page.wait_for_selector("#practice-form")
-    page.click("#practice-form label.choice:has(input[value=stiff])")  # the wrong one, on purpose
+    stiff = make_token(None, OPTION, "stiff")  # the practice form speaks tokens too
+    page.click(f"#practice-form label.choice:has(input[value={stiff}])")  # the wrong one, on purpose
     page.click("#practice-form button[type=submit]")
     page.wait_for_selector(".practice-feedback")
     assert "(different)" in page.inner_text(".reveal")
     assert page.inner_text(".feedback strong") == "casual, playful tone"
     shot(page, "practice-feedback")
     page.click("#continue")
+    page.click("#start")  # the task page reserves nothing until asked (a POST)
     page.wait_for_selector("#item-form")
     assert page.url == f"{live_server.url}/annotate/{study.slug}/"
     shot(page, "item")
