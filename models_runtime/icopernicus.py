@@ -320,4 +320,5 @@ def icopernicus_finish(job):
 
 
 ICOPERNICUS = JobKind("icopernicus", items=icopernicus_items, process_chunk=icopernicus_chunk,
-                      finish=icopernicus_finish, validate=validate_icopernicus, chunk_size=1)
+                      finish=icopernicus_finish, validate=validate_icopernicus, chunk_size=1,
+                      inputs=("input",), outputs=(("out_batch", "batch.jsonl"), ("out_table", "egises.csv")))

@@ -232,4 +232,4 @@ def rag_finish(job):
 
 
 RAG = JobKind("rag", items=rag_items, process_chunk=rag_chunk, finish=rag_finish, validate=validate_rag_params,
-              chunk_size=16)
+              chunk_size=16, inputs=("input",), outputs=(("out", "batch.jsonl"),))
