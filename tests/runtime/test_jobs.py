@@ -48,7 +48,9 @@ def test_score_job_stores_hand_worked_values():
     assert rl[("i1", "b")] == pytest.approx(6 / 11)
     assert bleu[("i2", "a")] == pytest.approx(0.537284966) and bleu[("i2", "b")] == pytest.approx(1.0)
     assert job.result == {"study": study.slug, "metrics": ["rouge1", "rougeL", "bleu"], "n_scores": 18,
-                          "unparsed": {"rouge1": 0, "rougeL": 0, "bleu": 0}}
+                          "unparsed": {"rouge1": 0, "rougeL": 0, "bleu": 0},
+                          "coverage": {m: {"n_items": 3, "n_scored": 3, "n_unparsed": 0}
+                                       for m in ("rouge1", "rougeL", "bleu")}}
     assert Prediction.objects.get(item__item_id="i1", evaluator="rouge1", question="a").value == "0.9090909091"
     # Re-running upserts: same rows, same values.
     again = submit_job("score", {"study": study.slug, "metrics": ["rouge1"]})
@@ -72,6 +74,7 @@ def test_gemba_scores_are_never_a_restated_scale_and_unparsed_are_counted(monkey
     study = make_study()
     job = submit_job("score", {"study": study.slug, "metrics": "gemba"})
     assert job.state == "done" and job.result["unparsed"] == {"gemba": 1}
+    assert job.result["coverage"] == {"gemba": {"n_items": 3, "n_scored": 2, "n_unparsed": 1}}  # issue 16 D6
     assert scores(study, "gemba") == {("i1", "a"): 72.0, ("i1", "b"): 72.0, ("i2", "a"): 72.0, ("i2", "b"): 72.0,
                                       ("i3", "a"): None, ("i3", "b"): 72.0}
     assert Prediction.objects.get(item__item_id="i3", evaluator="gemba", question="a").value == ""

@@ -108,7 +108,8 @@ def test_killed_worker_resumes_without_redoing_items(groups_back, transactional_
     logs_text = "".join((tmp_path / f"worker{n}.log").read_text() for n in (1, 2))
     assert job.state == "done", logs_text
     assert (job.result, job.errors, job.finished_at is not None) == (
-        {"study": study.slug, "metrics": ["rouge1"], "n_scores": 2 * N_ITEMS, "unparsed": {"rouge1": 0}}, [], True)
+        {"study": study.slug, "metrics": ["rouge1"], "n_scores": 2 * N_ITEMS, "unparsed": {"rouge1": 0},
+         "coverage": {"rouge1": {"n_items": N_ITEMS, "n_scored": N_ITEMS, "n_unparsed": 0}}}, [], True)
     # Each item finished exactly once: one checkpoint per key, the F() counter matches,
     # and the scores exist once per (item, candidate).
     keys = list(JobItem.objects.filter(job=job).values_list("key", flat=True))
