@@ -15,6 +15,7 @@ a job that does not exist.
 import json
 
 from django.http import FileResponse, Http404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -159,7 +160,8 @@ class JobFileView(APIView):
     """One of the job's own files (its uploads, its outputs), for admins and researchers who
     may read the job. Only names in the job's `files` are served: no path reaches the disk."""
 
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiResponse(description="The file's bytes."),
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY,
+                                                                                 description="The file's bytes."),
                               404: OpenApiResponse(DetailSerializer, description="No such job or file.")},
                    summary="Download a job's file.")
     def get(self, request, pk, name):

@@ -18,10 +18,9 @@ from .jobs import (
     get_job_kind,
     job_dir,
     start_job,
-    study_of,
     validate_params,
 )
-from .models import Job
+from .models import Job, study_slug
 
 
 def input_file_name(param: str) -> str:
@@ -70,7 +69,7 @@ def submit_web_job(kind: str, params: dict, uploads: dict, user=None) -> Job:
             shutil.rmtree(directory, ignore_errors=True)
             raise
         files = [input_file_name(name) for name in job_kind.inputs] + list(outputs.values())
-        Job.objects.filter(pk=job.pk).update(params=validated, files=files, study=study_of(validated))
+        Job.objects.filter(pk=job.pk).update(params=validated, files=files, study=study_slug(validated))
         job.refresh_from_db()
         start_job(job, background=True)
     return job

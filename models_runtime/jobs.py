@@ -46,7 +46,7 @@ from django.utils import timezone
 
 from .backends.config import ModelNotAvailable
 from .metrics.registry import UnknownMetric
-from .models import Job, JobItem
+from .models import Job, JobItem, study_slug
 
 logger = logging.getLogger(__name__)
 
@@ -180,16 +180,9 @@ def validate_params(kind: str, params: dict | None) -> dict:
     return job_kind.validate(params) if job_kind.validate else params
 
 
-def study_of(params: dict) -> str:
-    """The slug of the study a job touches (params `study` or `slug`), or ""."""
-    slug = params.get("study") or params.get("slug") if isinstance(params, dict) else None
-    return slug[:100] if isinstance(slug, str) else ""
-
-
 def create_job(kind: str, params: dict, user=None) -> Job:
     """A queued Job row for already validated params."""
-    return Job.objects.create(kind=kind, params=params, study=study_of(params),
-                              created_by=user if user is not None and user.is_authenticated else None)
+    return Job.objects.create(kind=kind, params=params, created_by=user if user is not None and user.is_authenticated else None)
 
 
 def submit_job(kind: str, params: dict | None, user=None, run: bool = True, on_progress=None) -> Job:

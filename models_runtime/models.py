@@ -54,6 +54,17 @@ class Job(models.Model):
     def __str__(self):
         return f"job {self.pk} {self.kind} {self.state} {self.done}/{self.total}"
 
+    def save(self, *args, **kwargs):
+        if not self.study:  # however the job was made, it carries its study's slug
+            self.study = study_slug(self.params)
+        super().save(*args, **kwargs)
+
+
+def study_slug(params) -> str:
+    """The slug of the study a job's params name (`study`, or `slug` for the file kinds), or ""."""
+    slug = (params.get("study") or params.get("slug")) if isinstance(params, dict) else None
+    return slug[:100] if isinstance(slug, str) else ""
+
 
 class JobItem(models.Model):
     """Checkpoint: item `key` of `job` is finished (with its result or its error)."""

@@ -267,3 +267,33 @@ def test_jobs_command_lists_and_handles_stale_jobs():
     out = StringIO()
     call_command("jobs", "--study", study.slug, stdout=out)
     assert len(out.getvalue().splitlines()) == 2
+
+
+# ---- D18: the study dashboard lists every job touching the study ---------------------------
+
+@pytest.mark.django_db
+def test_dashboard_jobs_panel_lists_the_study_jobs(client, settings):
+    ensure_roles()
+    study = make_study()
+    researcher, annotator = make_user("res", "researchers"), make_user("ann", "annotators")
+    from_cli = Job.objects.create(kind="score", params={"study": study.slug}, state="running", done=1, total=3)
+    failed = Job.objects.create(kind="rag", params={"slug": study.slug}, state="failed", done=2, total=4,
+                                errors=[{"error": "ConnectionError: refused", "attempt": 1, "traceback": "T"}],
+                                files=["input.jsonl", "batch.jsonl"])
+    Job.objects.create(kind="score", params={"study": "another"}, state="done")
+    job_dir(failed.pk).mkdir(parents=True)
+    (job_dir(failed.pk) / "input.jsonl").write_text("{}\n")
+    Job.objects.filter(pk=from_cli.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=150))
+    client.force_login(researcher)
+    page = client.get(f"/studies/{study.slug}/")
+    assert f'hx-get="/studies/{study.slug}/jobs/"' in page.content.decode()
+    html = client.get(f"/studies/{study.slug}/jobs/").content.decode()
+    assert [int(x) for x in __import__("re").findall(r'<tr id="job-(\d+)"', html)] == [failed.pk, from_cli.pk]
+    assert ('<span class="job-count">1/3</span><div class="bar" role="progressbar" aria-label="job '
+            f'{from_cli.pk} progress" aria-valuemin="0" aria-valuemax="100" aria-valuenow="33">') in html
+    assert 'aria-valuenow="50"' in html and "<td>2h ago</td>" in html
+    assert '<div class="job-error">ConnectionError: refused</div>' in html and "T</" not in html
+    assert (f'<a href="/api/jobs/{failed.pk}/files/input.jsonl" download="input.jsonl">input.jsonl</a>' in html
+            and "batch.jsonl" not in html)  # not written yet: no link
+    client.force_login(annotator)
+    assert client.get(f"/studies/{study.slug}/jobs/").status_code == 404

@@ -15,20 +15,10 @@ from django.utils import timezone
 
 from models_runtime.jobs import JobParamsError, cancel_job, requeue_job, requeue_stale_jobs
 from models_runtime.models import Job
+from models_runtime.views import ago
 
 COLUMNS = ("id", "kind", "state", "progress", "study", "age", "heartbeat")
 WIDTHS = (6, 14, 16, 11, 24, 5, 9)
-
-
-def ago(seconds: float | None) -> str:
-    """42s, 5m, 3h, 2d (rounded down); '-' for never."""
-    if seconds is None:
-        return "-"
-    seconds = max(0, int(seconds))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def job_line(job: Job, now) -> str:
