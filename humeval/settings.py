@@ -207,7 +207,8 @@ HUMEVAL_JOB_HEARTBEAT_SECONDS = float(os.environ.get("HUMEVAL_JOB_HEARTBEAT_SECO
 HUMEVAL_JOB_STALE_SECONDS = float(os.environ.get("HUMEVAL_JOB_STALE_SECONDS", "120"))
 HUMEVAL_JOBS_DIR = os.environ.get("HUMEVAL_JOBS_DIR", str(VAR_DIR / "jobs"))
 CELERY_BEAT_SCHEDULE = {"humeval-requeue-stale-jobs": {
-    "task": "models_runtime.requeue_stale_jobs", "schedule": float(os.environ.get("HUMEVAL_STALE_CHECK_SECONDS", "60"))}}
+    "task": "models_runtime.requeue_stale_jobs",
+    "schedule": float(os.environ.get("HUMEVAL_STALE_CHECK_SECONDS", "60"))}}
 
 # API tokens expire this many days after they are issued (0 = never); see docs/access.md.
 HUMEVAL_TOKEN_TTL_DAYS = int(os.environ.get("HUMEVAL_TOKEN_TTL_DAYS", "30"))

@@ -44,9 +44,10 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from . import step
 from .backends.config import ModelNotAvailable
 from .metrics.registry import UnknownMetric
-from .models import Job, JobItem, study_slug
+from .models import Job, JobItem
 
 logger = logging.getLogger(__name__)
 
@@ -182,7 +183,8 @@ def validate_params(kind: str, params: dict | None) -> dict:
 
 def create_job(kind: str, params: dict, user=None) -> Job:
     """A queued Job row for already validated params."""
-    return Job.objects.create(kind=kind, params=params, created_by=user if user is not None and user.is_authenticated else None)
+    creator = user if user is not None and user.is_authenticated else None
+    return Job.objects.create(kind=kind, params=params, created_by=creator)
 
 
 def submit_job(kind: str, params: dict | None, user=None, run: bool = True, on_progress=None) -> Job:
@@ -355,8 +357,14 @@ class Heartbeat:
         self.interval = float(settings.HUMEVAL_JOB_HEARTBEAT_SECONDS)
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
+        self.current: step.Step | None = None
+        self.written: dict | None = None
+
+    def _listen(self, current: "step.Step | None") -> None:
+        self.current = current
 
     def __enter__(self):
+        step.listen(self._listen)
         if self.interval > 0:
             self.thread = threading.Thread(target=self._beat, name=f"humeval-heartbeat-{self.job_id}", daemon=True)
             self.thread.start()
@@ -365,14 +373,20 @@ class Heartbeat:
     def _beat(self):
         try:
             while not self.stop.wait(self.interval):
+                fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
+                current = self.current.as_json() if self.current is not None else {}
+                if current != self.written:
+                    fields["step"] = current
                 try:
-                    Job.objects.filter(pk=self.job_id, state=Job.RUNNING).update(heartbeat_at=timezone.now())
+                    Job.objects.filter(pk=self.job_id, state=Job.RUNNING).update(**fields)
+                    self.written = current
                 except Exception as exc:  # a busy database: the next beat tries again
                     logger.debug("job %d: heartbeat not written: %s", self.job_id, exc)
         finally:
             connection.close()
 
     def __exit__(self, *exc_info):
+        step.listen(None)
         self.stop.set()
         if self.thread is not None:
             self.thread.join()
@@ -484,7 +498,7 @@ def _run_chunk(job, kind, chunk, position, worker):
                 Job.objects.filter(pk=job.pk).update(
                     done=F("done") + len(rows), n_errors=F("n_errors") + n_errors,
                     busy_seconds=F("busy_seconds") + (time.perf_counter() - started), updated_at=timezone.now(),
-                    heartbeat_at=timezone.now())
+                    heartbeat_at=timezone.now(), step={})
             for row in rows:
                 if row.error:
                     logger.warning("job %d %s: item %s failed: %s", job.pk, job.kind, row.key, row.error)
@@ -535,7 +549,7 @@ def job_json(job: Job) -> dict:
         "id": job.pk, "kind": job.kind, "params": job.params, "state": job.state,
         "progress": {"done": job.done, "total": job.total},
         "errors": job_errors(job), "n_errors": job.n_errors, "result": job.result, "timings": job.timings,
-        "attempts": job.attempts, "study": job.study, "files": list(job.files or []),
+        "attempts": job.attempts, "study": job.study, "step": job.step or {}, "files": list(job.files or []),
         "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
         "created_at": job.created_at.isoformat() if job.created_at else None,
         "started_at": job.started_at.isoformat() if job.started_at else None,

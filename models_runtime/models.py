@@ -39,6 +39,8 @@ class Job(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)  # who runs (ran) it: host:pid
     cancel_requested = models.BooleanField(default=False)  # checked between chunks
+    # Progress inside the running chunk ({"done", "total", "unit"}, models_runtime/step.py).
+    step = models.JSONField(default=dict, blank=True)
     # Names of the files in the job's own directory (web/API jobs: uploads and outputs),
     # the only names GET /api/jobs/{id}/files/<name> serves.
     files = models.JSONField(default=list, blank=True)

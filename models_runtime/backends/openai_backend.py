@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
+from ..step import advance
 from .base import Generation, SamplingParams
 from .cached import CachingBackend
 from .config import ModelNotAvailable
@@ -48,10 +49,17 @@ class OpenAIBackend(CachingBackend):
                                    timeout=httpx.Timeout(float(spec.get("timeout_seconds", 120)), connect=10.0))
 
     def _generate_uncached(self, prompts: list, params: SamplingParams) -> list:
+        results = []
         if len(prompts) <= 1 or self.max_concurrency <= 1:
-            return [self._one(p, params) for p in prompts]
+            for p in prompts:
+                results.append(self._one(p, params))
+                advance()
+            return results
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(prompts))) as pool:
-            return list(pool.map(lambda p: self._one(p, params), prompts))
+            for gens in pool.map(lambda p: self._one(p, params), prompts):  # in order, as they come back
+                results.append(gens)
+                advance()
+        return results
 
     def _payload(self, prompt, params):
         body = {"model": self.model, "max_tokens": params.max_new_tokens, "temperature": params.temperature,

@@ -2,6 +2,7 @@
 (uploads and downloads instead), background threads without a broker, heartbeats and the
 stale-job detector, cancel, and `manage.py jobs`."""
 import json
+import re
 import time
 from datetime import timedelta
 from io import StringIO
@@ -12,6 +13,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
+from runtime_judges.scripted import ScriptedBackend
+from runtime_judges.test_commands import PAIR_BATCH
+from runtime_judges.test_expert_unit import pasta_script
 
 from models_runtime import jobs as jobs_module
 from models_runtime.jobs import (
@@ -24,15 +28,9 @@ from models_runtime.jobs import (
     run_job,
 )
 from models_runtime.models import Job
-from runtime_judges.scripted import ScriptedBackend
-from runtime_judges.test_commands import PAIR_BATCH
-from runtime_judges.test_expert_unit import pasta_script
 from tests.factories import ensure_roles, make_user
 
 from .helpers import make_study
-
-REFUSED = ("{}: the web and the API take no server paths; upload input as a multipart file field; outputs are "
-           "written to the job's own files (GET /api/jobs/{{id}}/files/<name>)")
 
 
 @pytest.fixture(autouse=True)
@@ -288,7 +286,7 @@ def test_dashboard_jobs_panel_lists_the_study_jobs(client, settings):
     page = client.get(f"/studies/{study.slug}/")
     assert f'hx-get="/studies/{study.slug}/jobs/"' in page.content.decode()
     html = client.get(f"/studies/{study.slug}/jobs/").content.decode()
-    assert [int(x) for x in __import__("re").findall(r'<tr id="job-(\d+)"', html)] == [failed.pk, from_cli.pk]
+    assert [int(x) for x in re.findall(r'<tr id="job-(\d+)"', html)] == [failed.pk, from_cli.pk]
     assert ('<span class="job-count">1/3</span><div class="bar" role="progressbar" aria-label="job '
             f'{from_cli.pk} progress" aria-valuemin="0" aria-valuemax="100" aria-valuenow="33">') in html
     assert 'aria-valuenow="50"' in html and "<td>2h ago</td>" in html
