@@ -80,6 +80,8 @@ class JobSerializer(serializers.Serializer):
     timings = json_as(serializers.DictField(child=serializers.FloatField()), help_text="Seconds per stage.")
     attempts = serializers.IntegerField(help_text="How many times a worker picked the job up.")
     study = serializers.CharField(help_text="The slug of the study the job works on, or empty.")
+    step = json_as(serializers.DictField(), help_text='Progress inside the running chunk: {"done", "total", '
+                   '"unit"} ({} between chunks).')
     heartbeat_at = IsoDateTimeField(allow_null=True, help_text="Last sign of life of the process running it.")
     files = serializers.ListField(child=serializers.CharField(),
                                   help_text="The job's own files: GET /api/jobs/{id}/files/<name>.")

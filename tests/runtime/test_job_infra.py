@@ -28,6 +28,7 @@ from models_runtime.jobs import (
     run_job,
 )
 from models_runtime.models import Job
+from models_runtime.step import advance, counting
 from tests.factories import ensure_roles, make_user
 
 from .helpers import make_study
@@ -49,7 +50,9 @@ register_job_kind("test-three", _noop_chunk, items=lambda job: ["a", "b", "c"], 
 
 
 def _slow_chunk(job, keys):
-    time.sleep(float(job.params.get("sleep", 0)))
+    with counting(2, "units"):
+        advance(1)
+        time.sleep(float(job.params.get("sleep", 0)))
     return {k: {"ok": k} for k in keys}
 
 
@@ -150,15 +153,18 @@ def test_the_heartbeat_thread_beats_during_a_long_chunk(client, settings):
     settings.HUMEVAL_JOB_HEARTBEAT_SECONDS = 0.2
     job = Job.objects.create(kind="test-slow", params={"sleep": 1.5})
     thread = jobs_module.run_in_thread(job.pk)
-    seen = set()
+    seen, steps = set(), []
     while thread.is_alive():
         row = Job.objects.get(pk=job.pk)
         if row.state == "running" and row.done == 0 and row.heartbeat_at:
             seen.add(row.heartbeat_at)
+            steps.append(row.step)
         time.sleep(0.05)
     thread.join()
-    assert Job.objects.get(pk=job.pk).state == "done"
+    row = Job.objects.get(pk=job.pk)
+    assert (row.state, row.step) == ("done", {})
     assert len(seen) >= 4, seen  # the start beat plus about 7 thread beats during the first chunk
+    assert {"done": 1, "total": 2, "unit": "units"} in steps  # D7: progress inside the chunk
 
 
 # ---- C: heartbeats, stale jobs, cancel, `manage.py jobs` ----------------------------------
@@ -274,7 +280,8 @@ def test_dashboard_jobs_panel_lists_the_study_jobs(client, settings):
     ensure_roles()
     study = make_study()
     researcher, annotator = make_user("res", "researchers"), make_user("ann", "annotators")
-    from_cli = Job.objects.create(kind="score", params={"study": study.slug}, state="running", done=1, total=3)
+    from_cli = Job.objects.create(kind="score", params={"study": study.slug}, state="running", done=1, total=3,
+                                  step={"done": 5, "total": 32, "unit": "generations"})
     failed = Job.objects.create(kind="rag", params={"slug": study.slug}, state="failed", done=2, total=4,
                                 errors=[{"error": "ConnectionError: refused", "attempt": 1, "traceback": "T"}],
                                 files=["input.jsonl", "batch.jsonl"])
@@ -289,6 +296,7 @@ def test_dashboard_jobs_panel_lists_the_study_jobs(client, settings):
     assert [int(x) for x in re.findall(r'<tr id="job-(\d+)"', html)] == [failed.pk, from_cli.pk]
     assert ('<span class="job-count">1/3</span><div class="bar" role="progressbar" aria-label="job '
             f'{from_cli.pk} progress" aria-valuemin="0" aria-valuemax="100" aria-valuenow="33">') in html
+    assert '<small class="job-step">generations: 5/32 in the current chunk</small>' in html
     assert 'aria-valuenow="50"' in html and "<td>2h ago</td>" in html
     assert '<div class="job-error">ConnectionError: refused</div>' in html and "T</" not in html
     assert (f'<a href="/api/jobs/{failed.pk}/files/input.jsonl" download="input.jsonl">input.jsonl</a>' in html

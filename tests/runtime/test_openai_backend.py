@@ -180,3 +180,25 @@ def test_n_samples_from_a_server_that_answers_one_choice(one_choice_server, monk
     with pytest.raises(OpenAIError, match=r"^vllm-test: asked for 20 samples, the server returned 3 in 3 requests "):
         backend(one_choice_server, max_sample_requests=3).generate(["judge again"], SamplingParams(n=20, seed=1))
     assert one_choice_server["asked"] == [(20, 1), (19, 2), (18, 3)]
+
+
+def test_each_answer_advances_the_running_count(server, tmp_path):
+    """Issue 16 D7: progress inside a job's chunk: every answer (and every cache hit) moves
+    the count the heartbeat writes to Job.step."""
+    from models_runtime.step import counting, listen
+
+    told = []
+    listen(told.append)
+    try:
+        b = backend(server, tmp_path, max_concurrency=2)
+        with counting(5, "generations") as step:
+            b.generate(["a", "b", "c"])
+            assert step.done == 3
+            b.generate(["a", "d"])  # a from the cache, d generated
+            assert step.as_json() == {"done": 5, "total": 5, "unit": "generations"}
+            b.generate(["e"])  # never past the total
+            assert step.done == 5
+    finally:
+        listen(None)
+    assert told == [step, None]
+    assert len(server["requests"]) == 5
