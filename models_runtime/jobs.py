@@ -296,7 +296,7 @@ def run_job(job_id: int, on_progress=None, worker: str | None = None) -> Job:
                                          heartbeat_at=now, worker=worker[:200])
     Job.objects.filter(pk=job.pk, started_at__isnull=True).update(started_at=now)
     job.refresh_from_db()
-    with Heartbeat(job.pk):
+    with Heartbeat(job.pk, on_step=getattr(on_progress, "show_step", None)):
         return run_job_chunks(job, began, worker, on_progress)
 
 
@@ -352,8 +352,9 @@ class Heartbeat:
     (a chunk of LLM calls can take minutes; the runner also beats after every chunk). The
     thread has its own database connection, closed when the job ends."""
 
-    def __init__(self, job_id: int):
+    def __init__(self, job_id: int, on_step: Callable[[step.Step], None] | None = None):
         self.job_id = job_id
+        self.on_step = on_step  # a command's progress bar shows the count too
         self.interval = float(settings.HUMEVAL_JOB_HEARTBEAT_SECONDS)
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
@@ -362,6 +363,8 @@ class Heartbeat:
 
     def _listen(self, current: "step.Step | None") -> None:
         self.current = current
+        if current is not None and self.on_step is not None:
+            current.on_advance = self.on_step
 
     def __enter__(self):
         step.listen(self._listen)

@@ -16,6 +16,7 @@ _local = threading.local()
 class Step:
     def __init__(self, total: int, unit: str):
         self.done, self.total, self.unit = 0, int(total), unit
+        self.on_advance: Callable[[Step], None] | None = None  # a command's progress bar
 
     def as_json(self) -> dict:
         return {"done": self.done, "total": self.total, "unit": self.unit}
@@ -50,3 +51,5 @@ def advance(n: int = 1) -> None:
     step = getattr(_local, "step", None)
     if step is not None and n > 0:
         step.done = min(step.total, step.done + n)
+        if step.on_advance is not None:
+            step.on_advance(step)

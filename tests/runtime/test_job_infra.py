@@ -303,3 +303,36 @@ def test_dashboard_jobs_panel_lists_the_study_jobs(client, settings):
             and "batch.jsonl" not in html)  # not written yet: no link
     client.force_login(annotator)
     assert client.get(f"/studies/{study.slug}/jobs/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_a_command_bar_shows_the_count_inside_the_chunk():
+    """D7: the command's progress bar gets every advance of the running chunk."""
+    shown = []
+
+    class Bar:
+        def __call__(self, done, total):
+            shown.append(("items", done, total))
+
+        def show_step(self, step):
+            shown.append((step.unit, step.done, step.total))
+
+    job = Job.objects.create(kind="test-slow", params={})
+    run_job(job.pk, on_progress=Bar())
+    assert shown == [("items", 0, 2), ("units", 1, 2), ("items", 1, 2), ("units", 1, 2), ("items", 2, 2)]
+
+
+def test_model_loading_is_quiet_off_a_terminal():
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
+    from models_runtime.backends.registry import quiet_loading
+
+    class Tty(StringIO):
+        def isatty(self):
+            return True
+
+    assert quiet_loading(Tty()) is False
+    assert quiet_loading(StringIO()) is True
+    assert hf_logging.get_verbosity() == logging.ERROR and not hf_logging.is_progress_bar_enabled()
