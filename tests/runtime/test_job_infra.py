@@ -257,12 +257,12 @@ def test_jobs_command_lists_and_handles_stale_jobs():
     a = Job.objects.create(kind="score", params={"study": study.slug}, study=study.slug, state="done", done=3, total=3)
     b = _running(beat_seconds_ago=400)
     Job.objects.filter(pk=a.pk).update(created_at=now - timedelta(hours=2, minutes=5))
-    Job.objects.filter(pk=b.pk).update(created_at=now - timedelta(seconds=30), done=1, total=3)
+    Job.objects.filter(pk=b.pk).update(created_at=now - timedelta(minutes=30), done=1, total=3)
     out = StringIO()
     call_command("jobs", stdout=out)
     assert out.getvalue().splitlines() == [
         "id     kind           state            progress    study                    age   heartbeat",
-        f"{b.pk:<6} test-three     running          1/3         -                        30s   6m",
+        f"{b.pk:<6} test-three     running          1/3         -                        30m   6m",
         f"{a.pk:<6} score          done             3/3         rt-study                 2h    -",
     ]
     out = StringIO()
