@@ -23,7 +23,7 @@ __all__ = [
     "DetailSerializer", "IsoDateTimeField", "json_as",
     "StudyInfo", "StudyItem", "ScoringItem", "Candidate", "PerseJudgment", "PredictionRow", "UpsertCounts",
     "get_study", "study_item_keys", "study_items", "items_for_scoring", "judging_annotators", "judgments_for_perse",
-    "upsert_predictions", "prediction_counts",
+    "upsert_predictions", "prediction_counts", "metric_coverage",
 ]
 
 
@@ -187,6 +187,21 @@ def upsert_predictions(slug: str, rows: Iterable[PredictionRow]) -> UpsertCounts
                                        unique_fields=["item", "evaluator", "annotator", "question"])
         Prediction.objects.bulk_update(update, ["value"])
     return UpsertCounts(created=len(create), updated=len(update), unchanged=len(rows) - len(create) - len(update))
+
+
+def metric_coverage(slug: str, evaluators: Iterable[str]) -> dict[str, dict[str, int]]:
+    """{evaluator: {"n_items", "n_scored", "n_unparsed"}} over the study's real (non-gold)
+    items, from its non-personalized predictions: scored = every prediction of the item has
+    a value, unparsed = at least one is empty (the score job stores an unparsable judge
+    answer empty). The report computes the same from its own input (evaluation/report/coverage.py)."""
+    evaluators = list(evaluators)
+    n_items = Item.objects.filter(study__slug=slug, is_gold=False).count()
+    rows = Prediction.objects.filter(study__slug=slug, evaluator__in=evaluators, annotator="", item__is_gold=False)
+    has, empty = {e: set() for e in evaluators}, {e: set() for e in evaluators}
+    for evaluator, item, value in rows.values_list("evaluator", "item_id", "value"):
+        (empty if value == "" else has)[evaluator].add(item)
+    return {e: {"n_items": n_items, "n_scored": len(has[e] - empty[e]), "n_unparsed": len(empty[e])}
+            for e in evaluators}
 
 
 def prediction_counts(slug: str, evaluators: Iterable[str]) -> dict:

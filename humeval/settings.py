@@ -156,7 +156,7 @@ LOGOUT_REDIRECT_URL = "login"
 # HUMEVAL_MAX_UPLOAD_BYTES.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2621440
 HUMEVAL_MAX_UPLOAD_BYTES = int(os.environ.get("HUMEVAL_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024)))
-HUMEVAL_LARGE_UPLOAD_URLS = {"batch-upload", "study-upload", "api-study-batches", "api-study-predictions"}
+HUMEVAL_LARGE_UPLOAD_URLS = {"batch-upload", "study-upload", "api-study-batches", "api-study-predictions", "api-jobs"}
 FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
 
 REST_FRAMEWORK = {
@@ -203,6 +203,17 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "humeval")
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))}
+
+# Runtime jobs (docs/runtime.md "Jobs"): a running job beats every HUMEVAL_JOB_HEARTBEAT_SECONDS;
+# one silent for HUMEVAL_JOB_STALE_SECONDS lost its worker and is requeued (with a broker) or
+# marked failed (without) by `manage.py jobs --stale` or the beat task below. Files of jobs
+# started from the web or the API (uploads, outputs) live in HUMEVAL_JOBS_DIR/<job id>/.
+HUMEVAL_JOB_HEARTBEAT_SECONDS = float(os.environ.get("HUMEVAL_JOB_HEARTBEAT_SECONDS", "10"))
+HUMEVAL_JOB_STALE_SECONDS = float(os.environ.get("HUMEVAL_JOB_STALE_SECONDS", "120"))
+HUMEVAL_JOBS_DIR = os.environ.get("HUMEVAL_JOBS_DIR", str(VAR_DIR / "jobs"))
+CELERY_BEAT_SCHEDULE = {"humeval-requeue-stale-jobs": {
+    "task": "models_runtime.requeue_stale_jobs",
+    "schedule": float(os.environ.get("HUMEVAL_STALE_CHECK_SECONDS", "60"))}}
 
 # API tokens expire this many days after they are issued (0 = never); see docs/access.md.
 HUMEVAL_TOKEN_TTL_DAYS = int(os.environ.get("HUMEVAL_TOKEN_TTL_DAYS", "30"))

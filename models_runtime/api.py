@@ -2,24 +2,38 @@
 GET /api/jobs/{id}/ (its state and progress).
 
 Body of POST: {"kind": "score", "params": {...}} or the params flat beside "kind"
-({"kind": "score", "study": "slug", "metrics": ["rougeL"]}). Without a broker the job runs
-inside the request and the answer shows it finished; with one, it answers 201 at once
-with the queued job.
+({"kind": "score", "study": "slug", "metrics": ["rougeL"]}); or multipart, with `kind`,
+`params` (JSON text) and the kind's input files as file fields (`input`): no server path is
+ever taken here (job_files.py). It answers 201 at once with the queued job: the workers
+run it, or without a broker a thread of this process (never the request itself).
+GET /api/jobs/{id}/files/<name> downloads one of the job's own files (admins, researchers).
 
 A job is read by admins, its creator, and researchers who may read the study it works on
 (`params.study`; a job without a study: every researcher). Anyone else gets 404, as for
 a job that does not exist.
 """
-from django.http import Http404
+import json
+
+from django.http import FileResponse, Http404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate.services import DetailSerializer, IsAdminRole, IsoDateTimeField, json_as, may_read_results
+from annotate.services import (
+    DetailSerializer,
+    IsAdminRole,
+    IsoDateTimeField,
+    is_admin,
+    is_researcher,
+    json_as,
+    may_read_results,
+)
 
 from .backends.config import ModelNotAvailable
-from .jobs import JobParamsError, job_json, job_kinds, submit_job
+from .job_files import submit_web_job
+from .jobs import job_dir, job_json, job_kinds
 from .metrics.registry import UnknownMetric
 from .models import Job
 
@@ -40,7 +54,8 @@ class JobCreateSerializer(serializers.Serializer):
     each kind's params)."""
 
     kind = JobKindField()
-    params = serializers.DictField(required=False, help_text="The kind's parameters, e.g. study, metrics, model.")
+    params = serializers.DictField(required=False, help_text="The kind's parameters, e.g. study, metrics, model. "
+                                  "Never a server path: input files are multipart file fields (`input`).")
 
 
 class JobProgressSerializer(serializers.Serializer):
@@ -64,6 +79,12 @@ class JobSerializer(serializers.Serializer):
     result = json_as(serializers.DictField(allow_null=True), allow_null=True, help_text="The kind's summary.")
     timings = json_as(serializers.DictField(child=serializers.FloatField()), help_text="Seconds per stage.")
     attempts = serializers.IntegerField(help_text="How many times a worker picked the job up.")
+    study = serializers.CharField(help_text="The slug of the study the job works on, or empty.")
+    step = json_as(serializers.DictField(), help_text='Progress inside the running chunk: {"done", "total", '
+                   '"unit"} ({} between chunks).')
+    heartbeat_at = IsoDateTimeField(allow_null=True, help_text="Last sign of life of the process running it.")
+    files = serializers.ListField(child=serializers.CharField(),
+                                  help_text="The job's own files: GET /api/jobs/{id}/files/<name>.")
     created_at = IsoDateTimeField(allow_null=True)
     started_at = IsoDateTimeField(allow_null=True)
     finished_at = IsoDateTimeField(allow_null=True)
@@ -88,7 +109,16 @@ class JobListView(APIView):
                    responses={201: JobSerializer, 400: JobErrorBody, 403: DetailSerializer},
                    summary="Start a runtime job (admins).")
     def post(self, request):
-        body = request.data if isinstance(request.data, dict) else {}
+        uploads = dict(request.FILES.items()) if request.FILES else {}
+        if hasattr(request.data, "getlist"):  # multipart: kind, params as JSON text, files
+            body = {k: v for k, v in request.data.items() if k not in uploads}
+            if isinstance(body.get("params"), str):
+                try:
+                    body["params"] = json.loads(body["params"])
+                except ValueError:
+                    return Response({"error": "params must be JSON text"}, status=status.HTTP_400_BAD_REQUEST)
+        else:
+            body = request.data if isinstance(request.data, dict) else {}
         kind = body.get("kind")
         if not isinstance(kind, str) or not kind:
             return Response({"error": "kind is required (e.g. score)"}, status=status.HTTP_400_BAD_REQUEST)
@@ -98,8 +128,8 @@ class JobListView(APIView):
         if not isinstance(params, dict):
             return Response({"error": "params must be an object"}, status=status.HTTP_400_BAD_REQUEST)
         try:
-            job = submit_job(kind, params, user=request.user)
-        except (JobParamsError, ModelNotAvailable, UnknownMetric) as exc:
+            job = submit_web_job(kind, params, uploads, user=request.user)
+        except (ValueError, TypeError, ModelNotAvailable, UnknownMetric, OSError) as exc:
             return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(job_body(job), status=status.HTTP_201_CREATED)
 
@@ -126,3 +156,22 @@ class JobDetailView(APIView):
         if job is None or not may_read_job(request.user, job):
             raise Http404("No such job.")
         return Response(job_body(job))
+
+
+class JobFileView(APIView):
+    """One of the job's own files (its uploads, its outputs), for admins and researchers who
+    may read the job. Only names in the job's `files` are served: no path reaches the disk."""
+
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY,
+                                                                                 description="The file's bytes."),
+                              404: OpenApiResponse(DetailSerializer, description="No such job or file.")},
+                   summary="Download a job's file.")
+    def get(self, request, pk, name):
+        job = Job.objects.filter(pk=pk).first()
+        if (job is None or not (is_admin(request.user) or is_researcher(request.user))
+                or not may_read_job(request.user, job) or name not in (job.files or [])):
+            raise Http404("No such file.")
+        path = job_dir(job.pk) / name
+        if not path.is_file():
+            raise Http404("The job has not written this file (yet).")
+        return FileResponse(open(path, "rb"), as_attachment=True, filename=name)  # noqa: SIM115 - FileResponse closes it

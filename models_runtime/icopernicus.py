@@ -23,6 +23,7 @@ from models_runtime.backends.base import SamplingParams
 from models_runtime.backends.config import model_spec
 from models_runtime.jobs import JobKind, JobParamsError, file_sha256
 from models_runtime.models import JobItem
+from models_runtime.step import counting
 
 DEFAULT_BUDGET = 1024
 TASK = ("Write a news headline for the article below, personalized for the reader described. "
@@ -170,7 +171,8 @@ def generate_headlines(docs, backend, budget=DEFAULT_BUDGET, max_new_tokens=32):
                 text, _ = build_prompt(style, doc, doc["users"][uid], other, tokenizer, budget)
                 keys.append((doc["doc_id"], uid, style))
                 prompts.append([{"role": "user", "content": text}])
-    outputs = backend.generate(prompts, SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0))
+    with counting(len(prompts), f"generations ({len(docs)} documents x users x {len(STYLES)} styles)"):
+        outputs = backend.generate(prompts, SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0))
     return {key: extract_headline(gens[0].text) for key, gens in zip(keys, outputs)}
 
 
@@ -320,4 +322,5 @@ def icopernicus_finish(job):
 
 
 ICOPERNICUS = JobKind("icopernicus", items=icopernicus_items, process_chunk=icopernicus_chunk,
-                      finish=icopernicus_finish, validate=validate_icopernicus, chunk_size=1)
+                      finish=icopernicus_finish, validate=validate_icopernicus, chunk_size=1,
+                      inputs=("input",), outputs=(("out_batch", "batch.jsonl"), ("out_table", "egises.csv")))

@@ -6,13 +6,17 @@ same command; wait for it with a progress bar on a terminal (or, with `--no-wait
 - `failed`: the traceback (if a bug caused it) on stderr, and a CommandError (exit 1)
   naming the error. Re-running the same command resumes the job.
 - `done_with_errors`: exit 0, with one warning line on stderr counting the failed items.
+- `cancelled` (`manage.py jobs cancel ID`): a CommandError; re-running resumes it.
+
+The commands set `server_paths` in the params of kinds that read or write files: only they
+may name server paths (the web and the API upload files instead, job_files.py).
 """
 import json
 
 from django.core.management.base import CommandError
 
 from .backends.config import ModelNotAvailable
-from .jobs import job_errors, prepare_job, run_job, start_job, uses_broker
+from .jobs import get_job_kind, job_errors, prepare_job, run_job, start_job, uses_broker
 from .metrics.registry import UnknownMetric
 from .models import Job
 from .progress import ProgressBar, wait_for_job
@@ -36,6 +40,9 @@ def run_command_job(command, kind: str, params: dict, *, desc: str, no_wait: boo
         raise CommandError("--no-wait needs a Celery broker (set CELERY_BROKER_URL); without one the job runs "
                            "in this process: leave out --no-wait")
     try:
+        job_kind = get_job_kind(kind)
+        if job_kind.inputs or job_kind.outputs or params.get("encoder"):
+            params = dict(params, server_paths=True)  # a command may read and write the server's files
         job, resumed = prepare_job(kind, params)
     except USER_ERRORS as exc:
         raise CommandError(str(exc)) from exc
@@ -65,6 +72,9 @@ def run_command_job(command, kind: str, params: dict, *, desc: str, no_wait: boo
 def check_outcome(command, job: Job) -> None:
     """CommandError for a failed job (its traceback first, on stderr); a warning line on
     stderr for one that finished with failed items."""
+    if job.state == Job.CANCELLED:
+        raise CommandError(f"job {job.pk} was cancelled at {job.done}/{job.total} items "
+                           "(re-running the same command resumes it)")
     if job.state == Job.FAILED:
         last = (job.errors or [{}])[-1]
         if last.get("traceback"):

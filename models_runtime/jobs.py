@@ -30,17 +30,21 @@ import hashlib
 import logging
 import os
 import socket
+import threading
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
+from . import step
 from .backends.config import ModelNotAvailable
 from .metrics.registry import UnknownMetric
 from .models import Job, JobItem
@@ -80,14 +84,25 @@ def is_transient(exc: BaseException) -> bool:
             or type(exc).__name__ == "OutOfMemoryError" or bool(getattr(exc, "transient", False)))
 
 
+class JobCancelled(Exception):
+    """`jobs cancel ID` asked the job to stop; the runner stops between chunks."""
+
+
 @dataclass(frozen=True)
 class JobKind:
+    """`inputs`: params naming input files; `outputs`: (param, file name) of output files.
+    Both are server paths that only the management commands may choose (`server_paths`);
+    a job started from the web or the API gets its inputs uploaded and its outputs written
+    into the job's own directory under those server-chosen names (job_files.py)."""
+
     kind: str
     items: Callable[[Job], list[str]]
     process_chunk: Callable[[Job, list[str]], dict[str, Any]]
     finish: Callable[[Job], Any] | None = None
     validate: Callable[[dict], dict] | None = None
     chunk_size: int = 16
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[tuple[str, str], ...] = ()
 
 
 _KINDS: dict[str, JobKind] = {}
@@ -114,6 +129,34 @@ def job_kinds() -> list[str]:
     return sorted(_KINDS)
 
 
+# Params naming server paths for any kind (a model directory): CLI-only, like inputs/outputs.
+CLI_ONLY_PARAMS = ("encoder", "server_paths")
+
+
+def jobs_root() -> Path:
+    """Where web/API jobs keep their files: HUMEVAL_JOBS_DIR/<job id>/."""
+    return Path(settings.HUMEVAL_JOBS_DIR).resolve()
+
+
+def job_dir(job_id: int) -> Path:
+    return jobs_root() / str(int(job_id))
+
+
+def check_server_paths(job_kind: JobKind, params: dict) -> None:
+    """Refuse server paths unless the management commands set `server_paths`: a path param
+    must then lie in the jobs directory (where job_files.py puts uploads and outputs).
+    Checked before anything opens the path, and the message says nothing about the file."""
+    if params.get("server_paths") is True:
+        return
+    names = list(job_kind.inputs) + [name for name, _ in job_kind.outputs] + ["encoder"]
+    root = jobs_root()
+    bad = [name for name in names if params.get(name) not in (None, "")
+           and not (isinstance(params[name], str) and Path(params[name]).resolve().is_relative_to(root))]
+    if bad:
+        raise JobParamsError(f"{', '.join(bad)}: server paths are taken from the management commands only; "
+                             "upload input files instead (outputs go to the job's own files)")
+
+
 def file_sha256(path: str) -> str:
     """Fingerprint of an input file, kept in a job's params: an edited file is a new job,
     never the resumption of one started on other contents."""
@@ -134,13 +177,20 @@ def validate_params(kind: str, params: dict | None) -> dict:
     """The kind's normalised params (JobParamsError and friends when they are bad)."""
     job_kind = get_job_kind(kind)
     params = dict(params or {})
+    check_server_paths(job_kind, params)
     return job_kind.validate(params) if job_kind.validate else params
+
+
+def create_job(kind: str, params: dict, user=None) -> Job:
+    """A queued Job row for already validated params."""
+    creator = user if user is not None and user.is_authenticated else None
+    return Job.objects.create(kind=kind, params=params, created_by=creator)
 
 
 def submit_job(kind: str, params: dict | None, user=None, run: bool = True, on_progress=None) -> Job:
     """Validate params, create the Job, start it (Celery or in process). -> Job."""
     params = validate_params(kind, params)
-    job = Job.objects.create(kind=kind, params=params, created_by=user if user and user.is_authenticated else None)
+    job = create_job(kind, params, user)
     if run:
         start_job(job, on_progress=on_progress)
         job.refresh_from_db()
@@ -162,24 +212,53 @@ def prepare_job(kind: str, params: dict | None, user=None) -> tuple[Job, bool]:
     params = validate_params(kind, params)
     twin = find_twin(kind, params)
     if twin is None:
-        return Job.objects.create(kind=kind, params=params, created_by=user if user and user.is_authenticated
-                                  else None), False
-    if twin.state == Job.FAILED:
-        Job.objects.filter(pk=twin.pk).update(state=Job.QUEUED, finished_at=None, celery_task_id="")
+        return create_job(kind, params, user), False
+    if twin.state in (Job.FAILED, Job.CANCELLED):
+        reopen(twin)
+        logger.info("job %d %s reopened to resume after %s (%d/%d items done)", twin.pk, kind, twin.state,
+                    twin.done, twin.total)
         twin.refresh_from_db()
-        logger.info("job %d %s reopened to resume after failing (%d/%d items done)", twin.pk, kind, twin.done,
-                    twin.total)
     return twin, True
 
 
-def start_job(job: Job, on_progress=None) -> None:
-    """Send the job to the Celery workers when a broker is configured, else run it here."""
+def reopen(job: Job) -> None:
+    """A failed or cancelled job back to `queued`, its checkpoints kept."""
+    Job.objects.filter(pk=job.pk).update(state=Job.QUEUED, finished_at=None, celery_task_id="",
+                                         cancel_requested=False)
+
+
+def start_job(job: Job, on_progress=None, background: bool = False) -> None:
+    """Send the job to the Celery workers when a broker is configured; without one, run it
+    here, or (`background`, a web request) in a thread of this process once the request's
+    transaction commits: never inside the request, which a web server kills after 30 s."""
     if uses_broker():
         task_id = f"humeval-job-{job.pk}-{job.attempts}"
         Job.objects.filter(pk=job.pk).update(celery_task_id=task_id)
         transaction.on_commit(lambda: _enqueue(job, task_id))
+    elif background:
+        transaction.on_commit(lambda: run_in_thread(job.pk))
     else:
         run_job(job.pk, on_progress=on_progress)
+
+
+BACKGROUND_THREADS: dict[int, threading.Thread] = {}  # job id -> its thread (tests join them)
+
+
+def run_in_thread(job_id: int) -> threading.Thread:
+    """Run a job in a daemon thread with its own database connection. If the process dies,
+    the heartbeat stops and the stale-job detector marks the job failed (resumable)."""
+    def main():
+        try:
+            run_job(job_id)
+        except Exception:  # run_job records its own failures; this is a database outage
+            logger.exception("job %d: background thread failed", job_id)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=main, name=f"humeval-job-{job_id}", daemon=True)
+    BACKGROUND_THREADS[job_id] = thread
+    thread.start()
+    return thread
 
 
 def _enqueue(job, task_id):
@@ -213,11 +292,19 @@ def run_job(job_id: int, on_progress=None, worker: str | None = None) -> Job:
         return job
     began = time.monotonic()
     now = timezone.now()
-    Job.objects.filter(pk=job.pk).update(state=Job.RUNNING, attempts=F("attempts") + 1, updated_at=now)
+    Job.objects.filter(pk=job.pk).update(state=Job.RUNNING, attempts=F("attempts") + 1, updated_at=now,
+                                         heartbeat_at=now, worker=worker[:200])
     Job.objects.filter(pk=job.pk, started_at__isnull=True).update(started_at=now)
     job.refresh_from_db()
+    with Heartbeat(job.pk, on_step=getattr(on_progress, "show_step", None)):
+        return run_job_chunks(job, began, worker, on_progress)
+
+
+def run_job_chunks(job: Job, began: float, worker: str, on_progress) -> Job:
+    """run_job's work once the job is marked running: every outcome is recorded on the job."""
     try:
         kind = get_job_kind(job.kind)
+        validate_params(job.kind, job.params)  # in the worker's own environment (its models, files)
         keys = list(kind.items(job))
         if len(set(keys)) != len(keys):
             raise JobParamsError("the job's item keys are not unique")
@@ -233,6 +320,8 @@ def run_job(job_id: int, on_progress=None, worker: str | None = None) -> Job:
         if on_progress:
             on_progress(done, len(keys))
         for chunk in _chunks(todo, size):
+            if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
+                raise JobCancelled()
             done += _run_chunk(job, kind, chunk, position, worker)
             if on_progress:
                 on_progress(done, len(keys))
@@ -243,6 +332,9 @@ def run_job(job_id: int, on_progress=None, worker: str | None = None) -> Job:
         if missing:  # never report a job done that is not
             raise RuntimeError(f"{missing} items have no checkpoint after the last chunk")
         result = kind.finish(job) if kind.finish else None
+    except JobCancelled:
+        Job.objects.filter(pk=job.pk).update(state=Job.CANCELLED, cancel_requested=False, finished_at=timezone.now())
+        logger.info("job %d %s cancelled (%d/%d items done)", job.pk, job.kind, job.done, job.total)
     except FATAL_ERRORS as exc:
         _fail(job, str(exc) or exc.__class__.__name__, seconds=time.monotonic() - began)
     except ChunkGaveUp as exc:
@@ -251,6 +343,117 @@ def run_job(job_id: int, on_progress=None, worker: str | None = None) -> Job:
         _fail(job, f"{exc.__class__.__name__}: {exc}", traceback.format_exc(), seconds=time.monotonic() - began)
     else:
         _finish(job, result, seconds=time.monotonic() - began)
+    job.refresh_from_db()
+    return job
+
+
+class Heartbeat:
+    """While a job runs, a thread sets its `heartbeat_at` every HUMEVAL_JOB_HEARTBEAT_SECONDS
+    (a chunk of LLM calls can take minutes; the runner also beats after every chunk). The
+    thread has its own database connection, closed when the job ends."""
+
+    def __init__(self, job_id: int, on_step: Callable[[step.Step], None] | None = None):
+        self.job_id = job_id
+        self.on_step = on_step  # a command's progress bar shows the count too
+        self.interval = float(settings.HUMEVAL_JOB_HEARTBEAT_SECONDS)
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.current: step.Step | None = None
+        self.written: dict | None = None
+
+    def _listen(self, current: "step.Step | None") -> None:
+        self.current = current
+        if current is not None and self.on_step is not None:
+            current.on_advance = self.on_step
+
+    def __enter__(self):
+        step.listen(self._listen)
+        if self.interval > 0:
+            self.thread = threading.Thread(target=self._beat, name=f"humeval-heartbeat-{self.job_id}", daemon=True)
+            self.thread.start()
+        return self
+
+    def _beat(self):
+        try:
+            while not self.stop.wait(self.interval):
+                fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
+                current = self.current.as_json() if self.current is not None else {}
+                if current != self.written:
+                    fields["step"] = current
+                try:
+                    Job.objects.filter(pk=self.job_id, state=Job.RUNNING).update(**fields)
+                    self.written = current
+                except Exception as exc:  # a busy database: the next beat tries again
+                    logger.debug("job %d: heartbeat not written: %s", self.job_id, exc)
+        finally:
+            connection.close()
+
+    def __exit__(self, *exc_info):
+        step.listen(None)
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
+
+
+def stale_jobs(stale_seconds: float | None = None, now=None):
+    """Running jobs whose heartbeat stopped more than `stale_seconds` ago
+    (HUMEVAL_JOB_STALE_SECONDS): their worker was killed or lost."""
+    now = now or timezone.now()
+    limit = now - timedelta(seconds=float(settings.HUMEVAL_JOB_STALE_SECONDS if stale_seconds is None
+                                          else stale_seconds))
+    return Job.objects.filter(state=Job.RUNNING).filter(
+        Q(heartbeat_at__lt=limit) | Q(heartbeat_at__isnull=True, updated_at__lt=limit))
+
+
+def requeue_stale_jobs(stale_seconds: float | None = None) -> list[int]:
+    """Give every stale running job back: with a broker it is queued again and sent to the
+    workers (resuming at its checkpoints); without one it is marked failed, and re-running
+    its command (or `jobs requeue ID`) resumes it. A job with a fresh heartbeat is never
+    touched. -> the ids handled."""
+    now = timezone.now()
+    handled = []
+    for job_id in stale_jobs(stale_seconds, now).values_list("pk", flat=True):
+        with transaction.atomic():
+            job = stale_jobs(stale_seconds, now).select_for_update().filter(pk=job_id).first()
+            if job is None:  # it beat (or ended) meanwhile
+                continue
+            since = job.heartbeat_at or job.updated_at
+            why = (f"no heartbeat from worker {job.worker or '?'} for {(now - since).total_seconds():.0f} s: "
+                   "the worker was lost")
+            entry = {"error": why + ("; requeued" if uses_broker() else "; re-run to resume"), "attempt": job.attempts}
+            Job.objects.filter(pk=job.pk).update(errors=list(job.errors or []) + [entry])
+            if uses_broker():
+                reopen(job)
+                job.refresh_from_db()
+                start_job(job)
+            else:
+                Job.objects.filter(pk=job.pk).update(state=Job.FAILED, finished_at=now)
+            logger.warning("job %d %s: %s", job.pk, job.kind, entry["error"])
+        handled.append(job_id)
+    return handled
+
+
+def requeue_job(job: Job) -> Job:
+    """`jobs requeue ID`: a failed, cancelled or stale job back to work (the workers, or
+    this process without a broker), resuming at its checkpoints."""
+    if job.state not in (Job.FAILED, Job.CANCELLED, Job.QUEUED, Job.RUNNING):
+        raise JobParamsError(f"job {job.pk} is {job.state}: only failed, cancelled, queued or stale jobs are requeued")
+    if job.state == Job.RUNNING and not stale_jobs().filter(pk=job.pk).exists():
+        raise JobParamsError(f"job {job.pk} is running with a fresh heartbeat: cancel it first")
+    reopen(job)
+    job.refresh_from_db()
+    start_job(job)
+    job.refresh_from_db()
+    return job
+
+
+def cancel_job(job: Job) -> Job:
+    """A queued job is cancelled at once; a running one when its runner next checks (between
+    chunks). Finished jobs are left as they are (JobParamsError)."""
+    if job.state in Job.FINISHED_STATES:
+        raise JobParamsError(f"job {job.pk} is already {job.state}")
+    Job.objects.filter(pk=job.pk, state=Job.QUEUED).update(state=Job.CANCELLED, finished_at=timezone.now())
+    Job.objects.filter(pk=job.pk, state=Job.RUNNING).update(cancel_requested=True)
     job.refresh_from_db()
     return job
 
@@ -297,7 +500,8 @@ def _run_chunk(job, kind, chunk, position, worker):
                 n_errors = sum(1 for r in rows if r.error)
                 Job.objects.filter(pk=job.pk).update(
                     done=F("done") + len(rows), n_errors=F("n_errors") + n_errors,
-                    busy_seconds=F("busy_seconds") + (time.perf_counter() - started), updated_at=timezone.now())
+                    busy_seconds=F("busy_seconds") + (time.perf_counter() - started), updated_at=timezone.now(),
+                    heartbeat_at=timezone.now(), step={})
             for row in rows:
                 if row.error:
                     logger.warning("job %d %s: item %s failed: %s", job.pk, job.kind, row.key, row.error)
@@ -348,7 +552,8 @@ def job_json(job: Job) -> dict:
         "id": job.pk, "kind": job.kind, "params": job.params, "state": job.state,
         "progress": {"done": job.done, "total": job.total},
         "errors": job_errors(job), "n_errors": job.n_errors, "result": job.result, "timings": job.timings,
-        "attempts": job.attempts,
+        "attempts": job.attempts, "study": job.study, "step": job.step or {}, "files": list(job.files or []),
+        "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
         "created_at": job.created_at.isoformat() if job.created_at else None,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,

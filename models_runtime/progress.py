@@ -23,6 +23,11 @@ class ProgressBar:
         self.bar.n = done
         self.bar.refresh()
 
+    def show_step(self, step):
+        """Progress inside the running chunk (models_runtime/step.py), beside the item count."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{step.unit} {step.done}/{step.total}")
+
     def close(self):
         if self.bar is not None:
             self.bar.close()

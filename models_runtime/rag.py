@@ -20,6 +20,7 @@ from .lamp import DEFAULT_BUDGET, build_prompt
 from .metrics.registry import get_metric
 from .models import JobItem
 from .retrieval import RETRIEVERS, retrieve
+from .step import counting
 
 DEFAULT_DISCRIMINATIVE_METRICS = ["rouge1", "rougeL", "bleu", "meteor"]
 _records_cache = {}
@@ -141,12 +142,13 @@ def rag_chunk(job, keys):
                         False: build_prompt(record, [], p["budget"])}
     params = SamplingParams(max_new_tokens=p["max_new_tokens"], temperature=float(p.get("temperature", 0.0)))
     texts = {}
-    for model in dict.fromkeys(m for _, m, _ in plan):
-        backend = get_backend(model, device=p.get("device"))
-        wanted = [(key, with_profile) for key in keys for _, m, with_profile in plan if m == model]
-        outputs = backend.generate([prompts[key][wp] for key, wp in wanted], params)
-        for (key, wp), gens in zip(wanted, outputs):
-            texts[(key, model, wp)] = gens[0]
+    with counting(len(keys) * len(plan), "generations"):  # per generation, inside the chunk
+        for model in dict.fromkeys(m for _, m, _ in plan):
+            backend = get_backend(model, device=p.get("device"))
+            wanted = [(key, with_profile) for key in keys for _, m, with_profile in plan if m == model]
+            outputs = backend.generate([prompts[key][wp] for key, wp in wanted], params)
+            for (key, wp), gens in zip(wanted, outputs):
+                texts[(key, model, wp)] = gens[0]
     results = {}
     for key in keys:
         candidates = []
@@ -232,4 +234,4 @@ def rag_finish(job):
 
 
 RAG = JobKind("rag", items=rag_items, process_chunk=rag_chunk, finish=rag_finish, validate=validate_rag_params,
-              chunk_size=16)
+              chunk_size=16, inputs=("input",), outputs=(("out", "batch.jsonl"),))

@@ -102,7 +102,9 @@ def score_finish(job):
     # A judge answer with no score in it is stored empty (never a guessed number): count them.
     result = {"study": job.params["study"], "metrics": job.params["metrics"], "n_scores": counts["total"],
               "unparsed": {m: counts["empty_by_evaluator"].get(m, 0) for m in job.params["metrics"]
-                           if m not in STUDY_METRICS}}
+                           if m not in STUDY_METRICS},
+              "coverage": services.metric_coverage(job.params["study"],
+                                                   [m for m in job.params["metrics"] if m not in STUDY_METRICS])}
     if extra is not None:
         result[EGISES] = extra
     return result

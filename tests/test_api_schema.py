@@ -73,7 +73,7 @@ def test_every_operation_documents_its_bodies(schema):
                 problems.append(f"{where} {code}: no content documented")
         if method != "get" and "403" not in operation["responses"]:
             problems.append(f"{where}: the 403 of a refused role is not documented")
-    assert seen == 18  # 15 + skip, extend and participants.csv
+    assert seen == 19  # 15 + skip, extend, participants.csv and job file downloads
     assert not problems, "\n".join(problems)
 
 
@@ -83,7 +83,7 @@ def test_enums_for_kind_state_and_format(schema):
     for name in ("Study", "StudyCreate", "Report"):
         assert resolve(schema, components[name]["properties"]["kind"])["enum"] == study_kinds, name
     assert resolve(schema, components["Job"]["properties"]["state"])["enum"] == [
-        "queued", "running", "done", "done_with_errors", "failed"]
+        "queued", "running", "done", "done_with_errors", "failed", "cancelled"]
     job_kinds = resolve(schema, components["JobCreate"]["properties"]["kind"])["enum"]
     assert {"score", "rag", "perse", "expert_batch"} <= set(job_kinds)
     formats = {}

@@ -83,7 +83,7 @@ def test_a_few_mib_over_the_default_on_a_json_endpoint_is_refused_unread(django_
 def test_default_limit_is_djangos_and_only_upload_views_take_more(settings):
     limits = (settings.DATA_UPLOAD_MAX_MEMORY_SIZE, settings.HUMEVAL_MAX_UPLOAD_BYTES,
               settings.HUMEVAL_LARGE_UPLOAD_URLS)
-    large = {"batch-upload", "study-upload", "api-study-batches", "api-study-predictions"}
+    large = {"batch-upload", "study-upload", "api-study-batches", "api-study-predictions", "api-jobs"}
     assert limits == (2621440, 512 * MiB, large)
 
 

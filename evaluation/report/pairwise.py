@@ -10,6 +10,7 @@ from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
 
 from .common import NOMINAL, Question, base_report, clean, clean_list, majority, majority_keys, question_rows
 from .correlations import item_correlations, system_correlations_part
+from .coverage import metric_coverage, report_warnings
 from .inputs import Judgments, ReportInput, codes_of, to_float
 
 MISSING_PICKS = ("", "N/A")
@@ -111,6 +112,7 @@ def choice_keys(inp: ReportInput, js: Judgments, extra: Extra | None = None) -> 
     alignment = {metric: alignment_entry(metric_alignment(labels, by_item)) for metric, by_item in picks.items()}
     comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"])}
                    for c in compare_metrics(labels, picks)] if len(picks) >= 2 else []
+    coverage = metric_coverage(inp, picks)
     keys = {
         **majority_keys(result),
         "tie_majority": sum(v == TIE for v in labels.values()),
@@ -118,6 +120,8 @@ def choice_keys(inp: ReportInput, js: Judgments, extra: Extra | None = None) -> 
         "metric_comparisons": comparisons,
         "win_rate": {str(k): clean(v) for k, v in sorted(win_rate(labels).items())},
         "correlations": item_correlations(inp, rows, scores),
+        "coverage": coverage,
+        "warnings": report_warnings(alignment, coverage),
     }
     systems = system_correlations_part(inp, labels, scores)
     if systems is not None:

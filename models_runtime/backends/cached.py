@@ -1,4 +1,5 @@
 """Backend base that answers from the generation cache first and generates only misses."""
+from ..step import advance
 from .base import Backend, Generation, SamplingParams
 from .cache import cache_key
 
@@ -32,6 +33,7 @@ class CachingBackend(Backend):
         first_index = {}
         for i in missing:
             first_index.setdefault(keys[i], i)
+        advance(len(prompts) - len(unique))  # cache hits and repeats cost nothing
         if unique:
             fresh = self._generate_uncached([prompts[first_index[k]] for k in unique], params)
             by_key = dict(zip(unique, fresh))

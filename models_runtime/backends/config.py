@@ -66,7 +66,9 @@ def model_spec(name):
     if name == EMBEDDED_LLM:
         return embedded_llm_spec()
     known = sorted(set(models) | {EMBEDDED_LLM})
-    raise ModelNotAvailable(f"unknown model {name!r}: add it to HUMEVAL_MODELS (known: {', '.join(known)})")
+    raise ModelNotAvailable(f"unknown model {name!r}: add it to HUMEVAL_MODELS (known: {', '.join(known)}) in the "
+                            "environment of the process that runs the job: the Celery workers' when "
+                            "CELERY_BROKER_URL is set, else this one's")
 
 
 def resolve_device(device=None):

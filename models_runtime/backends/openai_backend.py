@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
+from ..step import advance
 from .base import Generation, SamplingParams
 from .cached import CachingBackend
 from .config import ModelNotAvailable
@@ -41,16 +42,24 @@ class OpenAIBackend(CachingBackend):
         self.max_concurrency = int(spec.get("max_concurrency", 8))
         self.max_retries = int(spec.get("max_retries", 5))
         self.backoff = float(spec.get("backoff_seconds", 0.5))
+        self.sample_requests = spec.get("max_sample_requests")  # requests to fill n samples (default n)
         key = os.environ.get(spec["api_key_env"], "") if spec.get("api_key_env") else spec.get("api_key", "")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.client = httpx.Client(base_url=self.base_url, headers=headers, transport=transport,
                                    timeout=httpx.Timeout(float(spec.get("timeout_seconds", 120)), connect=10.0))
 
     def _generate_uncached(self, prompts: list, params: SamplingParams) -> list:
+        results = []
         if len(prompts) <= 1 or self.max_concurrency <= 1:
-            return [self._one(p, params) for p in prompts]
+            for p in prompts:
+                results.append(self._one(p, params))
+                advance()
+            return results
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(prompts))) as pool:
-            return list(pool.map(lambda p: self._one(p, params), prompts))
+            for gens in pool.map(lambda p: self._one(p, params), prompts):  # in order, as they come back
+                results.append(gens)
+                advance()
+        return results
 
     def _payload(self, prompt, params):
         body = {"model": self.model, "max_tokens": params.max_new_tokens, "temperature": params.temperature,
@@ -61,18 +70,33 @@ class OpenAIBackend(CachingBackend):
         return "/chat/completions", dict(body, messages=messages)
 
     def _one(self, prompt, params):
-        path, body = self._payload(prompt, params)
+        """The n samples of one prompt. A server may return fewer choices than `n` (some
+        ignore it and answer one): the rest are asked for again (seed moved on by the
+        samples already had, so a seeded server does not repeat them), at most
+        `max_sample_requests` requests (default n); short of n after that, an error, never
+        fewer samples (G-Eval must not average 1 of 20 and call it 20)."""
+        texts, tokens_in, tokens_out, requests = [], 0, 0, 0
+        limit = int(self.sample_requests or params.n)
         started = time.perf_counter()
-        data = self._post(path, body)
+        while len(texts) < params.n:
+            if requests == limit:
+                raise OpenAIError(f"{self.name}: asked for {params.n} samples, the server returned {len(texts)} in "
+                                  f"{requests} requests (does it ignore `n`? raise max_sample_requests)")
+            wanted = params.n - len(texts)
+            path, body = self._payload(prompt, params)
+            body.update(n=wanted, seed=params.seed + len(texts))
+            data = self._post(path, body)
+            requests += 1
+            usage = data.get("usage") or {}
+            choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))[:wanted]
+            if not choices:
+                raise OpenAIError(f"{self.name}: the server answered without choices")
+            texts += [(c.get("message") or {}).get("content") if "message" in c else c.get("text") for c in choices]
+            tokens_in = int(usage.get("prompt_tokens", 0))
+            tokens_out += int(usage.get("completion_tokens", 0))
         seconds = (time.perf_counter() - started) / max(1, params.n)
-        usage = data.get("usage") or {}
-        choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
-        if not choices:
-            raise OpenAIError(f"{self.name}: the server answered without choices")
-        texts = [(c.get("message") or {}).get("content") if "message" in c else c.get("text") for c in choices]
-        out_total = int(usage.get("completion_tokens", 0))
-        return [Generation(text=(t or "").strip(), tokens_in=int(usage.get("prompt_tokens", 0)),
-                           tokens_out=out_total // len(texts), seconds=seconds) for t in texts]
+        return [Generation(text=(t or "").strip(), tokens_in=tokens_in, tokens_out=tokens_out // len(texts),
+                           seconds=seconds) for t in texts]
 
     def _post(self, path, body):
         last = None

@@ -5,6 +5,7 @@
     get_encoder()                   # HUMEVAL_ENCODER_PATH or the embedded MiniLM
 """
 import os
+import sys
 import threading
 
 from django.conf import settings
@@ -28,6 +29,29 @@ def generation_cache():
     return _caches[path]
 
 
+def quiet_loading(stream=None) -> bool:
+    """When stderr is not a terminal (a Celery worker, a web process, a log file), silence
+    the progress bars and info chatter of transformers, huggingface_hub and tqdm while models
+    load: a worker's log keeps the job's own lines. -> whether it silenced them."""
+    stream = stream or sys.stderr
+    if getattr(stream, "isatty", lambda: False)():
+        return False
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    except ImportError:  # the model extras are not installed: nothing to silence
+        pass
+    return True
+
+
 def get_backend(name=EMBEDDED_LLM, device=None):
     """-> Backend for model `name` (see docs/runtime.md); raises ModelNotAvailable."""
     name = name or EMBEDDED_LLM
@@ -38,6 +62,7 @@ def get_backend(name=EMBEDDED_LLM, device=None):
     with _lock:
         if key not in _backends:
             cache = generation_cache()
+            quiet_loading()
             if kind == "transformers":
                 from .transformers_backend import TransformersBackend
                 _backends[key] = TransformersBackend(name, spec, device=device_key, cache=cache)
@@ -64,6 +89,7 @@ def get_encoder(path=None, device=None):
     device = resolve_device(device)
     with _lock:
         if (path, device) not in _encoders:
+            quiet_loading()
             from sentence_transformers import SentenceTransformer
             try:
                 _encoders[(path, device)] = SentenceTransformer(path, device=device, local_files_only=True)

@@ -9,6 +9,7 @@ import os
 import threading
 import time
 
+from ..step import advance
 from .base import Generation, SamplingParams
 from .cached import CachingBackend
 from .config import ModelNotAvailable, resolve_device
@@ -116,6 +117,7 @@ class TransformersBackend(CachingBackend):
             chunk = order[start:start + self.batch_size]
             for i, gens in zip(chunk, self._generate_batch([texts[i] for i in chunk], params)):
                 results[i] = gens
+            advance(len(chunk))
         return results
 
     def _generate_batch(self, texts, params):

@@ -151,7 +151,8 @@ def expert_finish(job):
 
 
 EXPERT = JobKind("expert", items=expert_items, process_chunk=expert_chunk, finish=expert_finish,
-                 validate=validate_expert, chunk_size=64)
+                 validate=validate_expert, chunk_size=64, inputs=("input",),
+                 outputs=(("out", "expert.json"),))
 
 
 # ---- expert_batch ------------------------------------------------------------------------
@@ -191,7 +192,8 @@ def expert_batch_finish(job):
 
 
 EXPERT_BATCH = JobKind("expert_batch", items=expert_batch_items, process_chunk=expert_batch_chunk,
-                       finish=expert_batch_finish, validate=validate_expert_batch, chunk_size=32)
+                       finish=expert_batch_finish, validate=validate_expert_batch, chunk_size=32,
+                       inputs=("input",), outputs=(("out", "batch.jsonl"),))
 
 
 # ---- probes ------------------------------------------------------------------------------
@@ -250,4 +252,4 @@ def probes_finish(job):
 
 
 PROBES = JobKind("probes", items=probes_items, process_chunk=probes_chunk, finish=probes_finish,
-                 validate=validate_probes, chunk_size=1)
+                 validate=validate_probes, chunk_size=1, inputs=("input",))

@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 
 from annotate import services
 from models_runtime.backends.base import SamplingParams
+from models_runtime.step import counting
 
 from .steps import generate
 
@@ -99,7 +100,8 @@ def predict(info, backend, *, k, evaluator, max_new_tokens=8, max_chars=1500, ba
             targets.append(target)
             prompts.append(build_prompt(aspects[aspect], [(p.item_data, p.value) for p in profile],
                                         target.item_data, max_chars))
-    texts = generate(backend, prompts, SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0), batched)
+    with counting(len(prompts), "predictions"):
+        texts = generate(backend, prompts, SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0), batched)
     rows = [services.PredictionRow(item_key=t.item_key, evaluator=evaluator, annotator=t.annotator,
                                    question=t.question, value=parse_answer(text, t.item_data))
             for t, text in zip(targets, texts)]

@@ -141,3 +141,64 @@ def test_cache_answers_the_second_run(server, tmp_path):
     assert len(server["requests"]) == 2
     backend(server, tmp_path).generate(["a"], SamplingParams(max_new_tokens=7))  # other params: a miss
     assert len(server["requests"]) == 3
+
+
+@pytest.fixture
+def one_choice_server(server):
+    """A server that ignores `n` and always answers one choice (llama.cpp server, some
+    hosted APIs)."""
+    original = FakeOpenAI.do_POST
+
+    def do_post(self):
+        length = int(self.headers["Content-Length"])
+        body = json.loads(self.rfile.read(length))
+        asked = body["n"]
+        body["n"] = 1
+        data = json.dumps(body).encode()
+        self.headers.replace_header("Content-Length", str(len(data)))
+        import io
+
+        self.rfile = io.BytesIO(data)
+        with self.state["lock"]:
+            self.state.setdefault("asked", []).append((asked, body["seed"]))
+        original(self)
+
+    server["handler_patch"] = do_post
+    return server
+
+
+def test_n_samples_from_a_server_that_answers_one_choice(one_choice_server, monkeypatch):
+    """Issue 16 D2: n=20 against a server returning 1 choice: 20 requests (asking for the
+    20, 19, ... 1 still missing, seeds 7, 8, ... 26), 20 samples; with max_sample_requests 3
+    an error after exactly 3 requests instead of 3 samples passed off as 20."""
+    monkeypatch.setattr(FakeOpenAI, "do_POST", one_choice_server["handler_patch"])
+    out = backend(one_choice_server).generate(["judge me"], SamplingParams(n=20, temperature=1.0, seed=7))
+    assert [g.text for g in out[0]] == ["echo: judge me #0"] * 20
+    assert one_choice_server["asked"] == [(20 - i, 7 + i) for i in range(20)]
+    assert len(one_choice_server["requests"]) == 20
+    one_choice_server["asked"].clear()
+    with pytest.raises(OpenAIError, match=r"^vllm-test: asked for 20 samples, the server returned 3 in 3 requests "):
+        backend(one_choice_server, max_sample_requests=3).generate(["judge again"], SamplingParams(n=20, seed=1))
+    assert one_choice_server["asked"] == [(20, 1), (19, 2), (18, 3)]
+
+
+def test_each_answer_advances_the_running_count(server, tmp_path):
+    """Issue 16 D7: progress inside a job's chunk: every answer (and every cache hit) moves
+    the count the heartbeat writes to Job.step."""
+    from models_runtime.step import counting, listen
+
+    told = []
+    listen(told.append)
+    try:
+        b = backend(server, tmp_path, max_concurrency=2)
+        with counting(5, "generations") as step:
+            b.generate(["a", "b", "c"])
+            assert step.done == 3
+            b.generate(["a", "d"])  # a from the cache, d generated
+            assert step.as_json() == {"done": 5, "total": 5, "unit": "generations"}
+            b.generate(["e"])  # never past the total
+            assert step.done == 5
+    finally:
+        listen(None)
+    assert told == [step, None]
+    assert len(server["requests"]) == 5

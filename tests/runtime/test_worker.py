@@ -8,6 +8,7 @@ timeout so the unacknowledged message of the killed worker is redelivered quickl
 """
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ import pytest
 from django.conf import settings
 
 from annotate.models import Prediction
-from models_runtime.jobs import submit_job
+from models_runtime.jobs import stale_jobs, submit_job
 from models_runtime.models import Job, JobItem
 from tests.factories import ensure_roles
 
@@ -48,7 +49,8 @@ def database_url():
 
 def start_worker(queue, log):
     env = dict(os.environ, DATABASE_URL=database_url(), CELERY_BROKER_URL=BROKER, CELERY_TASK_DEFAULT_QUEUE=queue,
-               CELERY_VISIBILITY_TIMEOUT="5", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+               CELERY_VISIBILITY_TIMEOUT="5", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               HUMEVAL_JOB_HEARTBEAT_SECONDS="0.2")
     env.pop("TEST_DATABASE_NAME", None)
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "humeval", "worker", "-Q", queue, "-P", "solo", "-c", "1",
@@ -82,11 +84,26 @@ def test_killed_worker_resumes_without_redoing_items(groups_back, transactional_
     try:
         workers.append(start_worker(queue, logs[0]))
         sender.send_task("models_runtime.run_job", args=[job.pk], queue=queue)
-        wait_until(lambda: Job.objects.get(pk=job.pk).done >= 6, 180, "the first worker to finish 3 chunks")
+        beats = set()
+
+        def beating():
+            row = Job.objects.get(pk=job.pk)
+            if row.heartbeat_at is not None:
+                beats.add(row.heartbeat_at)
+            return row.done >= 6
+
+        wait_until(beating, 180, "the first worker to finish 3 chunks")
         workers[0].send_signal(signal.SIGKILL)
         workers[0].wait(30)
-        killed_at = Job.objects.get(pk=job.pk).done
+        dead = Job.objects.get(pk=job.pk)
+        killed_at = dead.done
         assert 6 <= killed_at < N_ITEMS, "the worker must die mid-job"
+        # Issue 16: the worker beat while it ran; once killed its job is still `running`
+        # with the last beat, and turns stale for the detector (which only reads here).
+        assert len(beats) >= 3 and dead.state == "running" and dead.heartbeat_at >= max(beats)
+        assert dead.worker.startswith(socket.gethostname() + ":")
+        time.sleep(0.6)
+        assert list(stale_jobs(0.5).values_list("pk", flat=True)) == [job.pk]
         workers.append(start_worker(queue, logs[1]))
         wait_until(lambda: Job.objects.get(pk=job.pk).state in Job.FINISHED_STATES, 180, "the job to finish")
         # A job whose code breaks (here: a chunk size that is not a number) ends failed on
@@ -108,13 +125,15 @@ def test_killed_worker_resumes_without_redoing_items(groups_back, transactional_
     logs_text = "".join((tmp_path / f"worker{n}.log").read_text() for n in (1, 2))
     assert job.state == "done", logs_text
     assert (job.result, job.errors, job.finished_at is not None) == (
-        {"study": study.slug, "metrics": ["rouge1"], "n_scores": 2 * N_ITEMS, "unparsed": {"rouge1": 0}}, [], True)
+        {"study": study.slug, "metrics": ["rouge1"], "n_scores": 2 * N_ITEMS, "unparsed": {"rouge1": 0},
+         "coverage": {"rouge1": {"n_items": N_ITEMS, "n_scored": N_ITEMS, "n_unparsed": 0}}}, [], True)
     # Each item finished exactly once: one checkpoint per key, the F() counter matches,
     # and the scores exist once per (item, candidate).
     keys = list(JobItem.objects.filter(job=job).values_list("key", flat=True))
     assert len(keys) == len(set(keys)) == N_ITEMS
     assert (job.done, job.total, job.n_errors) == (N_ITEMS, N_ITEMS, 0)
     assert job.attempts == 2
+    assert job.heartbeat_at is not None and job.heartbeat_at > dead.heartbeat_at and job.worker != dead.worker
     workers_seen = set(JobItem.objects.filter(job=job).values_list("worker", flat=True))
     assert len(workers_seen) == 2, workers_seen
     assert Prediction.objects.filter(study=study, evaluator="rouge1").count() == 2 * N_ITEMS

@@ -108,7 +108,8 @@ def test_expert_batch_and_perse_as_jobs(tmp_path, monkeypatch, annotators):
     monkeypatch.setattr("models_runtime.judges.jobs._backend", lambda params: ScriptedBackend(
         lambda text, p, j: "Plot A" if "reader" in text else pasta_script(text, p, j)))
     out = tmp_path / "expl.jsonl"
-    job = submit_job("expert_batch", {"input": write_jsonl(tmp_path / "pw.jsonl", PAIR_BATCH), "out": str(out)})
+    job = submit_job("expert_batch", {"input": write_jsonl(tmp_path / "pw.jsonl", PAIR_BATCH), "out": str(out),
+                                      "server_paths": True})  # what the commands set
     assert job.state == "done", job.errors
     assert job.result == {"study": "pasta-explanations", "items": 1, "failed": 0, "llm_calls": 22, "out": str(out)}
     assert len(out.read_text().splitlines()) == 2

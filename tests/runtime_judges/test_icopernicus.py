@@ -186,7 +186,8 @@ def test_generate_icopernicus_runs_a_job_that_resumes(tmp_path, two_models):
     assert job.params == {"input": str(source), "input_sha256": file_sha256(str(source)),
                           "models": ["smollm2", "other"],
                           "out_batch": str(tmp_path / "b.jsonl"), "out_table": str(tmp_path / "t.csv"), "slug": "ico",
-                          "device": "cpu", "budget": 1024, "max_new_tokens": 32, "chunk_size": 1}
+                          "device": "cpu", "budget": 1024, "max_new_tokens": 32, "chunk_size": 1,
+                          "server_paths": True}  # set by the command: only commands name server paths
     out, err = StringIO(), StringIO()
     call_command(*args, stdout=out, stderr=err)
     assert err.getvalue().startswith(f"resuming job {job.pk} (icopernicus, 1/2 items done)")

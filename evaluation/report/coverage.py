@@ -1,0 +1,59 @@
+"""How much of a study each automatic metric really scored, and the report's warnings
+(issue 16, D6): a judge whose answers could not be parsed must not look like a metric
+that scored everything.
+
+Per metric, over the study's real (non-gold) items:
+- `n_items`: the real items;
+- `n_scored`: the items the metric has a pick on (every candidate scored, or a predicted
+  choice);
+- `n_unparsed`: the items with at least one prediction of the metric whose value is empty
+  or not a number (the judge's answer had no score in it; "N/A" choices are not counted).
+`warnings` flags an alignment that rests on fewer than MIN_ITEMS items, one whose 95% CI is
+degenerate (zero width), and every metric with unparsed items.
+"""
+from typing import Any
+
+import numpy as np
+
+from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
+
+from .inputs import ReportInput, to_float
+
+MIN_ITEMS = 10
+
+
+def metric_coverage(inp: ReportInput, picks: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """{metric: {"n_items", "n_scored", "n_unparsed"}} for every metric with a pick or an
+    unparsed prediction (a judge that failed everywhere is listed with n_scored 0)."""
+    real = ~inp.is_gold
+    n_items = int(real.sum())
+    on_candidate = np.zeros(len(inp.p_item), dtype=bool)
+    if inp.candidates.ndim == 2 and inp.candidates.shape[0]:
+        for col in range(inp.candidates.shape[1]):
+            on_candidate |= inp.p_question == inp.candidates[inp.p_item, col]
+    own = (inp.p_annotator == "") & real[inp.p_item] if len(inp.p_item) else np.zeros(0, dtype=bool)
+    unparsed = own & ((on_candidate & np.isnan(to_float(inp.p_value))) | ((inp.p_question == CHOICE)
+                                                                          & (inp.p_value == "")))
+    names = set(picks) | {str(n) for n in np.unique(inp.p_evaluator[unparsed]).tolist()}
+    out = {}
+    for name in sorted(names):
+        bad = unparsed & (inp.p_evaluator == name)
+        out[name] = {"n_items": n_items, "n_scored": len(picks.get(name, {})),
+                     "n_unparsed": int(len(np.unique(inp.p_item[bad])))}
+    return out
+
+
+def report_warnings(alignment: dict[str, dict[str, Any]], coverage: dict[str, dict[str, int]]) -> list[str]:
+    """One sentence per problem, metrics in name order."""
+    warnings = []
+    for name in sorted(set(alignment) | set(coverage)):
+        entry = alignment.get(name)
+        if entry is not None and entry["n"] < MIN_ITEMS:
+            warnings.append(f"{name}: alignment rests on {entry['n']} items (fewer than {MIN_ITEMS})")
+        if entry is not None and entry["ci95"] is not None and entry["ci95"][0] == entry["ci95"][1]:
+            warnings.append(f"{name}: the 95% CI of alignment is degenerate (zero width)")
+        cov = coverage.get(name)
+        if cov is not None and cov["n_unparsed"]:
+            warnings.append(f"{name}: {cov['n_unparsed']} of {cov['n_items']} items have unparsed judge answers "
+                            f"({cov['n_scored']} scored)")
+    return warnings
