@@ -3,7 +3,7 @@ token rotation."""
 from django.urls import path
 
 from annotate.api.assignments import AssignmentJudgmentsView, NextAssignmentView
-from annotate.api.reports import StudyReportView
+from annotate.api.reports import StudyReportVersionView, StudyReportView
 from annotate.api.studies import (
                                   BatchUploadView,
                                   JudgmentsExportView,
@@ -22,5 +22,6 @@ urlpatterns = [
     path("studies/<slug:slug>/assignments/next/", NextAssignmentView.as_view(), name="api-next-assignment"),
     path("assignments/<int:pk>/judgments/", AssignmentJudgmentsView.as_view(), name="api-assignment-judgments"),
     path("studies/<slug:slug>/report/", StudyReportView.as_view(), name="api-study-report"),
+    path("studies/<slug:slug>/report/version/", StudyReportVersionView.as_view(), name="api-study-report-version"),
     path("token/rotate/", RotateTokenView.as_view(), name="api-token-rotate"),
 ]

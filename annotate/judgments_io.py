@@ -16,6 +16,7 @@ from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from . import report_cache
 from .answers import InvalidAnswer, answer_value
 from .batch_format import BatchInvalid, ErrorList, unstorable_text
 from .judgments_csv import (
@@ -399,4 +400,5 @@ def _upsert_predictions(rows):
             to_update.append(pred)
     Prediction.objects.bulk_create(to_create, batch_size=CHUNK)
     Prediction.objects.bulk_update(to_update, ["value"], batch_size=CHUNK)
+    report_cache.touch(*{pred.study_id for pred in to_update})
     return len(to_create), len(to_update), skipped

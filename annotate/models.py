@@ -27,6 +27,9 @@ class Study(models.Model):
     min_seconds = models.FloatField(null=True, blank=True, help_text="Warn annotators who submit faster.")
     assignment_timeout_minutes = models.PositiveIntegerField(default=settings.HUMEVAL_ASSIGNMENT_TIMEOUT_MINUTES)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Bumped when stored judgments or predictions are edited in place (new rows change the
+    # counts instead): part of the report version (annotate/report_cache.py).
+    report_revision = models.PositiveBigIntegerField(default=0, editable=False)
 
     objects = StudyQuerySet.as_manager()
 
@@ -159,3 +162,21 @@ class AuditLog(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["study", "created_at"], name="audit_study_idx")]
+
+
+class ReportCache(models.Model):
+    """The built report of a study for one parameter set (docs/reports.md, "Cache"): the
+    JSON and the dashboard fragment with its figures, and the data version they were built
+    from. `building_since` marks a refresh in flight, so a second one is not queued."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="report_caches")
+    params = models.CharField(max_length=200)  # canonical JSON of the report parameters
+    version = models.CharField(max_length=200, blank=True)  # "" = never built
+    report_json = models.TextField(blank=True)  # text, not JSON: keeps the report's key order
+    fragment = models.TextField(blank=True)
+    built_at = models.DateTimeField(null=True, blank=True)
+    build_seconds = models.FloatField(null=True, blank=True)
+    building_since = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "params"], name="report_cache_once")]

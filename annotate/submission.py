@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from . import report_cache
 from .access import NotAllowed, may_annotate
 from .answers import InvalidAnswer, answer_value, is_empty
 from .display import study_questions
@@ -150,6 +151,7 @@ def edit(assignment_id, user, answers):
             judgment.value = value
             judgment.save(update_fields=["value"])
         if after:
+            report_cache.touch(study.pk)
             AuditLog.objects.create(study=study, user=user, action=EDIT_ACTION, object_type="assignment",
                                     object_id=str(assignment.pk),
                                     before={"item_id": item.item_id, "values": before},
