@@ -79,7 +79,8 @@ class Item(models.Model):
         ordering = ["study_id", "position"]
         constraints = [models.UniqueConstraint(fields=["study", "item_id"], name="item_unique_in_study")]
         # The assignment engine's scan: fullest free items first, then import order.
-        indexes = [models.Index(fields=["study", "is_gold", "-n_assigned", "position", "id"], name="item_pool_idx")]
+        indexes = [models.Index(fields=["study", "is_gold", "-n_assigned", "position", "id"], name="item_pool_idx"),
+                   models.Index(fields=["study", "id"], name="item_version_idx")]  # report version
 
     def __str__(self):
         return f"{self.study_id}:{self.item_id}"
@@ -126,7 +127,8 @@ class Judgment(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["item", "annotator", "question"], name="judgment_once"),
         ]
-        indexes = [models.Index(fields=["study", "question"], name="judgment_report_idx")]
+        indexes = [models.Index(fields=["study", "question"], name="judgment_report_idx"),
+                   models.Index(fields=["study", "id"], name="judgment_version_idx")]  # report version
 
 
 class Prediction(models.Model):
@@ -144,7 +146,8 @@ class Prediction(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["item", "evaluator", "annotator", "question"], name="prediction_once"),
         ]
-        indexes = [models.Index(fields=["study", "evaluator"], name="prediction_report_idx")]
+        indexes = [models.Index(fields=["study", "evaluator"], name="prediction_report_idx"),
+                   models.Index(fields=["study", "id"], name="prediction_version_idx")]  # report version
 
 
 class AuditLog(models.Model):

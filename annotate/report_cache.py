@@ -90,15 +90,16 @@ class ReportState:
                 "built_version": self.built or None, "fresh": self.fresh, "updating": self.updating}
 
 
-def report_state(study: Study, params: dict[str, Any], with_report: bool = True) -> ReportState:
-    """The cache entry's state (no build). `with_report=False` skips reading the report."""
+def report_state(study: Study, params: dict[str, Any], read: tuple[str, ...] = ()) -> ReportState:
+    """The cache entry's state (no build), with what `read` names of "report" (the JSON,
+    ~1 MB at 100k judgments) and "fragment" (the dashboard's HTML)."""
     current = data_version(study)
-    fields = ["version", "building_since"] + (["report_json", "fragment"] if with_report else [])
+    fields = ["version", "building_since"] + [{"report": "report_json"}.get(part, part) for part in read]
     row = ReportCache.objects.filter(study=study, params=params_key(params)).values(*fields).first()
     if row is None:
         return ReportState(params, current, "", None, "", False)
     since = row["building_since"]
-    report = json.loads(row["report_json"]) if with_report and row["report_json"] else None
+    report = json.loads(row["report_json"]) if row.get("report_json") else None
     return ReportState(params, current, row["version"], report, row.get("fragment", ""),
                        since is not None and since > timezone.now() - BUILD_TIMEOUT)
 
@@ -158,7 +159,7 @@ def refresh(study_id: int, key: str) -> str:
     study = Study.objects.get(pk=study_id)
     params = json.loads(key)
     try:
-        state = report_state(study, params, with_report=False)
+        state = report_state(study, params)
         if state.fresh:
             return state.built
         return build(study, params).built
@@ -166,19 +167,19 @@ def refresh(study_id: int, key: str) -> str:
         ReportCache.objects.filter(study=study, params=key).update(building_since=None)
 
 
-def current_report(study: Study, params: dict[str, Any]) -> ReportState:
+def current_report(study: Study, params: dict[str, Any], read: tuple[str, ...] = ("fragment",)) -> ReportState:
     """The cached report for the dashboard: a stale entry is shown while a refresh is
     queued (without a broker the refresh runs first, so the entry is current)."""
-    state = report_state(study, params)
+    state = report_state(study, params, read)
     if state.fresh:
         return state
     request_refresh(study, params)
-    return report_state(study, params)
+    return report_state(study, params, read)
 
 
 def fresh_report(study: Study, params: dict[str, Any]) -> dict[str, Any]:
     """The current report (JSON API): from the cache when current, else built now."""
-    state = report_state(study, params)
+    state = report_state(study, params, ("report",))
     if state.fresh and state.report is not None:
         return state.report
     report = build(study, params).report

@@ -22,6 +22,7 @@ from tests.test_report_pairwise import pairwise_study
 pytestmark = pytest.mark.django_db
 PARAMS = {"min_votes": 2}
 KEY = '{"min_votes":2}'
+READ = ("report", "fragment")
 
 
 @pytest.fixture(autouse=True)
@@ -69,45 +70,45 @@ def test_version_counts_rows_and_changes_with_each_kind_of_row(study):
 
 
 def test_cached_report_is_the_built_report_and_goes_stale_on_a_new_judgment(study):
-    state = report_cache.current_report(study, PARAMS)  # eager: built here
+    state = report_cache.current_report(study, PARAMS, READ)  # eager: built here
     assert state.fresh and state.built == expected_version(study)
     built = build_report(fetch_report_input(study))
     assert json.dumps(state.report) == json.dumps(built)  # same values, same key order
     assert state.report["n_judgments"] == 13
     add_judgments(study, [("i3", "ann3", "choice", "x", "x|y", 5)])
-    stale = report_cache.report_state(study, PARAMS)
+    stale = report_cache.report_state(study, PARAMS, READ)
     assert not stale.fresh and stale.report["n_judgments"] == 13 and stale.current == expected_version(study)
-    again = report_cache.current_report(study, PARAMS)
+    again = report_cache.current_report(study, PARAMS, READ)
     assert again.fresh and again.report["n_judgments"] == 14
     assert ReportCache.objects.get(study=study, params=KEY).building_since is None
 
 
 def test_new_prediction_and_item_make_the_report_stale(study):
-    report_cache.current_report(study, PARAMS)
+    report_cache.current_report(study, PARAMS, READ)
     add_predictions(study, [("i3", "gemba", "", "choice", "x")])
-    assert not report_cache.report_state(study, PARAMS).fresh
-    assert report_cache.current_report(study, PARAMS).report["alignment"] == \
+    assert not report_cache.report_state(study, PARAMS, READ).fresh
+    assert report_cache.current_report(study, PARAMS, READ).report["alignment"] == \
         build_report(fetch_report_input(study))["alignment"]
     add_items(study, [("i5", {"input": "r", "reference": "ref", "candidates": two()}, None)])
-    assert not report_cache.report_state(study, PARAMS).fresh
-    assert report_cache.current_report(study, PARAMS).report["n_items"] == 6
+    assert not report_cache.report_state(study, PARAMS, READ).fresh
+    assert report_cache.current_report(study, PARAMS, READ).report["n_items"] == 6
 
 
 def test_an_edited_judgment_makes_the_report_stale(study):
     """Edits change no count: the edit path bumps the study's report_revision."""
-    report_cache.current_report(study, PARAMS)
+    report_cache.current_report(study, PARAMS, READ)
     assignment = Assignment.objects.get(study=study, item__item_id="i3", annotator__username="ann1")
     edit(assignment.pk, assignment.annotator, {"choice": "y"})  # i3 is not complete: editable
-    state = report_cache.report_state(study, PARAMS)
+    state = report_cache.report_state(study, PARAMS, READ)
     assert not state.fresh and state.current.split("-")[3] == "r1"
-    refreshed = report_cache.current_report(study, PARAMS).report
+    refreshed = report_cache.current_report(study, PARAMS, READ).report
     assert refreshed == build_report(fetch_report_input(study))
     assert (state.report["majority"]["i3"], refreshed["majority"]["i3"]) == (None, "y")  # 1-1 split -> y, y
 
 
 def test_parameters_are_part_of_the_key(study):
-    two_votes = report_cache.current_report(study, report_cache.report_params(study))
-    three_votes = report_cache.current_report(study, report_cache.report_params(study, min_votes=3))
+    two_votes = report_cache.current_report(study, report_cache.report_params(study), READ)
+    three_votes = report_cache.current_report(study, report_cache.report_params(study, min_votes=3), READ)
     assert sorted(ReportCache.objects.filter(study=study).values_list("params", flat=True)) == \
         ['{"min_votes":2}', '{"min_votes":3}']
     assert two_votes.report == build_report(fetch_report_input(study, 2))
@@ -155,7 +156,7 @@ def test_dashboard_carries_the_polling_badge_and_reloads_on_change(study, resear
 
 
 def test_stale_badge_says_updating_while_a_refresh_is_in_flight(study, researcher):
-    report_cache.current_report(study, PARAMS)
+    report_cache.current_report(study, PARAMS, READ)
     add_judgments(study, [("i3", "ann3", "choice", "x", "x|y", 5)])
     ReportCache.objects.filter(study=study).update(building_since=timezone.now())  # a worker is on it
     client = Client()
@@ -165,7 +166,7 @@ def test_stale_badge_says_updating_while_a_refresh_is_in_flight(study, researche
     assert report_cache.request_refresh(study, PARAMS) is False  # one refresh in flight at most
     ReportCache.objects.filter(study=study).update(building_since=timezone.now() - timedelta(minutes=11))
     assert report_cache.request_refresh(study, PARAMS) is True  # a lost refresh is retried
-    assert report_cache.report_state(study, PARAMS).fresh
+    assert report_cache.report_state(study, PARAMS, READ).fresh
 
 
 def test_refresh_task_runs_eagerly_and_stores_the_current_version(study, settings):

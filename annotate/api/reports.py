@@ -94,4 +94,4 @@ class StudyReportVersionView(APIView):
     )
     def get(self, request, slug):
         study = study_for(request.user, slug, "read")
-        return Response(report_state(study, report_params(study), with_report=False).as_json(study.slug))
+        return Response(report_state(study, report_params(study)).as_json(study.slug))

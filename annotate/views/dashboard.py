@@ -53,10 +53,10 @@ def report_version(request, slug):
     the report section."""
     study = study_for(request.user, slug, "read")
     params = report_params(study)
-    state = report_state(study, params, with_report=False)
+    state = report_state(study, params)
     if not state.fresh:
         request_refresh(study, params)
-        state = report_state(study, params, with_report=False)
+        state = report_state(study, params)
     response = render(request, "dashboard/_report_version.html", {"study": study, "state": state,
                                                                   "poll_seconds": REPORT_POLL_SECONDS})
     if state.built and state.built != request.GET.get("shown", ""):
@@ -66,7 +66,7 @@ def report_version(request, slug):
 
 def report_context(study):
     state = current_report(study, report_params(study))
-    return {"study": study, "report": state.report, "report_html": state.fragment, "state": state,
+    return {"study": study, "report_html": state.fragment, "state": state,
             "poll_seconds": REPORT_POLL_SECONDS}
 
 
