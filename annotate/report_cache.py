@@ -145,7 +145,7 @@ def request_refresh(study: Study, params: dict[str, Any]) -> bool:
 
     def send() -> None:
         try:
-            refresh_report_task.delay(study.pk, key)
+            refresh_report_task.apply_async((study.pk, key), queue=settings.HUMEVAL_REPORT_QUEUE)
         except Exception:  # broker unreachable: let the next request try again
             logger.exception("could not queue the report refresh of %s", study.slug)
             ReportCache.objects.filter(study=study, params=key).update(building_since=None)

@@ -179,3 +179,26 @@ def test_refresh_task_runs_eagerly_and_stores_the_current_version(study, setting
     assert json.loads(row.report_json)["n_judgments"] == 13 and "<svg" in row.fragment
     assert refresh_report_task.delay(study.pk, KEY).get() == version  # current: nothing rebuilt
     assert ReportCache.objects.get(pk=row.pk).built_at == row.built_at
+
+
+def test_with_a_broker_the_refresh_is_queued_once_and_the_page_shows_the_stale_report(
+        study, researcher, settings, monkeypatch, django_capture_on_commit_callbacks):
+    report_cache.current_report(study, PARAMS)  # eager: the first build
+    settings.CELERY_BROKER_URL, settings.CELERY_TASK_ALWAYS_EAGER = "redis://127.0.0.1:1/0", False
+    settings.HUMEVAL_REPORT_QUEUE = "reports"
+    sent = []
+    monkeypatch.setattr(refresh_report_task, "apply_async", lambda args, queue: sent.append((args, queue)))
+    add_judgments(study, [("i3", "ann3", "choice", "x", "x|y", 5)])
+    client = Client()
+    client.force_login(researcher)
+    with django_capture_on_commit_callbacks(execute=True):
+        page = client.get("/studies/pw/").content.decode()
+    assert sent == [((study.pk, KEY), "reports")]
+    assert "updating…" in page and '<td>Judgments</td><td class="num">13</td>' in page  # the stale report
+    with django_capture_on_commit_callbacks(execute=True):
+        client.get("/studies/pw/report-version/?shown=")
+    assert len(sent) == 1  # in flight: not queued again
+    report_cache.refresh(study.pk, KEY)  # what the worker runs
+    badge = client.get(f"/studies/pw/report-version/?shown={report_cache.report_state(study, PARAMS).built}")
+    assert "updating" not in badge.content.decode()
+    assert '<td>Judgments</td><td class="num">14</td>' in client.get("/studies/pw/report-panel/").content.decode()
