@@ -90,10 +90,12 @@ class ReportState:
                 "built_version": self.built or None, "fresh": self.fresh, "updating": self.updating}
 
 
-def report_state(study: Study, params: dict[str, Any], read: tuple[str, ...] = ()) -> ReportState:
+def report_state(study: Study, params: dict[str, Any], read: tuple[str, ...] = (),
+                 current: str | None = None) -> ReportState:
     """The cache entry's state (no build), with what `read` names of "report" (the JSON,
-    ~1 MB at 100k judgments) and "fragment" (the dashboard's HTML)."""
-    current = data_version(study)
+    ~1 MB at 100k judgments) and "fragment" (the dashboard's HTML). `current`: the data
+    version when the caller has just read it."""
+    current = current or data_version(study)
     fields = ["version", "building_since"] + [{"report": "report_json"}.get(part, part) for part in read]
     row = ReportCache.objects.filter(study=study, params=params_key(params)).values(*fields).first()
     if row is None:
@@ -167,10 +169,11 @@ def refresh(study_id: int, key: str) -> str:
         ReportCache.objects.filter(study=study, params=key).update(building_since=None)
 
 
-def current_report(study: Study, params: dict[str, Any], read: tuple[str, ...] = ("fragment",)) -> ReportState:
+def current_report(study: Study, params: dict[str, Any], read: tuple[str, ...] = ("fragment",),
+                   current: str | None = None) -> ReportState:
     """The cached report for the dashboard: a stale entry is shown while a refresh is
     queued (without a broker the refresh runs first, so the entry is current)."""
-    state = report_state(study, params, read)
+    state = report_state(study, params, read, current)
     if state.fresh:
         return state
     request_refresh(study, params)

@@ -17,13 +17,13 @@ REPORT_POLL_SECONDS = 4
 PROGRESS_CACHE_SECONDS = 600
 
 
-def progress_context(study):
+def progress_context(study, version=None):
     """Counts for the progress panel (annotate/progress.py defines them): a few aggregate
     queries, cheap enough to poll. Per annotator: items and judgments submitted, open
     (unexpired) assignments, last submit."""
     # Judgment aggregates only change with the judgments: kept in the cache per data version
     # (a GROUP BY over every judgment: most of this panel's time at 100k judgments).
-    key = f"humeval:progress:{study.pk}:{study.created_at.timestamp()}:{data_version(study)}"
+    key = f"humeval:progress:{study.pk}:{study.created_at.timestamp()}:{version or data_version(study)}"
     per_annotator = cache.get_or_set(key, lambda: list(
         Judgment.objects.filter(study=study).values("annotator__username")
         .annotate(items=Count("item", distinct=True), judgments=Count("id"), last=Max("submitted_at"))
@@ -69,8 +69,8 @@ def report_version(request, slug):
     return response
 
 
-def report_context(study):
-    state = current_report(study, report_params(study))
+def report_context(study, version=None):
+    state = current_report(study, report_params(study), current=version)
     return {"study": study, "report_html": state.fragment, "state": state,
             "poll_seconds": REPORT_POLL_SECONDS}
 
@@ -78,7 +78,9 @@ def report_context(study):
 @login_required
 def dashboard(request, slug):
     study = study_for(request.user, slug, "read")
-    context = {**progress_context(study), **report_context(study), "poll_seconds": PROGRESS_POLL_SECONDS,
-               "report_poll_seconds": REPORT_POLL_SECONDS, "is_admin": is_admin(request.user),
+    version = data_version(study)  # one query for both panels
+    context = {**progress_context(study, version), **report_context(study, version),
+               "poll_seconds": PROGRESS_POLL_SECONDS, "report_poll_seconds": REPORT_POLL_SECONDS,
+               "is_admin": is_admin(request.user),
                "formats": ["json", "csv", "html"], "judgment_formats": ["csv", "jsonl"]}
     return render(request, "dashboard/dashboard.html", context)
