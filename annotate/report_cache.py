@@ -157,8 +157,11 @@ def request_refresh(study: Study, params: dict[str, Any]) -> bool:
 
 
 def refresh(study_id: int, key: str) -> str:
-    """The task's body: build the entry unless it is already current. -> its version."""
-    study = Study.objects.get(pk=study_id)
+    """The task's body: build the entry unless it is already current. -> its version ("" when
+    the study was deleted meanwhile)."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None:
+        return ""
     params = json.loads(key)
     try:
         state = report_state(study, params)

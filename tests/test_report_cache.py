@@ -202,3 +202,10 @@ def test_with_a_broker_the_refresh_is_queued_once_and_the_page_shows_the_stale_r
     badge = client.get(f"/studies/pw/report-version/?shown={report_cache.report_state(study, PARAMS).built}")
     assert "updating" not in badge.content.decode()
     assert '<td>Judgments</td><td class="num">14</td>' in client.get("/studies/pw/report-panel/").content.decode()
+
+
+def test_refresh_of_a_deleted_study_does_nothing(study):
+    pk = study.pk
+    study.delete()
+    assert refresh_report_task.delay(pk, KEY).get() == ""
+    assert not ReportCache.objects.exists()
