@@ -9,7 +9,7 @@ from annotate.api.assignments import (
     NextAssignmentView,
 )
 from annotate.api.participants import ParticipantsCsvView
-from annotate.api.reports import StudyReportView
+from annotate.api.reports import StudyReportVersionView, StudyReportView
 from annotate.api.studies import (
                                   BatchUploadView,
                                   JudgmentsExportView,
@@ -31,5 +31,6 @@ urlpatterns = [
     path("assignments/<int:pk>/extend/", AssignmentExtendView.as_view(), name="api-assignment-extend"),
     path("studies/<slug:slug>/participants.csv", ParticipantsCsvView.as_view(), name="api-study-participants"),
     path("studies/<slug:slug>/report/", StudyReportView.as_view(), name="api-study-report"),
+    path("studies/<slug:slug>/report/version/", StudyReportVersionView.as_view(), name="api-study-report-version"),
     path("token/rotate/", RotateTokenView.as_view(), name="api-token-rotate"),
 ]

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from evaluation.vocabulary import SKIP_QUESTION
 
+from . import report_cache
 from .answers import SKIP, InvalidAnswer, answer_value
 from .batch_format import BatchInvalid, ErrorList, unstorable_text
 from .judgments_csv import (
@@ -435,4 +436,5 @@ def _upsert_predictions(rows):
             to_update.append(pred)
     Prediction.objects.bulk_create(to_create, batch_size=CHUNK)
     Prediction.objects.bulk_update(to_update, ["value"], batch_size=CHUNK)
+    report_cache.touch(*{pred.study_id for pred in to_update})
     return len(to_create), len(to_update), skipped

@@ -44,6 +44,9 @@ class Study(models.Model):
     quality = models.JSONField(default=dict, blank=True)  # {"min_gold_accuracy", "min_median_seconds"}
     # Items with "practice": true: [{"item_id", "data", "gold", "feedback"}]; never Item rows.
     practice_items = models.JSONField(default=list, blank=True)
+    # Bumped when stored judgments or predictions are edited in place (new rows change the
+    # counts instead): part of the report version (annotate/report_cache.py).
+    report_revision = models.PositiveBigIntegerField(default=0, editable=False)
 
     objects = StudyQuerySet.as_manager()
 
@@ -93,7 +96,8 @@ class Item(models.Model):
         ordering = ["study_id", "position"]
         constraints = [models.UniqueConstraint(fields=["study", "item_id"], name="item_unique_in_study")]
         # The assignment engine's scan: fullest free items first, then import order.
-        indexes = [models.Index(fields=["study", "is_gold", "-n_assigned", "position", "id"], name="item_pool_idx")]
+        indexes = [models.Index(fields=["study", "is_gold", "-n_assigned", "position", "id"], name="item_pool_idx"),
+                   models.Index(fields=["study", "id"], name="item_version_idx")]  # report version
 
     def __str__(self):
         return f"{self.study_id}:{self.item_id}"
@@ -148,7 +152,8 @@ class Judgment(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["item", "annotator", "question"], name="judgment_once"),
         ]
-        indexes = [models.Index(fields=["study", "question"], name="judgment_report_idx")]
+        indexes = [models.Index(fields=["study", "question"], name="judgment_report_idx"),
+                   models.Index(fields=["study", "id"], name="judgment_version_idx")]  # report version
 
 
 class Prediction(models.Model):
@@ -166,7 +171,8 @@ class Prediction(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["item", "evaluator", "annotator", "question"], name="prediction_once"),
         ]
-        indexes = [models.Index(fields=["study", "evaluator"], name="prediction_report_idx")]
+        indexes = [models.Index(fields=["study", "evaluator"], name="prediction_report_idx"),
+                   models.Index(fields=["study", "id"], name="prediction_version_idx")]  # report version
 
 
 class AuditLog(models.Model):
@@ -220,3 +226,19 @@ class Participant(models.Model):
         if self.finished_at:
             return "completed"
         return "returned" if self.declined_at else "in_progress"
+class ReportCache(models.Model):
+    """The built report of a study for one parameter set (docs/reports.md, "Cache"): the
+    JSON and the dashboard fragment with its figures, and the data version they were built
+    from. `building_since` marks a refresh in flight, so a second one is not queued."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="report_caches")
+    params = models.CharField(max_length=200)  # canonical JSON of the report parameters
+    version = models.CharField(max_length=200, blank=True)  # "" = never built
+    report_json = models.TextField(blank=True)  # text, not JSON: keeps the report's key order
+    fragment = models.TextField(blank=True)
+    built_at = models.DateTimeField(null=True, blank=True)
+    build_seconds = models.FloatField(null=True, blank=True)
+    building_since = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "params"], name="report_cache_once")]

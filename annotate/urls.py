@@ -11,6 +11,7 @@ urlpatterns = [
     path("studies/<slug:slug>/", dashboard.dashboard, name="dashboard"),
     path("studies/<slug:slug>/progress/", dashboard.progress, name="dashboard-progress"),
     path("studies/<slug:slug>/report-panel/", dashboard.report_panel, name="dashboard-report"),
+    path("studies/<slug:slug>/report-version/", dashboard.report_version, name="dashboard-report-version"),
     path("", home.home, name="home"),
     path("annotate/<slug:slug>/", task.task, name="annotate-task"),
     path("annotate/<slug:slug>/next/", task.next_item, name="annotate-next"),

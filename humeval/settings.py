@@ -202,6 +202,9 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "humeval")
+# Queue of the report refreshes (annotate/report_cache.py): give it its own worker so that
+# refreshes never wait behind a long model job.
+HUMEVAL_REPORT_QUEUE = os.environ.get("HUMEVAL_REPORT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))}
 
 # Runtime jobs (docs/runtime.md "Jobs"): a running job beats every HUMEVAL_JOB_HEARTBEAT_SECONDS;

@@ -102,12 +102,16 @@ TABLE = {
     # study someone may not see answers 404, like a slug that does not exist.
     "api-study-report": [Probe("GET", by_role(403, 403, 200, 200), slug),
                          Probe("GET", by_role(403, 404, 404, 200), scoped)],
+    "api-study-report-version": [Probe("GET", by_role(403, 403, 200, 200), slug),
+                                 Probe("GET", by_role(403, 404, 404, 200), scoped)],
     "dashboard": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
                   Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
     "dashboard-progress": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
                            Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
     "dashboard-report": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
                          Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
+    "dashboard-report-version": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
+                                 Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
     # Admins start jobs; researchers of the job's study (and the job's creator) read them.
     "api-jobs": [Probe("GET", by_role(403, 403, 403, 200)),
                  Probe("POST", by_role(403, 403, 403, 400), body=lambda w: {})],

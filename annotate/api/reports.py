@@ -1,7 +1,10 @@
-"""GET /api/studies/{slug}/report/?format=json|csv|html — the study's researchers (and admins)."""
+"""GET /api/studies/{slug}/report/?format=json|csv|html and GET /api/studies/{slug}/report/version/
+— the study's researchers (and admins). JSON reports come from the report cache
+(annotate/report_cache.py) when it is current."""
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -9,6 +12,7 @@ from rest_framework.views import APIView
 
 from annotate.access import study_for
 from annotate.api.serializers import DetailSerializer, ReportSerializer
+from annotate.report_cache import fresh_report, report_params, report_state
 from annotate.report_data import study_report
 from evaluation.report import FORMATS
 
@@ -23,9 +27,9 @@ def download_name(study, fmt):
 
 def report_response(study, fmt, include_flagged=False):
     """The rendered report as a download (csv, html) or a JSON response."""
-    report, text = study_report(study, fmt, include_flagged=include_flagged)
     if fmt == "json":
-        return None, report
+        return None, fresh_report(study, report_params(study, include_flagged=include_flagged))
+    report, text = study_report(study, fmt, include_flagged=include_flagged)
     response = HttpResponse(text, content_type=CONTENT_TYPES[fmt])
     response["Content-Disposition"] = download_name(study, fmt)
     return response, report
@@ -70,3 +74,27 @@ class StudyReportView(APIView):
             response = Response(report)
             response["Content-Disposition"] = download_name(study, fmt)
         return response
+
+
+class ReportVersionSerializer(serializers.Serializer):
+    study = serializers.CharField()
+    params = serializers.DictField(help_text="The report parameters (the cache key), e.g. min_votes.")
+    version = serializers.CharField(help_text="Version of the study's data now (changes with every new judgment, "
+                                              "prediction or item, and with edits).")
+    built_version = serializers.CharField(allow_null=True, help_text="Version the cached report was built from.")
+    fresh = serializers.BooleanField(help_text="The cached report is current (built_version == version).")
+    updating = serializers.BooleanField(help_text="A background refresh is in flight.")
+
+
+class StudyReportVersionView(APIView):
+    """Cheap: one aggregate query and one cache row read, no report is built."""
+
+    @extend_schema(
+        responses={200: ReportVersionSerializer,
+                   403: OpenApiResponse(DetailSerializer, description="Not one of the study's researchers."),
+                   404: OpenApiResponse(DetailSerializer, description="No such study, or one you may not see.")},
+        summary="Version of the study's data and of its cached report",
+    )
+    def get(self, request, slug):
+        study = study_for(request.user, slug, "read")
+        return Response(report_state(study, report_params(study)).as_json(study.slug))
