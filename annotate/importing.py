@@ -71,6 +71,8 @@ def import_batch(binary_file, *, source="", user=None, expected_slug=None):
                 slug = header.slug
                 study, header = _resolve_study(header, header_line, expected_slug, errors)
             seen = _validate_items(lines, header, errors)
+            if header is not None and not seen and not errors:
+                errors.add(header_line, "the batch has no items: nothing to import (no study is created)")
             to_skip = _check_existing(study, seen, errors) if study is not None and study.pk else set()
             if errors:
                 raise BatchInvalid(errors.final())

@@ -93,9 +93,29 @@ class TransformersBackend(CachingBackend):
         if self.decoding not in ("shared-prefix", "generate"):
             raise ModelNotAvailable(f"model {name!r}: decoding must be 'shared-prefix' or 'generate', "
                                     f"not {self.decoding!r}")
-        self.tokenizer, self.model = load_model(spec, name, self.device)
-        self.eos_ids = end_of_sequence_ids(self.tokenizer, self.model)
+        self.spec = spec
+        self._weights = None  # (tokenizer, model), loaded on the first cache miss
         self._torch = torch
+
+    def _loaded(self):
+        """Load the weights only when something must really be generated: a fully
+        cached run never pays for loading the model."""
+        if self._weights is None:
+            tokenizer, model = load_model(self.spec, self.name, self.device)
+            self._weights = (tokenizer, model, end_of_sequence_ids(tokenizer, model))
+        return self._weights
+
+    @property
+    def tokenizer(self):
+        return self._loaded()[0]
+
+    @property
+    def model(self):
+        return self._loaded()[1]
+
+    @property
+    def eos_ids(self):
+        return self._loaded()[2]
 
     def render(self, prompt):
         """Prompt -> the exact text fed to the model (chat template when present)."""
