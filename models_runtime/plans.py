@@ -76,8 +76,9 @@ def validate_generation(gen) -> dict:
     except (TypeError, ValueError):
         raise JobParamsError("generation.temperature must be a number") from None
     _need(temperature >= 0, "generation.temperature must be at least 0")
+    budget = _int(gen.get("budget", DEFAULT_BUDGET), "generation.budget", 1)
     return {"max_tokens": _int(gen.get("max_tokens", 64), "generation.max_tokens", 1), "temperature": temperature,
-            "stop": stop, "postprocess": post, "budget": _int(gen.get("budget", DEFAULT_BUDGET), "generation.budget", 1)}
+            "stop": stop, "postprocess": post, "budget": budget}
 
 
 def _names(value, what) -> list[str]:
