@@ -11,6 +11,7 @@ from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
 from .common import NOMINAL, Question, base_report, clean, clean_list, majority, majority_keys, question_rows
 from .correlations import item_correlations, system_correlations_part
 from .inputs import Judgments, ReportInput, codes_of, to_float
+from .systems import systems_table
 
 MISSING_PICKS = ("", "N/A")
 # {metric: (item index, candidate id, value)}: scores from outside the item (ExPerT).
@@ -118,6 +119,7 @@ def choice_keys(inp: ReportInput, js: Judgments, extra: Extra | None = None) -> 
         "metric_comparisons": comparisons,
         "win_rate": {str(k): clean(v) for k, v in sorted(win_rate(labels).items())},
         "correlations": item_correlations(inp, rows, scores),
+        "systems": systems_table(inp, labels, scores),
     }
     systems = system_correlations_part(inp, labels, scores)
     if systems is not None:
