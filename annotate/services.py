@@ -214,6 +214,7 @@ def import_batch_file(path: str, *, expected_slug: str | None = None) -> dict:
     from .importing import import_batch_path
 
     try:
-        return import_batch_path(path, source=f"runtime:{path}", expected_slug=expected_slug).as_json()
+        return import_batch_path(path, source=f"runtime:{path}", expected_slug=expected_slug,
+                                 allow_empty=False).as_json()
     except BatchInvalid as refused:
         raise BatchRefused(list(refused.errors)) from refused

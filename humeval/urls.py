@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from humeval.login_guard import AdminLoginForm
+from models_runtime.views import new_plan
 
 admin.site.login_form = AdminLoginForm
 
@@ -13,5 +14,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("annotate.api_urls")),
     path("api/", include("models_runtime.api_urls")),
+    path("plans/new/", new_plan, name="plan-new"),
     path("", include("annotate.urls")),
 ]

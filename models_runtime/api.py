@@ -22,6 +22,7 @@ from .backends.config import ModelNotAvailable
 from .jobs import JobParamsError, job_json, job_kinds, submit_job
 from .metrics.registry import UnknownMetric
 from .models import Job
+from .plans import start_uploaded_plan
 
 
 class JobKindField(serializers.ChoiceField):
@@ -126,3 +127,30 @@ class JobDetailView(APIView):
         if job is None or not may_read_job(request.user, job):
             raise Http404("No such job.")
         return Response(job_body(job))
+
+
+class PipelineCreateSerializer(serializers.Serializer):
+    """multipart/form-data: the plan (a JSON file or string) and its input files, named as
+    the plan names them (never server paths)."""
+
+    plan = serializers.FileField(help_text="The study plan JSON (docs/runtime.md).")
+    files = serializers.ListField(child=serializers.FileField(), required=False,
+                                  help_text="The input files the plan names (e.g. dev_questions.json).")
+
+
+class PipelineView(APIView):
+    permission_classes = [IsAdminRole]
+
+    @extend_schema(request={"multipart/form-data": PipelineCreateSerializer},
+                   responses={201: JobSerializer, 400: JobErrorBody, 403: DetailSerializer},
+                   summary="Run a study plan on uploaded files (admins).")
+    def post(self, request):
+        plan = request.FILES.get("plan") or request.data.get("plan")
+        if plan is None:
+            return Response({"error": 'send the plan as the field "plan"'}, status=status.HTTP_400_BAD_REQUEST)
+        uploads = [f for key in request.FILES for f in request.FILES.getlist(key) if key != "plan"]
+        try:
+            job = start_uploaded_plan(plan, uploads, request.user)
+        except (JobParamsError, ModelNotAvailable, UnknownMetric) as exc:
+            return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(job_body(job), status=status.HTTP_201_CREATED)

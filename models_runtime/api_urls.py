@@ -1,9 +1,10 @@
 """REST endpoints for runtime jobs."""
 from django.urls import path
 
-from models_runtime.api import JobDetailView, JobListView
+from models_runtime.api import JobDetailView, JobListView, PipelineView
 
 urlpatterns = [
     path("jobs/", JobListView.as_view(), name="api-jobs"),
     path("jobs/<int:pk>/", JobDetailView.as_view(), name="api-job"),
+    path("pipelines/", PipelineView.as_view(), name="api-pipelines"),
 ]

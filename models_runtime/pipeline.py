@@ -123,7 +123,7 @@ def run_step_job(job, step, kind, params) -> Job:
 
 
 def generate_params(p) -> dict:
-    return {"study": p["study"]["slug"], "input": p["input"], "systems": p["systems"],
+    return {"study": p["study"], "input": p["input"], "systems": p["systems"],
             "generation": p["generation"], "device": p.get("device")}
 
 
@@ -164,7 +164,7 @@ def batch_items(p, checkpoints) -> tuple[list[dict], list[dict], int]:
 
 
 def batch_path(p) -> str:
-    return str(Path(p["workdir"]) / p["study"]["slug"] / BATCH_NAME)
+    return str(Path(p["workdir"]) / p["study"] / BATCH_NAME)
 
 
 def step_batch(job) -> dict:
@@ -175,8 +175,7 @@ def step_batch(job) -> dict:
     if not items:
         raise StepFailed(f"step batch: no item to put in the batch ({len(left_out)} left out, {failed} failed"
                          + (f"; first left out: {left_out[0]['id']}: {left_out[0]['why']}" if left_out else "") + ")")
-    study = dict(p["study"])
-    header = {"study": {k: v for k, v in study.items() if k in (
+    header = {"study": {k: v for k, v in p["study_header"].items() if k in (
         "slug", "kind", "title", "instructions", "annotations_per_item", "allow_tie")}}
     header["study"].setdefault("instructions", "Read the request and the user's own expected output, then pick "
                                                "the response that is closer to it in content and writing style.")
@@ -192,7 +191,7 @@ def step_batch(job) -> dict:
 
 def step_import(job) -> dict:
     try:
-        return services.import_batch_file(batch_path(job.params), expected_slug=job.params["study"]["slug"])
+        return services.import_batch_file(batch_path(job.params), expected_slug=job.params["study"])
     except services.BatchRefused as refused:
         raise StepFailed(f"step import: the batch was refused: {refused}") from refused
 
@@ -202,7 +201,7 @@ def step_score(job) -> dict:
     names = p["metrics"] + p["judges"]
     if not names:
         return {"skipped": "no metrics or judges in the plan"}
-    params = {"study": p["study"]["slug"], "metrics": names, "model": p.get("judge_model"),
+    params = {"study": p["study"], "metrics": names, "model": p.get("judge_model"),
               "device": p.get("device")}
     child = run_step_job(job, "score", "score", params)
     return {"job": child.pk, "result": child.result}
@@ -221,12 +220,12 @@ def pipeline_chunk(job, keys):
 
 def pipeline_finish(job) -> dict:
     steps = {row.key: row.result for row in JobItem.objects.filter(job=job)}
-    return {"study": job.params["study"]["slug"], "steps": steps}
+    return {"study": job.params["study"], "steps": steps}
 
 
 def validate_pipeline_params(params) -> dict:
     """Params come from plans.validate_plan (the command and the API check the plan)."""
-    for key in ("study", "input", "systems", "generation", "workdir"):
+    for key in ("study", "study_header", "input", "systems", "generation", "workdir"):
         if key not in params:
             raise JobParamsError(f"pipeline params lack {key!r}: build them with plans.validate_plan")
     return params

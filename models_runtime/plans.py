@@ -124,7 +124,8 @@ def validate_plan(plan, files, workdir) -> dict:
         from .scoring import parse_metrics
 
         parse_metrics(metrics + judges)
-    return {"study": validate_study(plan.get("study")), "input": validate_input(plan.get("input"), files),
+    header = validate_study(plan.get("study"))
+    return {"study": header["slug"], "study_header": header, "input": validate_input(plan.get("input"), files),
             "systems": systems, "generation": validate_generation(plan.get("generation")),
             "metrics": metrics, "judges": judges, "judge_model": plan.get("judge_model") or None,
             "device": plan.get("device") or None, "workdir": str(Path(workdir).resolve())}
@@ -198,3 +199,61 @@ def load_records(spec) -> dict[str, dict]:
         _cache.clear()
         _cache[key] = {str(r["id"]): r for r in records}
     return _cache[key]
+
+
+# ---- uploaded plans (API and web page) ---------------------------------------------------
+
+def save_uploads(uploads, root) -> dict[str, str]:
+    """Store uploaded input files under `root/uploads/<sha256>/<name>` (the same bytes land
+    at the same path, so re-sending a plan resumes its job). -> {uploaded name: path}."""
+    import hashlib
+
+    saved: dict[str, str] = {}
+    for upload in uploads:
+        name = os.path.basename(str(upload.name or ""))
+        _need(name and name not in (".", ".."), "an uploaded file has no name")
+        _need(name not in saved, f"two uploaded files are named {name!r}")
+        digest, chunks = hashlib.sha256(), []
+        for chunk in upload.chunks():
+            digest.update(chunk)
+            chunks.append(chunk)
+        folder = Path(root) / "uploads" / digest.hexdigest()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / name
+        if not path.exists():
+            tmp = folder / (name + ".part")
+            tmp.write_bytes(b"".join(chunks))
+            os.replace(tmp, path)
+        saved[name] = str(path)
+    return saved
+
+
+def plan_from_upload(plan_field) -> dict:
+    """The plan of a request: an uploaded JSON file, a JSON string, or an object."""
+    if hasattr(plan_field, "read"):
+        plan_field = plan_field.read()
+    if isinstance(plan_field, (bytes, str)):
+        try:
+            plan_field = json.loads(plan_field)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise JobParamsError(f"the plan is not valid JSON: {exc}") from exc
+    _need(isinstance(plan_field, dict), "send the plan as a JSON object (field \"plan\")")
+    return plan_field
+
+
+def start_uploaded_plan(plan_field, uploads, user):
+    """Validate an uploaded plan with its input files and start (or resume) its pipeline
+    job. -> Job. JobParamsError (and ModelNotAvailable, UnknownMetric) for a bad plan."""
+    from django.conf import settings
+
+    from .jobs import prepare_job, start_job
+
+    plan = plan_from_upload(plan_field)
+    plan.pop("device", None)  # the server decides where it runs
+    files = save_uploads(uploads, settings.HUMEVAL_PIPELINE_DIR)
+    params = validate_plan(plan, files, settings.HUMEVAL_PIPELINE_DIR)
+    job, resumed = prepare_job("pipeline", params, user=user)
+    if not (resumed and job.celery_task_id and job.state != job.FAILED):
+        start_job(job)
+    job.refresh_from_db()
+    return job

@@ -99,10 +99,14 @@ def test_generate_rag_with_the_model_server_down_fails_and_writes_nothing(settin
 def test_an_empty_batch_is_refused_and_creates_no_study(tmp_path):
     data = jsonl(header("empty-one", "pairwise_alignment", title="Empty"))
     with pytest.raises(BatchInvalid) as err:
-        import_batch_bytes(data)
+        import_batch_bytes(data, allow_empty=False)
     assert err.value.errors == ["line 1: the batch has no items: nothing to import (no study is created)"]
     path = tmp_path / "empty.jsonl"
     path.write_bytes(data)
+    err_out = StringIO()
+    with pytest.raises(CommandError, match="1 error"):
+        call_command("import_batch", str(path), stdout=StringIO(), stderr=err_out)
+    assert "line 1: the batch has no items" in err_out.getvalue()
     with pytest.raises(services.BatchRefused, match="the batch has no items"):
         services.import_batch_file(str(path))
     assert not Study.objects.filter(slug="empty-one").exists()

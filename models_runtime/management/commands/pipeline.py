@@ -29,7 +29,7 @@ class Command(BaseCommand):
             params = validate_plan(plan, Path(opts["plan"]).resolve().parent, settings.HUMEVAL_PIPELINE_DIR)
         except USER_ERRORS as exc:
             raise CommandError(f"{opts['plan']}: {exc}") from exc
-        job = run_command_job(self, "pipeline", params, desc=f"pipeline {params['study']['slug']}",
+        job = run_command_job(self, "pipeline", params, desc=f"pipeline {params['study']}",
                               no_wait=opts["no_wait"])
         if job is None:
             return
