@@ -93,6 +93,9 @@ class JobListView(APIView):
         kind = body.get("kind")
         if not isinstance(kind, str) or not kind:
             return Response({"error": "kind is required (e.g. score)"}, status=status.HTTP_400_BAD_REQUEST)
+        if kind in ("pipeline", "plan_generate"):  # plans name uploaded files, never server paths
+            return Response({"error": "start a study plan with POST /api/pipelines/ (the plan and its files)"},
+                            status=status.HTTP_400_BAD_REQUEST)
         params = body.get("params")
         if params is None:
             params = {k: v for k, v in body.items() if k != "kind"}

@@ -67,6 +67,9 @@ def test_api_refuses_server_paths_bad_plans_and_non_admins(queued):
     assert response.status_code == 400 and response.json()["error"].startswith("the plan is not valid JSON")
     assert client.post("/api/pipelines/", {}, format="multipart").status_code == 400
     assert api_as("researchers").post("/api/pipelines/", uploads(), format="multipart").status_code == 403
+    response = client.post("/api/jobs/", {"kind": "pipeline", "params": {"input": {"questions": "/etc/passwd"}}},
+                           format="json")
+    assert response.status_code == 400 and "POST /api/pipelines/" in response.json()["error"]
     assert not Job.objects.exists()
 
 
