@@ -15,9 +15,9 @@ from .config import ModelNotAvailable, resolve_device
 from .decoding import decode
 
 
-def _load(spec, name):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+def check_model_path(spec, name):
+    """The model's files exist (cheap, no loading): a wrong path fails when the backend is
+    created, not at the first cache miss. -> (path, from_pretrained kwargs)."""
     path = spec.get("path") or spec.get("id")
     if not path:
         raise ModelNotAvailable(f"model {name!r} has no path: set HUMEVAL_MODELS[{name!r}]['path']")
@@ -30,6 +30,13 @@ def _load(spec, name):
     elif os.path.sep in path and not os.path.isdir(path):
         raise ModelNotAvailable(f"model {name!r}: directory {path} does not exist: "
                                 f"fix HUMEVAL_MODELS[{name!r}]['path']")
+    return path, kwargs
+
+
+def _load(spec, name):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path, kwargs = check_model_path(spec, name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
@@ -94,6 +101,7 @@ class TransformersBackend(CachingBackend):
             raise ModelNotAvailable(f"model {name!r}: decoding must be 'shared-prefix' or 'generate', "
                                     f"not {self.decoding!r}")
         self.spec = spec
+        check_model_path(spec, name)
         self._weights = None  # (tokenizer, model), loaded on the first cache miss
         self._torch = torch
 
