@@ -63,9 +63,11 @@ def import_batch_bytes(data, **kwargs):
     return import_batch(io.BytesIO(data), **kwargs)
 
 
-def import_batch(binary_file, *, source="", user=None, expected_slug=None):
+def import_batch(binary_file, *, source="", user=None, expected_slug=None, allow_empty=True):
     """Import a seekable binary JSONL file. Returns ImportResult or raises BatchInvalid.
-    `expected_slug` (API and upload form for a given study) must match the header's slug."""
+    `expected_slug` (API and upload form for a given study) must match the header's slug.
+    `allow_empty=False` (the import_batch command, the runtime): a header without items is
+    refused, so a failed generation never leaves an empty study behind."""
     slug, errors = expected_slug, ErrorList()
     try:
         with transaction.atomic():
@@ -79,6 +81,8 @@ def import_batch(binary_file, *, source="", user=None, expected_slug=None):
                 slug = header.slug
                 study, header = _resolve_study(header, header_line, expected_slug, errors)
             seen = _validate_items(lines, header, errors)
+            if not allow_empty and header is not None and not seen and not errors:
+                errors.add(header_line, "the batch has no items: nothing to import (no study is created)")
             to_skip = _check_existing(study, seen, errors) if study is not None and study.pk else set()
             if errors:
                 raise BatchInvalid(errors.final())

@@ -24,7 +24,7 @@ __all__ = [
     "DetailSerializer", "IsoDateTimeField", "json_as",
     "StudyInfo", "StudyItem", "ScoringItem", "Candidate", "PerseJudgment", "PredictionRow", "UpsertCounts",
     "get_study", "study_item_keys", "study_items", "items_for_scoring", "judging_annotators", "judgments_for_perse",
-    "upsert_predictions", "prediction_counts", "metric_coverage",
+    "upsert_predictions", "prediction_counts", "metric_coverage", "BatchRefused", "import_batch_file",
 ]
 
 
@@ -214,3 +214,25 @@ def prediction_counts(slug: str, evaluators: Iterable[str]) -> dict:
     rows = Prediction.objects.filter(study__slug=slug, evaluator__in=list(evaluators), annotator="")
     empty = Counter(rows.filter(value="").values_list("evaluator", flat=True))
     return {"total": rows.count(), "empty": sum(empty.values()), "empty_by_evaluator": dict(empty)}
+
+
+class BatchRefused(ValueError):
+    """A batch file the importer refused; `errors` are its `line N: why` messages."""
+
+    def __init__(self, errors: list[str]):
+        super().__init__("; ".join(errors[:5]) + (f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""))
+        self.errors = errors
+
+
+def import_batch_file(path: str, *, expected_slug: str | None = None) -> dict:
+    """Import a batch file written by the runtime (all or nothing; items already in the
+    study with the same content are skipped, so a re-run imports nothing twice).
+    -> {"study", "created", "skipped"}; BatchRefused with the importer's errors."""
+    from .batch_format import BatchInvalid
+    from .importing import import_batch_path
+
+    try:
+        return import_batch_path(path, source=f"runtime:{path}", expected_slug=expected_slug,
+                                 allow_empty=False).as_json()
+    except BatchInvalid as refused:
+        raise BatchRefused(list(refused.errors)) from refused

@@ -233,6 +233,9 @@ HUMEVAL_MODELS_JSON = os.environ.get("HUMEVAL_MODELS", "")
 HUMEVAL_ENCODER_PATH = os.environ.get("HUMEVAL_ENCODER_PATH", "")  # empty = embedded MiniLM
 # Path of the SQLite generation cache; HUMEVAL_GENERATION_CACHE="" turns the cache off.
 HUMEVAL_GENERATION_CACHE = os.environ.get("HUMEVAL_GENERATION_CACHE", str(VAR_DIR / "generation-cache.sqlite3"))
+# Where study plans write their batch files (and the API keeps uploaded plan inputs);
+# Celery workers must see the same directory.
+HUMEVAL_PIPELINE_DIR = os.environ.get("HUMEVAL_PIPELINE_DIR", str(VAR_DIR / "pipelines"))
 HUMEVAL_DEVICE = os.environ.get("HUMEVAL_DEVICE", "")  # "", "cpu" or "cuda"
 # CPU threads torch uses for local models (0: torch's default, one per core). Set it to the
 # cores a worker really has: on a shared machine torch's default oversubscribes and crawls.

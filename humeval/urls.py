@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from humeval.login_guard import AdminLoginForm
+from models_runtime.plan_page import new_plan
 from models_runtime.views import jobs_panel
 
 admin.site.login_form = AdminLoginForm
@@ -15,5 +16,6 @@ urlpatterns = [
     path("api/", include("annotate.api_urls")),
     path("api/", include("models_runtime.api_urls")),
     path("studies/<slug:slug>/jobs/", jobs_panel, name="dashboard-jobs"),
+    path("plans/new/", new_plan, name="plan-new"),
     path("", include("annotate.urls")),
 ]

@@ -33,9 +33,10 @@ from annotate.services import (
 
 from .backends.config import ModelNotAvailable
 from .job_files import submit_web_job
-from .jobs import job_dir, job_json, job_kinds
+from .jobs import JobParamsError, job_dir, job_json, job_kinds
 from .metrics.registry import UnknownMetric
 from .models import Job
+from .plans import start_uploaded_plan
 
 
 class JobKindField(serializers.ChoiceField):
@@ -122,6 +123,9 @@ class JobListView(APIView):
         kind = body.get("kind")
         if not isinstance(kind, str) or not kind:
             return Response({"error": "kind is required (e.g. score)"}, status=status.HTTP_400_BAD_REQUEST)
+        if kind in ("pipeline", "plan_generate"):  # plans name uploaded files, never server paths
+            return Response({"error": "start a study plan with POST /api/pipelines/ (the plan and its files)"},
+                            status=status.HTTP_400_BAD_REQUEST)
         params = body.get("params")
         if params is None:
             params = {k: v for k, v in body.items() if k != "kind"}
@@ -175,3 +179,28 @@ class JobFileView(APIView):
         if not path.is_file():
             raise Http404("The job has not written this file (yet).")
         return FileResponse(open(path, "rb"), as_attachment=True, filename=name)  # noqa: SIM115 - FileResponse closes it
+class PipelineCreateSerializer(serializers.Serializer):
+    """multipart/form-data: the plan (a JSON file or string) and its input files, named as
+    the plan names them (never server paths)."""
+
+    plan = serializers.FileField(help_text="The study plan JSON (docs/runtime.md).")
+    files = serializers.ListField(child=serializers.FileField(), required=False,
+                                  help_text="The input files the plan names (e.g. dev_questions.json).")
+
+
+class PipelineView(APIView):
+    permission_classes = [IsAdminRole]
+
+    @extend_schema(request={"multipart/form-data": PipelineCreateSerializer},
+                   responses={201: JobSerializer, 400: JobErrorBody, 403: DetailSerializer},
+                   summary="Run a study plan on uploaded files (admins).")
+    def post(self, request):
+        plan = request.FILES.get("plan") or request.data.get("plan")
+        if plan is None:
+            return Response({"error": 'send the plan as the field "plan"'}, status=status.HTTP_400_BAD_REQUEST)
+        uploads = [f for key in request.FILES for f in request.FILES.getlist(key) if key != "plan"]
+        try:
+            job = start_uploaded_plan(plan, uploads, request.user)
+        except (JobParamsError, ModelNotAvailable, UnknownMetric) as exc:
+            return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(job_body(job), status=status.HTTP_201_CREATED)

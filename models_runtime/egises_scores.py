@@ -3,8 +3,9 @@
 EGISES needs several readers of one document, so it is computed over the whole study
 (not per chunk), after the per-item metrics:
 - `similarity_survey` items (a document, two users, a reference pair and model pairs):
-  each model pair gets DEGRESS of that document (question = pair id), and the result
-  gives the corpus EGISES per (model, prompt style).
+  the readers of one document are grouped across its items (user pairs), each model pair
+  gets DEGRESS of that document over all its readers (question = pair id), and the
+  result gives the corpus EGISES per (model, prompt style).
 - pairwise items whose `meta` has `doc_id` and `user` (one item per reader of a
   document; document text = `meta.document`, else the item's `input`): each candidate
   id gets, on each item, DEGRESS of its document for that candidate's outputs across the
@@ -23,8 +24,11 @@ def _doc(doc_id, text, title, references, summaries):
 
 
 def survey_documents(items):
-    """{(model, style): [(item, pair id, document dict)]} from similarity_survey items."""
-    groups = defaultdict(list)
+    """{(model, style): {doc id: ([(item, pair id)], document dict)}} from similarity_survey
+    items. Every reader of a document is one group, whichever user pair (item) showed them:
+    the same grouping as the EGISES table of `generate icopernicus`, so both give one
+    EGISES-JSD per (model, style) for the same headlines."""
+    groups = defaultdict(dict)
     for item in items:
         data = item.data
         users = data.get("users") or []
@@ -32,12 +36,15 @@ def survey_documents(items):
         if ref is None or len(users) != 2:
             continue
         document = data.get("document") or {}
+        doc_id = str(document.get("id") or item.item_id)
         for pair in data.get("pairs", []):
             if pair.get("source") != "model":
                 continue
-            doc = _doc(item.item_id, document.get("text", ""), document.get("title"),
-                       dict(zip(users, ref["texts"])), dict(zip(users, pair["texts"])))
-            groups[(pair.get("model", ""), pair.get("prompt_style", ""))].append((item, pair["id"], doc))
+            entries, doc = groups[(pair.get("model", ""), pair.get("prompt_style", ""))].setdefault(
+                doc_id, ([], _doc(doc_id, document.get("text", ""), document.get("title"), {}, {})))
+            entries.append((item, pair["id"]))
+            doc["references"].update(zip(users, ref["texts"]))
+            doc["summaries"].update(zip(users, pair["texts"]))
     return groups
 
 
@@ -68,11 +75,13 @@ def egises_scores(items):
     from evaluation.egises import egises  # NLTK: imported when a job needs it, not at startup
 
     rows, summary, scored = [], {}, set()
-    for (model, style), entries in survey_documents(items).items():
-        for item, pair_id, doc in entries:
-            rows.append((item, pair_id, egises([doc])["degress"]))
-            scored.add(item.key)
-        corpus = egises([doc for _, _, doc in entries])
+    for (model, style), documents in survey_documents(items).items():
+        for entries, doc in documents.values():
+            degress = egises([doc])["degress"]
+            for item, pair_id in entries:
+                rows.append((item, pair_id, degress))
+                scored.add(item.key)
+        corpus = egises([doc for _, doc in documents.values()])
         summary.setdefault(model, {})[style] = corpus["egises"]
     for cid, entries in pairwise_documents(items).items():
         for members, doc in entries:

@@ -110,24 +110,25 @@ def build_prompt(style, doc, user, other, tokenizer, budget=DEFAULT_BUDGET):
     return template.format(*kept), {n: min(len(t), s) for n, t, s in zip(names, tokens, shares)} | {"fixed": fixed}
 
 
+# "Reader 1:", "For Reader 2 -", "Reader (target):": the contrastive prompts name readers,
+# and small models echo the name before the headline.
+_READER = re.compile(r"^\W*(?:for\s+)?reader(?:\s*\d+)?\s*(?:\([^)]*\))?\s*[:\-\u2013]\s*", re.I)
 _LABEL = re.compile(r"^\W*(?:personali[sz]ed\s+)?(?:news\s+)?headline\s*(?:for[^:]*)?[:\-]\s*", re.I)
+
+
+def _clean_headline(line):
+    """A candidate line without markdown, reader names, a "Headline:" label or quotes."""
+    line = re.sub(r"[*#_`]+", "", line).strip()
+    line = _READER.sub("", _LABEL.sub("", _READER.sub("", line))).strip()
+    return re.sub(r"\s+", " ", line.strip("\"'“”‘’").strip())
 
 
 def extract_headline(text):
     """The headline in a model's answer: the text after a "Headline:" label, else the first
-    non-empty line; surrounding quotes and markdown removed."""
+    line with text; reader names ("Reader 1:"), quotes and markdown removed."""
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    chosen = ""
-    for line in lines:
-        if _LABEL.match(line):
-            rest = _LABEL.sub("", line).strip()
-            if rest:
-                chosen = rest
-                break
-    if not chosen and lines:
-        chosen = _LABEL.sub("", lines[0]).strip() or (lines[1] if len(lines) > 1 else "")
-    chosen = re.sub(r"[*#_`]+", "", chosen).strip().strip("\"'“”‘’").strip()
-    return re.sub(r"\s+", " ", chosen)
+    labelled = [line for line in lines if _LABEL.match(_READER.sub("", re.sub(r"[*#_`]+", "", line)))]
+    return next((c for c in map(_clean_headline, labelled + lines) if c), "")
 
 
 def read_documents(path):

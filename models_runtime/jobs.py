@@ -103,6 +103,9 @@ class JobKind:
     chunk_size: int = 16
     inputs: tuple[str, ...] = ()
     outputs: tuple[tuple[str, str], ...] = ()
+    # False: process_chunk runs outside the checkpoint transaction, so what it commits
+    # (the pipeline's steps run their own jobs) is visible and kept as it goes.
+    atomic: bool = True
 
 
 _KINDS: dict[str, JobKind] = {}
@@ -493,8 +496,9 @@ def _run_chunk(job, kind, chunk, position, worker):
     for attempt in range(retries + 1):
         started = time.perf_counter()
         try:
+            early = None if kind.atomic else kind.process_chunk(job, list(chunk))
             with transaction.atomic():
-                results = kind.process_chunk(job, list(chunk))
+                results = kind.process_chunk(job, list(chunk)) if kind.atomic else early
                 rows = [_checkpoint(job, key, position[key], worker, results) for key in chunk]
                 JobItem.objects.bulk_create(rows)  # IntegrityError: someone else finished some of them
                 n_errors = sum(1 for r in rows if r.error)

@@ -16,7 +16,7 @@ from humeval.jsonl import json_lines
 from .backends.base import SamplingParams
 from .backends.config import model_spec
 from .jobs import ItemError, JobKind, JobParamsError, file_sha256
-from .lamp import DEFAULT_BUDGET, build_prompt
+from .lamp import DEFAULT_BUDGET, build_prompt, corpus_text, detect_task, retrieval_query
 from .metrics.registry import get_metric
 from .models import JobItem
 from .retrieval import RETRIEVERS, retrieve
@@ -24,6 +24,10 @@ from .step import counting
 
 DEFAULT_DISCRIMINATIVE_METRICS = ["rouge1", "rougeL", "bleu", "meteor"]
 _records_cache = {}
+LAMP_HINT = ("this is a LaMP file (a JSON array of questions, or an outputs file with \"golds\"), not JSONL "
+             "records: run it through a plan with \"input\": {\"format\": \"lamp\", \"questions\": ..., "
+             "\"outputs\": ...} (manage.py pipeline, docs/runtime.md), or convert it to one "
+             "{\"id\", \"input\", \"profile\", \"output\"} object a line")
 
 
 def read_records(path):
@@ -34,6 +38,10 @@ def read_records(path):
     except OSError as exc:
         raise JobParamsError(f"cannot read {path}: {exc.strerror}") from exc
     with handle:
+        head = handle.read(4096).lstrip()
+        if head.startswith("[") or (head.startswith("{") and '"golds"' in head):
+            return [], [LAMP_HINT]
+        handle.seek(0)
         for n, record, error in json_lines(handle):
             if error:
                 errors.append(f"line {n}: not valid JSON ({error.msg})")
@@ -72,6 +80,15 @@ def load_records(path):
         _records_cache.clear()
         _records_cache[key] = {str(r["id"]): r for r in records}
     return _records_cache[key]
+
+
+def lamp_retrieve(record, retriever, k, *, seed, encoder=None):
+    """Indices of the k profile items LaMP would retrieve for this record (its query and
+    corpus texts, lamp.py)."""
+    profile = record.get("profile") or []
+    task = detect_task(record)
+    return retrieve(retriever, retrieval_query(record), profile, k, seed=seed, encoder=encoder,
+                    corpus=[corpus_text(item, task) for item in profile])
 
 
 def candidate_plan(models, retriever):
@@ -136,7 +153,7 @@ def rag_chunk(job, keys):
     for key in keys:
         record = records[key]
         profile = record.get("profile") or []
-        picked = retrieve(p["retriever"], record["input"], profile, p["k"], seed=key, encoder=encoder)
+        picked = lamp_retrieve(record, p["retriever"], p["k"], seed=key, encoder=encoder)
         retrieved[key] = [profile[i].get("id", i) for i in picked]
         prompts[key] = {True: build_prompt(record, [profile[i] for i in picked], p["budget"]),
                         False: build_prompt(record, [], p["budget"])}
@@ -212,6 +229,9 @@ def rag_finish(job):
                          "models": {c["id"]: c["model"] for c in cands},
                          "with_profile": {c["id"]: c["profile"] for c in cands}}}
         items.append(item)
+    if not items:  # never an empty batch reported as done (a model server down, every answer empty)
+        raise JobParamsError(f"every record failed ({failed} of {len(records)}): no batch written; "
+                             "see the job's item errors")
     if p.get("discriminative"):
         _metric_scores(items, p["metrics"], p.get("device"))
         items = pick_discriminative(items, p["discriminative"])

@@ -55,15 +55,15 @@ def top_k(scores, k):
     return order[:k]
 
 
-def retrieve_bm25(query, profile, k):
-    return top_k(bm25_scores(query, [item_text(p) for p in profile]), k)
+def retrieve_bm25(query, profile, k, corpus=None):
+    return top_k(bm25_scores(query, corpus or [item_text(p) for p in profile]), k)
 
 
-def retrieve_dense(query, profile, k, encoder):
+def retrieve_dense(query, profile, k, encoder, corpus=None):
     """Dot product of the encoder's (unnormalised) embeddings."""
     if not profile:
         return []
-    vectors = encoder.encode([query] + [item_text(p) for p in profile], convert_to_numpy=True)
+    vectors = encoder.encode([query] + (corpus or [item_text(p) for p in profile]), convert_to_numpy=True)
     scores = (vectors[1:] @ vectors[0]).tolist()
     return top_k(scores, k)
 
@@ -95,11 +95,13 @@ def retrieve_random(profile, k, seed):
     return rng.sample(range(len(profile)), min(k, len(profile)))
 
 
-def retrieve(name, query, profile, k, *, seed="", encoder=None):
+def retrieve(name, query, profile, k, *, seed="", encoder=None, corpus=None):
+    """Indices of the k chosen profile items. `corpus`: each item's text to score (LaMP's
+    per-task fields, lamp.corpus_text); default item_text."""
     if name == "bm25":
-        return retrieve_bm25(query, profile, k)
+        return retrieve_bm25(query, profile, k, corpus)
     if name == "dense":
-        return retrieve_dense(query, profile, k, encoder)
+        return retrieve_dense(query, profile, k, encoder, corpus)
     if name == "recency":
         return retrieve_recency(profile, k)
     if name == "random":

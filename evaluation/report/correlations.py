@@ -24,6 +24,7 @@ from evaluation.correlation import correlations, system_correlations
 
 from .common import TIE, clean, missing_codes
 from .inputs import Judgments, ReportInput, to_float
+from .systems import system_wins
 
 SYSTEMS_MIN = 3
 EXPERT_USEFULNESS = "expert_chosen_vs_usefulness"
@@ -90,15 +91,8 @@ def system_correlations_part(inp: ReportInput, labels: dict[str, Any],
     systems = sorted({str(c) for c in inp.candidates[counted].ravel().tolist() if c is not None})
     if len(systems) < SYSTEMS_MIN:
         return None
-    index = {str(item_id): i for i, item_id in enumerate(inp.item_ids.tolist())}
-    wins, decided = dict.fromkeys(systems, 0), dict.fromkeys(systems, 0)
-    for item_id, label in labels.items():
-        if label in (None, TIE):
-            continue
-        for candidate in inp.candidates[index[item_id]].tolist():
-            decided[str(candidate)] += 1
-        wins[str(label)] = wins.get(str(label), 0) + 1
-    rate = {s: wins[s] / decided[s] for s in systems if decided[s]}
+    wins, decided = system_wins(inp, labels)
+    rate = {s: wins.get(s, 0) / decided[s] for s in systems if decided.get(s)}
     out = {}
     for metric, (first, second) in scores.items():
         names, values = [], []

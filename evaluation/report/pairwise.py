@@ -12,6 +12,7 @@ from .common import NOMINAL, Question, base_report, clean, clean_list, majority,
 from .correlations import item_correlations, system_correlations_part
 from .coverage import metric_coverage, report_warnings
 from .inputs import Judgments, ReportInput, codes_of, to_float
+from .systems import systems_table
 
 MISSING_PICKS = ("", "N/A")
 # {metric: (item index, candidate id, value)}: scores from outside the item (ExPerT).
@@ -122,6 +123,7 @@ def choice_keys(inp: ReportInput, js: Judgments, extra: Extra | None = None) -> 
         "correlations": item_correlations(inp, rows, scores),
         "coverage": coverage,
         "warnings": report_warnings(alignment, coverage),
+        "systems": systems_table(inp, labels, scores),
     }
     systems = system_correlations_part(inp, labels, scores)
     if systems is not None:

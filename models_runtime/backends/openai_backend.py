@@ -64,6 +64,8 @@ class OpenAIBackend(CachingBackend):
     def _payload(self, prompt, params):
         body = {"model": self.model, "max_tokens": params.max_new_tokens, "temperature": params.temperature,
                 "top_p": params.top_p, "n": params.n, "seed": params.seed}
+        if params.stop:  # the server stops early too (OpenAI takes at most 4; Backend.generate cuts at all)
+            body["stop"] = list(params.stop)[:4]
         if self.endpoint == "completions" and isinstance(prompt, str):
             return "/completions", dict(body, prompt=prompt)
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt

@@ -16,9 +16,9 @@ from .config import ModelNotAvailable, resolve_device
 from .decoding import decode
 
 
-def _load(spec, name):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+def check_model_path(spec, name):
+    """The model's files exist (cheap, no loading): a wrong path fails when the backend is
+    created, not at the first cache miss. -> (path, from_pretrained kwargs)."""
     path = spec.get("path") or spec.get("id")
     if not path:
         raise ModelNotAvailable(f"model {name!r} has no path: set HUMEVAL_MODELS[{name!r}]['path']")
@@ -31,6 +31,13 @@ def _load(spec, name):
     elif os.path.sep in path and not os.path.isdir(path):
         raise ModelNotAvailable(f"model {name!r}: directory {path} does not exist: "
                                 f"fix HUMEVAL_MODELS[{name!r}]['path']")
+    return path, kwargs
+
+
+def _load(spec, name):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path, kwargs = check_model_path(spec, name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
@@ -94,9 +101,30 @@ class TransformersBackend(CachingBackend):
         if self.decoding not in ("shared-prefix", "generate"):
             raise ModelNotAvailable(f"model {name!r}: decoding must be 'shared-prefix' or 'generate', "
                                     f"not {self.decoding!r}")
-        self.tokenizer, self.model = load_model(spec, name, self.device)
-        self.eos_ids = end_of_sequence_ids(self.tokenizer, self.model)
+        self.spec = spec
+        check_model_path(spec, name)
+        self._weights = None  # (tokenizer, model), loaded on the first cache miss
         self._torch = torch
+
+    def _loaded(self):
+        """Load the weights only when something must really be generated: a fully
+        cached run never pays for loading the model."""
+        if self._weights is None:
+            tokenizer, model = load_model(self.spec, self.name, self.device)
+            self._weights = (tokenizer, model, end_of_sequence_ids(tokenizer, model))
+        return self._weights
+
+    @property
+    def tokenizer(self):
+        return self._loaded()[0]
+
+    @property
+    def model(self):
+        return self._loaded()[1]
+
+    @property
+    def eos_ids(self):
+        return self._loaded()[2]
 
     def render(self, prompt):
         """Prompt -> the exact text fed to the model (chat template when present)."""

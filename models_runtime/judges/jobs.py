@@ -111,7 +111,22 @@ PERSE = JobKind("perse", items=perse_items, process_chunk=perse_chunk, finish=pe
 
 # ---- expert ------------------------------------------------------------------------------
 
+def batch_records(item):
+    """A pairwise batch item (what `generate rag` and `pipeline` write) as one ExPerT record
+    per candidate, id `<item_id>/<candidate id>`."""
+    return [{"id": f"{item['item_id']}/{c.get('id')}", "input": item.get("input", ""), "output": c.get("text", ""),
+             "reference": item.get("reference", "")} for c in item.get("candidates") or [] if isinstance(c, dict)]
+
+
 def _expert_records(path):
+    """Records {id, input, output, reference}, or a batch file's items expanded to one
+    record per candidate."""
+    try:
+        rows = [r for r in _read(path) if "item_id" in r]
+    except JobParamsError:  # the record read below lists every bad line
+        rows = []
+    if rows and all(isinstance(r.get("candidates"), list) for r in rows):
+        return [record for r in rows for record in batch_records(r)]
     return [r for r in _read(path, required=("output", "reference")) if "study" not in r]
 
 
@@ -137,8 +152,9 @@ def expert_chunk(job, keys):
     config = ExpertConfig(extract_tokens=p["extract_tokens"], judge_tokens=p["judge_tokens"],
                           policy=RetryPolicy(max_attempts=p["max_attempts"]),
                           shared_checks=bool(p.get("shared_checks", False)))
-    explanations = explain([records[int(k)] for k in keys], _backend(p), config)
-    return dict(zip(keys, explanations))
+    chosen = [records[int(k)] for k in keys]
+    explanations = explain(chosen, _backend(p), config)
+    return {k: {"id": str(r.get("id", int(k) + 1)), **e} for k, r, e in zip(keys, chosen, explanations)}
 
 
 def expert_finish(job):

@@ -66,3 +66,33 @@ def test_similarity_survey_pairs(settings):
     from models_runtime.jobs import JobParamsError
     with pytest.raises(JobParamsError, match="no candidates to score"):
         submit_job("score", {"study": study.slug, "metrics": "rouge1"})
+
+
+def test_survey_groups_readers_like_the_icopernicus_table(settings):
+    """D12: three readers of one document appear in three user-pair items; `score
+    egises_jsd` groups them back into one document, so its EGISES per (model, style)
+    equals the table `generate icopernicus` writes for the same headlines, and every pair
+    of the document gets the document's DEGRESS."""
+    from types import SimpleNamespace
+
+    from models_runtime.egises_scores import egises_scores
+    from models_runtime.icopernicus import CONTRASTIVE, STYLES, egises_table, survey_items
+
+    users = {"u1": {"reference": "apple banana"}, "u2": {"reference": "cherry grape"},
+             "u3": {"reference": "apple grape melon"}}
+    docs = [{"doc_id": "d1", "text": "fruit market report", "users": users},
+            {"doc_id": "d2", "text": "stock market news", "users": users}]
+    texts = {"u1": "apple banana", "u2": "apple cherry", "u3": "melon grape"}
+    headlines = {"m": {(d["doc_id"], u, s): f"{texts[u]} {d['doc_id']}" if s == "C-0-shot" else texts[u]
+                       for d in docs for u in users for s in STYLES}}
+    table, _ = egises_table(docs, headlines, ["m"])
+    items = [SimpleNamespace(key=str(n), item_id=it["item_id"], data=it, meta=None)
+             for n, it in enumerate(survey_items(docs, headlines, ["m"]))]
+    assert len(items) == 6  # 3 user pairs x 2 documents
+    rows, summary = egises_scores(items)
+    for style in CONTRASTIVE:
+        assert summary["egises"]["m"][style] == pytest.approx(table["m"][style])
+    by_doc = {}
+    for item, _, value in rows:
+        by_doc.setdefault((item.data["document"]["id"], _), set()).add(round(value, 12))
+    assert all(len(values) == 1 for values in by_doc.values())  # one DEGRESS per document and pair id

@@ -105,8 +105,9 @@ def test_generate_rag_writes_an_importable_batch_and_reruns_from_cache(cache_fil
     # Same command again: every generation comes from the cache, and the file is identical.
     first = out.read_text()
     stdout = StringIO()
-    call_command("generate", *args, stdout=stdout, stderr=StringIO())
+    call_command("generate", *args, "--import", stdout=stdout, stderr=StringIO())
     again = json.loads(stdout.getvalue())
+    assert again["imported"] == {"study": "lamp-test", "created": 0, "skipped": 2}  # D8: --import
     assert all(c["cached"] for ji in JobItem.objects.filter(job_id=again["job"]) for c in ji.result["candidates"])
     assert out.read_text() == first
 

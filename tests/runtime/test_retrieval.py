@@ -94,7 +94,7 @@ def test_lamp4_prompt_splits_the_budget_evenly():
                           {"id": "p2", "title": "Rain", "text": "alpha beta gamma delta"}]}
     assert detect_task(record) == "LaMP-4"
     assert build_prompt(record, record["profile"], budget=20) == (
-        '"Big News" is the title for "one two three four", and "Rain" is the title for "alpha beta gamma delta". '
+        '"Big News" is the title for "one two three four" , and "Rain" is the title for "alpha beta gamma delta" . '
         "Generate a headline for this article: X")
     assert build_prompt(record, [], budget=20) == "Generate a headline for this article: X"
 
@@ -102,15 +102,18 @@ def test_lamp4_prompt_splits_the_budget_evenly():
 def test_task_detection_and_other_templates():
     lamp7 = {"input": "Paraphrase: hi", "profile": [{"id": "1", "text": "good morning all"}]}
     assert detect_task(lamp7) == "LaMP-7"
-    assert build_prompt(lamp7, lamp7["profile"], budget=2) == '"good morning" are written by this user. Paraphrase: hi'
+    assert build_prompt(lamp7, lamp7["profile"], budget=2) == (
+        '"good morning"  are written by a person. Following the given patterns Paraphrase: hi')
     lamp3 = {"input": "Rate: ok", "profile": [{"id": "1", "text": "great product", "score": "5"}]}
-    assert build_prompt(lamp3, lamp3["profile"]) == '5 is the score for "great product". Rate: ok'
+    assert build_prompt(lamp3, lamp3["profile"]) == '5 is the score for "great product" . Rate: ok'
     lamp2 = {"input": "Tag it", "profile": [{"id": "1", "description": "a heist", "tag": "crime"}]}
-    assert build_prompt(lamp2, lamp2["profile"]) == 'the tag for the movie: "a heist" is "crime". Tag it'
+    assert build_prompt(lamp2, lamp2["profile"]) == 'the tag for the movie: "a heist" is "crime" . Tag it'
     lamp5 = {"input": "Title for: abc", "profile": [{"id": "1", "title": "T", "abstract": "we study x"}]}
     assert detect_task(lamp5) == "LaMP-5"
-    lamp1 = {"input": 'Which paper would they cite? [1]: "a" [2]: "b"', "profile": lamp5["profile"]}
+    lamp1 = {"input": 'For the paper with the title "x", which would they cite? [1]: "a" [2]: "b"',
+             "profile": lamp5["profile"]}
     assert detect_task(lamp1) == "LaMP-1"
-    assert build_prompt(lamp1, lamp1["profile"]).startswith('"T". Which paper')
+    assert build_prompt(lamp1, lamp1["profile"]) == (
+        'For the paper with the title, and "T" "x", which would they cite? [1]: "a" [2]: "b"')
     generic = {"input": "Q", "profile": [{"id": "1", "note": "one two three", "place": "home"}]}
     assert build_prompt(generic, generic["profile"]) == "note: one two three; place: home. Q"

@@ -51,6 +51,18 @@ def test_expert_command_scripted(tmp_path, monkeypatch, capsys):
     assert printed["score"] == pytest.approx(0.25) and printed["llm_calls"] == 12 and len(printed["items"]) == 1
     assert printed["checks"] == "separate" and printed["llm_calls_per_item"] == 12
     assert json.loads((tmp_path / "out.json").read_text()) == printed
+    assert printed["items"][0]["id"] == "r1"
+
+
+@pytest.mark.django_db
+def test_expert_reads_the_batch_generate_rag_writes(tmp_path, monkeypatch, capsys):
+    """D8: a pairwise batch (header + items with candidates) is one record per candidate,
+    its id `<item_id>/<candidate id>`."""
+    backend = ScriptedBackend(pasta_script)
+    monkeypatch.setattr("models_runtime.judges.jobs._backend", lambda params: backend)
+    call_command("expert", "--input", write_jsonl(tmp_path / "batch.jsonl", PAIR_BATCH))
+    printed = json.loads(capsys.readouterr().out)
+    assert [item["id"] for item in printed["items"]] == ["i1/c1", "i1/c2"]
 
 
 @pytest.mark.django_db  # the command runs a job (a Job row and its checkpoints)

@@ -74,6 +74,11 @@ def test_unknown_style_and_too_small_budget():
     ("# Banks  raise rates", "Banks raise rates"),
     ("Headline:\n“Quiet week”", "Quiet week"),
     ("", ""),
+    # D11: the reader names of the contrastive prompts are not part of the headline.
+    ("Reader 1: Rain floods the market", "Rain floods the market"),
+    ("For Reader 2 - Headline: Stocks fall", "Stocks fall"),
+    ('Reader 1:\n"Quiet week"', "Quiet week"),
+    ("**Headline:** Reader 1: Big win", "Big win"),
 ])
 def test_extract_headline(raw, headline):
     assert extract_headline(raw) == headline

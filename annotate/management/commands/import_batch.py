@@ -7,7 +7,7 @@ from ._io import run_import
 
 
 def _import(handle, **kwargs):
-    return import_batch(handle, **kwargs).as_json()
+    return import_batch(handle, allow_empty=False, **kwargs).as_json()
 
 
 class Command(BaseCommand):

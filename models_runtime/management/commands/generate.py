@@ -8,14 +8,28 @@ Celery workers instead (they must see the same files) and prints {"job", "state"
 """
 import json
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
+from annotate import services
 from models_runtime.job_commands import add_wait_argument, check_outcome, job_summary, run_command_job
 from models_runtime.retrieval import RETRIEVERS
 
 RAG_OPTIONS = ("input", "models", "retriever", "k", "out", "slug", "device", "discriminative", "metrics",
                "max_new_tokens", "budget", "encoder")
 ICOPERNICUS_OPTIONS = ("input", "models", "out_batch", "out_table", "slug", "device", "max_new_tokens")
+
+
+def add_import_argument(parser) -> None:
+    parser.add_argument("--import", dest="import_batch", action="store_true",
+                        help="import the written batch into the study (--slug) once the job is done")
+
+
+def import_written_batch(path: str, slug: str) -> dict:
+    """The batch the job wrote, into its study (annotate.services); CommandError if refused."""
+    try:
+        return services.import_batch_file(path, expected_slug=slug)
+    except services.BatchRefused as refused:
+        raise CommandError(f"the batch {path} was refused: {refused}") from refused
 
 
 class Command(BaseCommand):
@@ -38,6 +52,7 @@ class Command(BaseCommand):
         rag.add_argument("--max-new-tokens", type=int, default=64)
         rag.add_argument("--budget", type=int, default=None, help="words of profile text in a prompt (default 256)")
         rag.add_argument("--encoder", default=None, help="sentence-transformers directory for --retriever dense")
+        add_import_argument(rag)
         add_wait_argument(rag)
         ico = sub.add_parser("icopernicus", help="iCOPERNICUS prompt styles, survey batch and EGISES table")
         ico.add_argument("--input", required=True)
@@ -47,6 +62,7 @@ class Command(BaseCommand):
         ico.add_argument("--slug", required=True)
         ico.add_argument("--device", choices=["cpu", "cuda"], default=None)
         ico.add_argument("--max-new-tokens", type=int, default=None)
+        add_import_argument(ico)
         add_wait_argument(ico)
 
     def handle(self, *args, **opts):
@@ -58,8 +74,14 @@ class Command(BaseCommand):
         if job is None:
             return
         if what == "rag":
-            self.stdout.write(json.dumps(job_summary(job), ensure_ascii=False))
+            summary = job_summary(job)
             check_outcome(self, job)
+            if opts["import_batch"]:
+                summary["imported"] = import_written_batch(job.result["out"], opts["slug"])
+            self.stdout.write(json.dumps(summary, ensure_ascii=False))
         else:
             check_outcome(self, job)
-            self.stdout.write(json.dumps(job.result, ensure_ascii=False))
+            result = dict(job.result)
+            if opts["import_batch"]:
+                result["imported"] = import_written_batch(job.params["out_batch"], opts["slug"])
+            self.stdout.write(json.dumps(result, ensure_ascii=False))

@@ -1,0 +1,90 @@
+"""POST /api/pipelines/ and the "New study from a plan" page: admins only, the plan's
+input names are the uploaded files (never server paths), a bad plan answers 400 with its
+reason, the same upload twice is the same job. With a broker configured the job is
+queued (the test transaction never commits, so nothing is sent)."""
+import json
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from rest_framework.test import APIClient
+
+from models_runtime.models import Job
+from tests.factories import make_user
+
+from .helpers import make_study
+from .test_pipeline import OUTPUTS, QUESTIONS, plan
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def queued(settings, tmp_path, plain_http):
+    settings.HUMEVAL_PIPELINE_DIR = str(tmp_path / "work")
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/12"
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    return tmp_path
+
+
+def uploads(the_plan=None):
+    return {"plan": SimpleUploadedFile("plan.json", json.dumps(the_plan or plan()).encode()),
+            "files": [SimpleUploadedFile("dev_questions.json", json.dumps(QUESTIONS).encode()),
+                      SimpleUploadedFile("dev_outputs.json", json.dumps(OUTPUTS).encode())]}
+
+
+def api_as(role):
+    client = APIClient()
+    client.force_authenticate(make_user(f"u-{role}", role=role))
+    return client
+
+
+def test_api_queues_the_plan_on_the_uploaded_files(queued):
+    client = api_as("admins")
+    response = client.post("/api/pipelines/", uploads(), format="multipart")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["kind"], body["state"], body["params"]["study"]) == ("pipeline", "queued", "lamp5-pilot")
+    questions = Path(body["params"]["input"]["questions"])
+    assert questions.is_relative_to(queued / "work" / "uploads") and questions.name == "dev_questions.json"
+    assert json.loads(questions.read_text()) == QUESTIONS
+    assert [s["id"] for s in body["params"]["systems"]] == ["bm25-k2", "no-profile"]
+    again = client.post("/api/pipelines/", uploads(), format="multipart")
+    assert again.status_code == 201 and again.json()["id"] == body["id"]
+    assert Job.objects.filter(kind="pipeline").count() == 1
+
+
+def test_api_refuses_server_paths_bad_plans_and_non_admins(queued):
+    client = api_as("admins")
+    sneaky = plan()
+    sneaky["input"]["questions"] = "/etc/passwd"
+    response = client.post("/api/pipelines/", uploads(sneaky), format="multipart")
+    assert response.status_code == 400
+    assert response.json() == {"error": "input file '/etc/passwd' was not uploaded (uploaded: dev_outputs.json, "
+                                        "dev_questions.json)"}
+    bad = {"plan": SimpleUploadedFile("plan.json", b"{not json")}
+    response = client.post("/api/pipelines/", bad, format="multipart")
+    assert response.status_code == 400 and response.json()["error"].startswith("the plan is not valid JSON")
+    assert client.post("/api/pipelines/", {}, format="multipart").status_code == 400
+    assert api_as("researchers").post("/api/pipelines/", uploads(), format="multipart").status_code == 403
+    response = client.post("/api/jobs/", {"kind": "pipeline", "params": {"input": {"questions": "/etc/passwd"}}},
+                           format="json")
+    assert response.status_code == 400 and "POST /api/pipelines/" in response.json()["error"]
+    assert not Job.objects.exists()
+
+
+def test_page_is_for_admins_and_goes_to_the_dashboard(queued):
+    web = Client()
+    web.force_login(make_user("page-annotator"))
+    assert web.get("/plans/new/").status_code == 403
+    web.force_login(make_user("page-admin", role="admins"))
+    assert web.get("/plans/new/").status_code == 200
+    response = web.post("/plans/new/", uploads())
+    assert response.status_code == 202  # queued; the study does not exist yet
+    job = Job.objects.get(kind="pipeline")
+    assert f"Job {job.pk} (pipeline) is <strong>queued</strong>" in response.content.decode()
+    make_study("lamp5-pilot")
+    response = web.post("/plans/new/", uploads())
+    assert (response.status_code, response["Location"]) == (302, "/studies/lamp5-pilot/")
+    response = web.post("/plans/new/", {"files": uploads()["files"]})
+    assert response.status_code == 400 and "Choose the plan file" in response.content.decode()
