@@ -11,10 +11,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotate.access import NotAllowed, study_for
-from annotate.assignment import next_assignment, open_assignment
+from annotate.assignment import next_assignment, open_assignment, release_expired
 from annotate.blinding import blinding_for
 from annotate.display import annotator_view, study_questions
-from annotate.drafts import item_handle
+from annotate.drafts import answer_handle, item_handle
 from annotate.kinds import get_kind
 from annotate.models import Assignment
 from annotate.progress import annotator_progress
@@ -78,6 +78,12 @@ def item_context(study, assignment, values=None, errors=None, mode="submit", com
     labels = _option_labels(study)
     for i, candidate in enumerate(display.get("candidates", [])):
         candidate["label"] = labels[i]
+    blinding = blinding_for(assignment)
+    for q in questions:  # the drafts' answer handles: stable across this item's assignments
+        real_question = blinding.questions.get(q["id"], q["id"])
+        for c in q["choices"]:
+            c["draft"] = answer_handle(assignment.item_id, assignment.annotator_id, real_question,
+                                       blinding.options.get(c["value"], c["value"]))
     by_id = {q["id"]: q for q in questions}
     for n, pair in enumerate(display.get("pairs", []), start=1):
         pair["number"], pair["legend"], pair["question"] = n, f"Pair {n}", by_id[pair["id"]]
@@ -126,6 +132,7 @@ def task(request, slug):
     make a logged-in annotator's browser fetch it): it shows the open assignment if there
     is one, else a Start button that POSTs (CSRF) to `next_item`."""
     study = _study(request, slug)
+    release_expired(study)  # an expired reservation is free again: else the page may say "All done"
     assignment = open_assignment(study, request.user)
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
     prog = annotator_progress(study, request.user)
