@@ -134,15 +134,23 @@ def _gold_drawn(study, user):
     return seeded_rng(*gold_seed(study, user, served)).random() < study.gold_rate
 
 
+def release_expired(study, now=None):
+    """reclaim_expired in a transaction of its own, after a cheap check (usually none):
+    its item locks are released before anything is picked. Also run by the task page's
+    GET, which reserves nothing but must not count expired slots as taken ("All done")."""
+    now = now or timezone.now()
+    if Assignment.objects.filter(study=study).expired(now).exists():
+        with _serialized():
+            reclaim_expired(study, now)
+
+
 def next_assignment(study, user, now=None):
     """The assignment the user should work on now (existing open one first), or None when
     nothing is left for them. Raises NotAllowed for users outside the study."""
     if not may_annotate(user, study):
         raise NotAllowed(f"{user} may not annotate {study.slug}")
     now = now or timezone.now()
-    if Assignment.objects.filter(study=study).expired(now).exists():  # cheap check first: usually none
-        with _serialized():  # own transaction: its item locks are released before we pick
-            reclaim_expired(study, now)
+    release_expired(study, now)
     with _serialized():
         get_user_model().objects.select_for_update().filter(pk=user.pk).first()
         current = open_assignment(study, user, now)

@@ -4,6 +4,11 @@ A draft is stored in the page's localStorage under the study and an *item handle
 HMAC of the item's primary key, stable across assignments of the same item (so answers
 survive an expiry and a fresh assignment) but revealing neither the item id nor the
 database id to the annotator.
+
+The form's field names and values are the assignment's blinding tokens (annotate.blinding),
+which change with every assignment; so each radio also carries an *answer handle*: an
+HMAC of (item, annotator, real question id, real value), stable across assignments of the
+item and opaque like the tokens. A draft keeps the handles of the ticked answers.
 """
 from django.utils.crypto import salted_hmac
 
@@ -12,3 +17,9 @@ HANDLE_CHARS = 20
 
 def item_handle(item_pk: int) -> str:
     return salted_hmac("humeval.drafts.item", str(item_pk)).hexdigest()[:HANDLE_CHARS]
+
+
+def answer_handle(item_pk: int, annotator_pk: int, question: str, value: str) -> str:
+    """The handle of one answer (real question id and value) to an item, for one annotator."""
+    message = f"{item_pk}\x1f{annotator_pk}\x1f{question}\x1f{value}"
+    return salted_hmac("humeval.drafts.answer", message).hexdigest()[:HANDLE_CHARS]

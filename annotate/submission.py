@@ -243,8 +243,9 @@ def skip(assignment_id, user, reason, comment=None, seconds=None, now=None):
             raise SkipRefused("the item was already answered; edit the answers instead")
         try:
             value = answer_value(SKIP, reason)
-        except InvalidAnswer as exc:
-            raise SubmissionError({"reason": exc.for_annotator}) from None
+        except InvalidAnswer:  # the reasons are no secret (unlike option ids): name them
+            message = "not answered" if is_empty(reason) else f"must be one of {', '.join(SKIP['options'])}"
+            raise SubmissionError({"reason": message}) from None
         comment = parse_comment(comment)
         seconds = parse_seconds(seconds)
         if seconds is None:

@@ -13,7 +13,7 @@ from annotate.kinds import get_kind
 from annotate.models import Assignment, AuditLog, Item, Judgment
 from annotate.report_data import study_report
 from annotate.submission import MAX_EXTENSIONS, AssignmentGone, extend
-from tests.factories import add_judgments, api_client, make_items, make_judged_study, make_study
+from tests.factories import add_judgments, api_client, blinding, make_items, make_judged_study, make_study, tokens
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 EXPORT_HEAD = "study,item_id,annotator,question,value,shown_order,seconds,submitted_at,comment\n"
@@ -27,6 +27,17 @@ def take(client, slug):
 
 def skip(client, assignment_id, body):
     return client.post(f"/api/assignments/{assignment_id}/skip/", body, format="json")
+
+
+def answer(client, assignment_id, real_answers, **extra):
+    """POST the answers (given in real ids) in the assignment's tokens, as the annotator does."""
+    return client.post(f"/api/assignments/{assignment_id}/judgments/", {**tokens(assignment_id, real_answers), **extra},
+                       format="json")
+
+
+def reserve(page, slug):
+    """The Start button (htmx POST): a GET of the task page reserves nothing."""
+    assert page.post(f"/annotate/{slug}/next/", HTTP_HX_REQUEST="true").status_code == 200
 
 
 def export(slug):
@@ -70,9 +81,9 @@ def test_skipped_item_goes_to_someone_else_not_back_to_the_skipper(annotators):
     assert skip(skipper, take(skipper, study.slug), {"reason": "unsafe"}).status_code == 201
     assert skipper.post(f"/api/studies/{study.slug}/assignments/next/").status_code == 204
     second = other.post(f"/api/studies/{study.slug}/assignments/next/")
-    assert second.status_code == 200 and second.json()["item_id"] == "item-0000"
-    assert other.post(f"/api/assignments/{second.json()['assignment']}/judgments/", {"choice": "m1"},
-                      format="json").status_code == 201
+    assert second.status_code == 200 and second.json()["item_id"] == blinding(second.json()["assignment"]).item
+    assert Assignment.objects.get(pk=second.json()["assignment"]).item.item_id == "item-0000"
+    assert answer(other, second.json()["assignment"], {"choice": "m1"}).status_code == 201
     item = Item.objects.get()
     assert (item.n_assigned, item.n_completed) == (1, 1)  # complete with one answer; the skip held no slot
 
@@ -91,13 +102,14 @@ def test_skip_refusals(annotators):
     assert owner.post(f"/api/assignments/{assignment_id}/skip/", "[1]", content_type="application/json"
                       ).status_code == 400
     assert not Judgment.objects.exists()
-    owner.post(f"/api/assignments/{assignment_id}/judgments/", {"choice": "m1"}, format="json")
+    assert answer(owner, assignment_id, {"choice": "m1"}).status_code == 201
     assert skip(owner, assignment_id, {"reason": "other"}).status_code == 409  # already answered
     second = take(owner, study.slug)
     assert skip(owner, second, {"reason": "technical"}).status_code == 201
     # A skipped assignment takes no answers and no edits.
-    assert owner.post(f"/api/assignments/{second}/judgments/", {"choice": "m1"}, format="json").status_code == 404
-    assert owner.patch(f"/api/assignments/{second}/judgments/", {"choice": "m1"}, format="json").status_code == 409
+    assert answer(owner, second, {"choice": "m1"}).status_code == 404
+    assert owner.patch(f"/api/assignments/{second}/judgments/", tokens(second, {"choice": "m1"}),
+                       format="json").status_code == 409
     assert list(Judgment.objects.order_by("id").values_list("question", "value")) == [("choice", "m1"),
                                                                                        ("_skip", "technical")]
 
@@ -207,7 +219,7 @@ def test_extend_through_the_api_and_refused_once_closed(annotators):
     expires = datetime.fromisoformat(response.json()["expires_at"])
     assert before + timedelta(minutes=30) <= expires <= after + timedelta(minutes=30)
     assert Assignment.objects.get(pk=assignment_id).extensions == 1
-    owner.post(f"/api/assignments/{assignment_id}/judgments/", {"choice": "m1"}, format="json")
+    assert answer(owner, assignment_id, {"choice": "m1"}).status_code == 201
     assert owner.post(f"/api/assignments/{assignment_id}/extend/").status_code == 404  # answered
 
 
@@ -218,9 +230,9 @@ def test_edit_of_value_and_comment_is_audited_and_refused_once_complete(annotato
     make_items(study, 1)
     first = api_client(annotators[0])
     a1 = take(first, study.slug)
-    first.post(f"/api/assignments/{a1}/judgments/", {"choice": "m1", "comment": "easy"}, format="json")
-    response = first.patch(f"/api/assignments/{a1}/judgments/", {"choice": "m2", "comment": "on second thought"},
-                           format="json")
+    assert answer(first, a1, {"choice": "m1"}, comment="easy").status_code == 201
+    response = first.patch(f"/api/assignments/{a1}/judgments/",
+                           {**tokens(a1, {"choice": "m2"}), "comment": "on second thought"}, format="json")
     assert response.status_code == 200
     log = AuditLog.objects.get(action="judgment.edit")
     assert (log.user, log.object_id) == (annotators[0], str(a1))
@@ -229,8 +241,9 @@ def test_edit_of_value_and_comment_is_audited_and_refused_once_complete(annotato
     assert list(Judgment.objects.values_list("value", "comment")) == [("m2", "on second thought")]
     second = api_client(annotators[1])
     a2 = take(second, study.slug)
-    second.post(f"/api/assignments/{a2}/judgments/", {"choice": "m1"}, format="json")  # the item is complete
-    assert first.patch(f"/api/assignments/{a1}/judgments/", {"choice": "m1"}, format="json").status_code == 409
+    assert answer(second, a2, {"choice": "m1"}).status_code == 201  # the item is complete
+    assert first.patch(f"/api/assignments/{a1}/judgments/", tokens(a1, {"choice": "m1"}),
+                       format="json").status_code == 409
     assert Judgment.objects.get(annotator=annotators[0]).value == "m2"
     assert AuditLog.objects.filter(action="judgment.edit").count() == 1
 
@@ -246,7 +259,7 @@ def test_my_judgments_page_shows_labels_and_edits_through_the_validator(annotato
     make_items(study, 2)
     client = api_client(annotators[0])
     a1 = take(client, study.slug)
-    client.post(f"/api/assignments/{a1}/judgments/", {"choice": "m2", "comment": "B reads better"}, format="json")
+    assert answer(client, a1, {"choice": "m2"}, comment="B reads better").status_code == 201
     a2 = take(client, study.slug)
     skip(client, a2, {"reason": "technical"})
     page = web(annotators[0])
@@ -257,21 +270,22 @@ def test_my_judgments_page_shows_labels_and_edits_through_the_validator(annotato
     assert f"/annotate/{study.slug}/mine/{a1}/edit/" in html
     assert f"/annotate/{study.slug}/mine/{a2}/edit/" not in html  # skips are not edited
     form = page.get(f"/annotate/{study.slug}/mine/{a1}/edit/")
-    assert form.status_code == 200 and re.search(r'value="m2"[^>]* checked', form.content.decode())
+    m1, m2 = (blinding(a1).option(real) for real in ("m1", "m2"))  # the form speaks the assignment's tokens
+    assert form.status_code == 200 and re.search(f'value="{m2}"[^>]* checked', form.content.decode())
     refused = page.post(f"/annotate/{study.slug}/mine/{a1}/edit/", {"q:choice": "m3", "comment": "x"})
     assert refused.status_code == 200 and "must be one of" in refused.content.decode()
     assert Judgment.objects.get(pk=Judgment.objects.get(assignment_id=a1).pk).value == "m2"
-    saved = page.post(f"/annotate/{study.slug}/mine/{a1}/edit/", {"q:choice": "m1", "comment": "B reads better"})
+    saved = page.post(f"/annotate/{study.slug}/mine/{a1}/edit/", {"q:choice": m1, "comment": "B reads better"})
     assert saved.status_code == 302 and saved["Location"] == f"/annotate/{study.slug}/mine/"
     log = AuditLog.objects.get(action="judgment.edit")
     assert (log.before["values"], log.after["values"], log.user) == ({"choice": "m2"}, {"choice": "m1"}, annotators[0])
     assert "comment" not in log.after  # unchanged comment: not logged
     # Another annotator completes the item: the row is locked and the edit page refuses.
     other = api_client(annotators[1])
-    other.post(f"/api/assignments/{take(other, study.slug)}/judgments/", {"choice": "m1"}, format="json")
+    assert answer(other, take(other, study.slug), {"choice": "m1"}).status_code == 201
     assert Item.objects.get(item_id="item-0000").n_completed == 2
     assert "Locked (item complete)" in page.get(f"/annotate/{study.slug}/mine/").content.decode()
-    locked = page.post(f"/annotate/{study.slug}/mine/{a1}/edit/", {"q:choice": "m2"})
+    locked = page.post(f"/annotate/{study.slug}/mine/{a1}/edit/", {"q:choice": m2})
     assert locked.status_code == 302 and Judgment.objects.get(assignment_id=a1).value == "m1"
     assert web(annotators[1]).get(f"/annotate/{study.slug}/mine/{a1}/edit/").status_code == 404
 
@@ -280,6 +294,7 @@ def test_task_page_skip_and_extend_controls(annotators):
     study = make_study(overlap=1, assignment_timeout_minutes=15)
     make_items(study, 2)
     page = web(annotators[0])
+    reserve(page, study.slug)
     html = page.get(f"/annotate/{study.slug}/").content.decode()
     assignment = Assignment.objects.get(annotator=annotators[0])
     assert 'id="countdown"' in html and f'data-expires="{assignment.expires_at.isoformat()}"' in html
@@ -301,7 +316,9 @@ def test_task_page_skip_and_extend_controls(annotators):
 def test_every_kind_offers_skip_and_comment_and_reports_the_skip(annotators, kind):
     study = make_study(kind, overlap=2)
     make_items(study, 1)
-    html = web(annotators[0]).get(f"/annotate/{study.slug}/").content.decode()
+    page = web(annotators[0])
+    reserve(page, study.slug)
+    html = page.get(f"/annotate/{study.slug}/").content.decode()
     assert 'id="skip-form"' in html and 'id="item-comment"' in html and 'id="countdown"' in html
     client = api_client(annotators[0])
     assignment_id = take(client, study.slug)

@@ -12,10 +12,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotate.access import NotAllowed, participant_scope, study_for
-from annotate.assignment import next_assignment, open_assignment
+from annotate.assignment import next_assignment, open_assignment, release_expired
 from annotate.blinding import blinding_for
 from annotate.display import annotator_view, study_questions
-from annotate.drafts import item_handle
+from annotate.drafts import answer_handle, item_handle
 from annotate.kinds import get_kind
 from annotate.models import Assignment
 from annotate.participation import flow_redirect
@@ -80,6 +80,12 @@ def item_context(study, assignment, values=None, errors=None, mode="submit", com
     labels = _option_labels(study)
     for i, candidate in enumerate(display.get("candidates", [])):
         candidate["label"] = labels[i]
+    blinding = blinding_for(assignment)
+    for q in questions:  # the drafts' answer handles: stable across this item's assignments
+        real_question = blinding.questions.get(q["id"], q["id"])
+        for c in q["choices"]:
+            c["draft"] = answer_handle(assignment.item_id, assignment.annotator_id, real_question,
+                                       blinding.options.get(c["value"], c["value"]))
     by_id = {q["id"]: q for q in questions}
     for n, pair in enumerate(display.get("pairs", []), start=1):
         pair["number"], pair["legend"], pair["question"] = n, f"Pair {n}", by_id[pair["id"]]
@@ -132,6 +138,7 @@ def task(request, slug):
     study = _study(request, slug)
     if url := flow_redirect(participant_scope(request), study, request.user):
         return redirect(url)  # a participant outside the items step (annotate/participation.py)
+    release_expired(study)  # an expired reservation is free again: else the page may say "All done"
     assignment = open_assignment(study, request.user)
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
     prog = annotator_progress(study, request.user)

@@ -1,7 +1,9 @@
 /* No lost work on the task page: answers ticked so far (and the comment) are kept in
    localStorage under the study and the item's handle, restored when the item is shown
    again (reload, expiry, new session) and cleared once it is sent or skipped; plus the
-   countdown to the reservation's expiry. htmx does the requests (Extend, Skip). */
+   countdown to the reservation's expiry. htmx does the requests (Extend, Skip).
+   A ticked answer is kept as its radio's data-draft handle (annotate/drafts.py), not its
+   name and value: those are the assignment's blinding tokens, new with every assignment. */
 (function () {
   "use strict";
   const PREFIX = "humeval:draft:";
@@ -19,12 +21,15 @@
     try { return JSON.parse(localStorage.getItem(keyOf(handle)) || "null"); } catch (e) { return null; }
   }
   function save(form) {
-    const draft = {};
-    form.querySelectorAll("input[type=radio]:checked, textarea").forEach(function (field) {
-      if (field.value !== "") draft[field.name] = field.value;
+    const draft = {answers: [], text: {}};
+    form.querySelectorAll("input[type=radio]:checked").forEach(function (field) {
+      if (field.dataset.draft) draft.answers.push(field.dataset.draft);
+    });
+    form.querySelectorAll("textarea").forEach(function (field) {
+      if (field.value !== "") draft.text[field.name] = field.value;
     });
     try {
-      if (Object.keys(draft).length) localStorage.setItem(keyOf(form.dataset.draftKey), JSON.stringify(draft));
+      if (draft.answers.length || Object.keys(draft.text).length) localStorage.setItem(keyOf(form.dataset.draftKey), JSON.stringify(draft));
       else localStorage.removeItem(keyOf(form.dataset.draftKey));
     } catch (e) { /* storage full or disabled: nothing to keep */ }
   }
@@ -35,17 +40,21 @@
     const form = draftForm();
     if (!form) return;
     const draft = read(form.dataset.draftKey);
-    if (!draft) return;
+    if (!draft || typeof draft !== "object") return;
     let restored = false;
-    Object.keys(draft).forEach(function (name) {
-      form.querySelectorAll("[name='" + CSS.escape(name) + "']").forEach(function (field) {
-        if (field.type === "radio") {
-          if (field.value === draft[name] && !form.querySelector("input[name='" + CSS.escape(name) + "']:checked")) {
-            field.checked = true;
-            restored = true;
-          }
-        } else if (field.tagName === "TEXTAREA" && !field.value) {
-          field.value = draft[name];
+    (Array.isArray(draft.answers) ? draft.answers : []).forEach(function (handle) {
+      const field = form.querySelector("input[type=radio][data-draft='" + CSS.escape(String(handle)) + "']");
+      // A question already ticked (by the page, or annotate.js after a lost session) keeps its answer.
+      if (field && !form.querySelector("input[name='" + CSS.escape(field.name) + "']:checked")) {
+        field.checked = true;
+        restored = true;
+      }
+    });
+    const text = draft.text && typeof draft.text === "object" ? draft.text : {};
+    Object.keys(text).forEach(function (name) {
+      form.querySelectorAll("textarea[name='" + CSS.escape(name) + "']").forEach(function (field) {
+        if (!field.value) {
+          field.value = text[name];
           restored = true;
         }
       });

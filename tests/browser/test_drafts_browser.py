@@ -16,6 +16,7 @@ from tests.browser.test_annotate_browser import (
     press,
     study_with_item,
 )
+from tests.factories import blinding
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True),
               pytest.mark.usefixtures("empty_tables_after_module")]
@@ -47,8 +48,10 @@ def test_ticked_answer_and_comment_survive_a_reload_and_clear_on_submit(live_ser
     page.reload()
     page.wait_for_selector("#item-form")
     assert page.locator("fieldset.question input:checked").count() == 1
-    shown = Assignment.objects.get(annotator=user).shown_order["choice"]
-    assert page.locator("fieldset.question input:checked").get_attribute("value") == shown[1]
+    assignment = Assignment.objects.get(annotator=user)
+    shown = assignment.shown_order["choice"]
+    ticked = page.locator("fieldset.question input:checked").get_attribute("value")
+    assert ticked == blinding(assignment.pk).option(shown[1])
     assert page.locator("#item-comment").input_value() == "The second one sounds like me."
     assert "restored" in page.locator(".draft-note").inner_text()
     page.locator("details.skip-box summary").click()
@@ -60,6 +63,26 @@ def test_ticked_answer_and_comment_survive_a_reload_and_clear_on_submit(live_ser
     assert (judgment.value, judgment.comment) == (shown[1], "The second one sounds like me.")
     assert drafts(page) == []  # sent: the draft is gone
     assert page.locator("#item-comment").input_value() == ""  # the next item starts empty
+
+
+def test_ticked_answer_survives_an_expiry_and_a_fresh_assignment(live_server, new_page):
+    """The fresh assignment of the same item has new blinding tokens: the draft still ticks
+    the same answer (by its answer handle, annotate/drafts.py)."""
+    user, page, _ = at_task(live_server, new_page, overlap=1, n=1, assignment_timeout_minutes=30)
+    first = Assignment.objects.get(annotator=user)
+    press(page, "2")
+    chosen = blinding(first.pk).options[page.locator("fieldset.question input:checked").get_attribute("value")]
+    assert chosen == first.shown_order["choice"][1]
+    Assignment.objects.filter(pk=first.pk).update(expires_at=first.created_at)  # the reservation ran out
+    page.reload()
+    page.wait_for_selector("#start")
+    page.click("#start")
+    page.wait_for_selector("#item-form")
+    second = Assignment.objects.get(annotator=user)
+    assert second.pk != first.pk and second.item_id == first.item_id
+    ticked = page.locator("fieldset.question input:checked")
+    assert ticked.count() == 1 and blinding(second.pk).options[ticked.get_attribute("value")] == chosen
+    assert "restored" in page.locator(".draft-note").inner_text()
 
 
 def test_extend_then_skip_with_a_reason(live_server, new_page):
