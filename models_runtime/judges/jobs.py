@@ -226,6 +226,8 @@ def _probe_records(path):
 
 def validate_probes(params):
     out = _input_params(params)
+    if params.get("study") and services.get_study(params["study"]) is None:  # kept with that study
+        raise JobParamsError(f"unknown study {params['study']!r}")
     singles, pairs = _probe_records(out["input"])
     bad = [str(r.get("id", "?")) for r in singles
            if not isinstance(r.get("output"), str) or not isinstance(r.get("reference"), str)]

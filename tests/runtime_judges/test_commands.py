@@ -8,6 +8,7 @@ from django.core.management.base import CommandError
 
 from models_runtime.judges.probes import SUFFIX, suffix_probe
 from models_runtime.metrics.registry import get_metric
+from models_runtime.models import Job
 from runtime_judges.scripted import ScriptedBackend
 from runtime_judges.test_expert_unit import OUT, REF, pasta_script
 from tests.factories import perse_study
@@ -110,6 +111,14 @@ def test_probes_command(tmp_path, monkeypatch, capsys):
     assert out["order_swap"] == {"pairwise": {"flip_rate": 1.0, "flips": 1, "n": 1, "unparsed": 0}}
     with pytest.raises(CommandError, match="unknown metric"):
         call_command("probes", "--input", str(tmp_path / "pw.jsonl"), "--metrics", "nonsense")
+    # --study keeps the probes job, and so its result, with the study (its dashboard's job list)
+    with pytest.raises(CommandError, match="unknown study 'nope'"):
+        call_command("probes", "--input", str(tmp_path / "pw.jsonl"), "--metrics", "rouge1", "--study", "nope")
+    study = perse_study()
+    call_command("probes", "--input", str(tmp_path / "pw.jsonl"), "--metrics", "rouge1", "--study", study.slug)
+    kept = json.loads(capsys.readouterr().out)
+    job = Job.objects.get(kind="probes", study=study.slug)
+    assert job.state == "done" and job.result == kept and kept["order_swap"] == out["order_swap"]
 
 
 @pytest.mark.django_db
