@@ -1,9 +1,10 @@
 """A participant from a Prolific-style link, in Debian's Chromium: consent, instructions,
-a pre question, a practice item with its feedback, the real items on the task page, the
-post-study questions and the redirect to the completion URL (intercepted with page.route).
-Then the same session cannot open another study, the dashboard, the admin or the API, and
-a researcher's preview walks the pages writing nothing. Screenshots go to
-docs/screenshots/participant-*.png (docs/running-a-study.md)."""
+a pre question, a practice item with its feedback, the real items on the task page (a
+reload mid-item restores the ticked answer; one item is skipped), the post-study questions
+and the redirect to the completion URL (intercepted with page.route). Then the same session
+cannot open another study, the dashboard, the admin or the API, and a researcher's preview
+walks the pages writing nothing. Screenshots go to docs/screenshots/participant-*.png
+(docs/running-a-study.md)."""
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def shot(page, name):
     page.screenshot(path=str(SCREENSHOTS / f"participant-{name}.png"), full_page=True)
 
 
-def participant_study(slug="film-reviews", **fields):
+def participant_study(slug="film-reviews", n_items=2, **fields):
     study = make_study(slug=slug, overlap=1, title="Which review sounds like the user?",
                        instructions="Read the user's own review, then pick the answer that **sounds like "
                                     "them**. There are no trick questions.",
@@ -46,12 +47,12 @@ def participant_study(slug="film-reviews", **fields):
                                         "type": "number"},
                                        {"key": "comment", "question": "Anything we should know?", "type": "text"}],
                        practice_items=[PRACTICE], **fields)
-    make_items(study, 2)
+    make_items(study, n_items)
     return study
 
 
 def test_prolific_participant_walks_to_the_completion_redirect(live_server, new_page):
-    study = participant_study()
+    study = participant_study(n_items=3)  # one is skipped on the way
     other = make_study(slug="other-study", overlap=1)
     make_items(other, 1)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -83,7 +84,21 @@ def test_prolific_participant_walks_to_the_completion_redirect(live_server, new_
     page.wait_for_selector("#item-form")
     assert page.url == f"{live_server.url}/annotate/{study.slug}/"
     shot(page, "item")
-    for n in (1, 2):
+    # A reload mid-item keeps the ticked answer (a draft in the page's localStorage) ...
+    page.click("#item-form label.choice >> nth=0")
+    page.reload()
+    page.wait_for_selector("#item-form")
+    assert page.locator("#item-form fieldset.question input:checked").count() == 1
+    assert "restored" in page.locator(".draft-note").inner_text()
+    # ... and that item is skipped ("I can't judge this"): it goes back to the pool, the next one comes
+    skipped = Assignment.objects.get(study=study, completed_at__isnull=True)
+    page.locator("details.skip-box summary").click()
+    page.get_by_label("Technical problem").check()
+    page.get_by_role("button", name="Skip this item").click()
+    page.wait_for_selector("#status >> text=Skipped")
+    skipped.refresh_from_db()
+    assert skipped.skipped and skipped.item.n_assigned == 0
+    for n in (1, 2):  # a skip is not a judged item: the count starts again at 1
         page.wait_for_function(f"() => document.querySelector('#item-form h2').textContent.includes('Item {n}')")
         page.click("#item-form label.choice >> nth=0")
         page.click("#item-form button[type=submit]")
@@ -102,7 +117,10 @@ def test_prolific_participant_walks_to_the_completion_redirect(live_server, new_
         "prolific", "60a1b2c3d4e5f6", "6123", "s987", "completed")
     assert (p.pre_answers, p.post_answers) == ({"reviews": "sometimes"},
                                                {"difficulty": 2.0, "comment": "Clear instructions."})
-    assert Judgment.objects.filter(annotator=p.user).count() == 2
+    rows = Judgment.objects.filter(annotator=p.user)
+    assert sorted(rows.values_list("question", flat=True)) == ["_skip", "choice", "choice"]
+    assert rows.get(question="_skip").value == "technical"
+    assert set(rows.filter(question="choice").values_list("item_id", flat=True)).isdisjoint({skipped.item_id})
     # The completion page stays reachable; the session reaches nothing else.
     page.goto(f"{live_server.url}/p/{study.slug}/go/")
     assert page.inner_text("#completion-code") == "C1A2B3"
