@@ -56,6 +56,23 @@ NO_STUDY = OpenApiResponse(DetailSerializer, description="No such study, or one 
 ANSWER_ERRORS = OpenApiResponse(AnswerErrorsSerializer, description="Invalid answers; nothing was stored.")
 
 
+REFUSALS = (SubmissionError, AssignmentGone, NotAllowed, EditNotAllowed, SkipRefused)
+
+
+def refusal(exc: Exception) -> Response:
+    """The answer to a refused write on an assignment, the same for submit, edit and skip:
+    400 with the errors, 404 (not yours, or expired), 403 (removed from the study), 409
+    (the item is complete, or already answered)."""
+    if isinstance(exc, SubmissionError):
+        return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, AssignmentGone):
+        return Response({"detail": "No such assignment for you (it may have expired)."},
+                        status=status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, NotAllowed):
+        return Response({"detail": "You may no longer annotate this study."}, status=status.HTTP_403_FORBIDDEN)
+    return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+
+
 def _truthy(value):
     return value is True or str(value).lower() in {"1", "true", "yes", "on"}
 
@@ -110,15 +127,8 @@ class AssignmentJudgmentsView(APIView):
                 assignment, judgments, created = submit(pk, request.user, answers, body.get("seconds"),
                                                         comment=body.get("comment"), blinded=True)
                 code, assignment_id = (status.HTTP_201_CREATED if created else status.HTTP_200_OK), assignment.pk
-        except SubmissionError as exc:
-            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
-        except AssignmentGone:
-            return Response({"detail": "No such assignment for you (it may have expired)."},
-                            status=status.HTTP_404_NOT_FOUND)
-        except NotAllowed:
-            return Response({"detail": "You may no longer annotate this study."}, status=status.HTTP_403_FORBIDDEN)
-        except EditNotAllowed as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        except REFUSALS as exc:
+            return refusal(exc)
         return Response(_result(assignment_id, created, judgments), status=code)
 
     @extend_schema(request=AnswersSerializer,
@@ -162,15 +172,8 @@ class AssignmentSkipView(APIView):
         try:
             assignment, judgment, created = skip(pk, request.user, body.get("reason"), body.get("comment"),
                                                  body.get("seconds"))
-        except SubmissionError as exc:
-            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
-        except AssignmentGone:
-            return Response({"detail": "No such assignment for you (it may have expired)."},
-                            status=status.HTTP_404_NOT_FOUND)
-        except NotAllowed:
-            return Response({"detail": "You may no longer annotate this study."}, status=status.HTTP_403_FORBIDDEN)
-        except SkipRefused as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        except REFUSALS as exc:
+            return refusal(exc)
         data = SkipResultSerializer({"assignment": assignment.pk, "created": created, "judgment": judgment}).data
         return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 

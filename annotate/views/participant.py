@@ -161,7 +161,8 @@ def _render_step(request, study, step, store, **extra):
         context.update(practice_number=index + 1, practice_total=len(study.practice_items))
     elif step == "items":  # preview only: participants use the task page
         context.update(_preview_item_context(study, state))
-    return render(request, f"participant/{step if step != 'items' else 'preview_item'}.html", context)
+    template = {"items": "preview_item", "pre": "questions", "post": "questions"}.get(step, step)
+    return render(request, f"participant/{template}.html", context)
 
 
 def _post_step(request, study, store, step):
