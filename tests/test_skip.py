@@ -16,7 +16,13 @@ from annotate.submission import MAX_EXTENSIONS, AssignmentGone, extend
 from tests.factories import add_judgments, api_client, blinding, make_items, make_judged_study, make_study, tokens
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
-EXPORT_HEAD = "study,item_id,annotator,question,value,shown_order,seconds,submitted_at,comment\n"
+FILE_HEAD = "study,item_id,annotator,question,value,shown_order,seconds,submitted_at,comment\n"
+EXPORT_HEAD = FILE_HEAD.rstrip("\n") + ",platform,study_id,session_id\n"  # + a participant's platform ids
+
+
+def exported(*rows):
+    """Rows as the export writes them: the platform columns empty (staff-made annotators)."""
+    return "".join(row + ",,,\n" for row in rows)
 
 
 def take(client, slug):
@@ -70,8 +76,8 @@ def test_skip_stores_one_row_and_a_repeat_changes_nothing(annotators):
     assert (a.skipped, a.completed_at.isoformat(), a.seconds) == (True, submitted_at, 7.0)
     item = Item.objects.get()
     assert (item.n_assigned, item.n_completed) == (0, 0)  # the slot went back to the pool
-    assert export(study.slug) == EXPORT_HEAD + (
-        f"pairwise-alignment,item-0000,ann1,_skip,not_understood,,7,{submitted_at},Too technical.\n")
+    assert export(study.slug) == EXPORT_HEAD + exported(
+        f"pairwise-alignment,item-0000,ann1,_skip,not_understood,,7,{submitted_at},Too technical.")
 
 
 def test_skipped_item_goes_to_someone_else_not_back_to_the_skipper(annotators):
@@ -153,7 +159,7 @@ def test_comment_is_stored_with_every_judgment_and_exported(annotators):
     import csv
     rows = list(csv.reader(io.StringIO(export(study.slug))))
     assert rows[0] == EXPORT_HEAD.strip().split(",")
-    assert [(r[3], r[-1]) for r in rows[1:]] == [("choice", "Both, really."), ("usefulness", "Both, really.")]
+    assert [(r[3], r[8]) for r in rows[1:]] == [("choice", "Both, really."), ("usefulness", "Both, really.")]
 
 
 def test_old_files_without_comment_import_and_skip_rows_import():
@@ -162,7 +168,7 @@ def test_old_files_without_comment_import_and_skip_rows_import():
     old = ("study,item_id,annotator,question,value,shown_order,seconds,submitted_at\n"
            "pairwise-alignment,item-0000,x1,choice,m1,,,\n")
     assert import_judgments(io.BytesIO(old.encode()))["created"] == 1
-    new = (EXPORT_HEAD + "pairwise-alignment,item-0000,x2,_skip,unsafe,,2,2026-03-01T10:00:00+00:00,Rude.\n"
+    new = (FILE_HEAD + "pairwise-alignment,item-0000,x2,_skip,unsafe,,2,2026-03-01T10:00:00+00:00,Rude.\n"
            "pairwise-alignment,item-0001,x1,choice,m2,,,,fine\n")
     assert import_judgments(io.BytesIO(new.encode()))["created"] == 2
     skipped = Assignment.objects.get(annotator__username="x2")
@@ -170,16 +176,16 @@ def test_old_files_without_comment_import_and_skip_rows_import():
     counters = dict(Item.objects.values_list("item_id", "n_completed"))
     assert counters == {"item-0000": 1, "item-0001": 1}
     assert Judgment.objects.get(annotator__username="x2").comment == "Rude."
-    assert export(study.slug) == EXPORT_HEAD + (
-        "pairwise-alignment,item-0000,x1,choice,m1,,,,\n"
-        "pairwise-alignment,item-0000,x2,_skip,unsafe,,2,2026-03-01T10:00:00+00:00,Rude.\n"
-        "pairwise-alignment,item-0001,x1,choice,m2,,,,fine\n")
+    assert export(study.slug) == EXPORT_HEAD + exported(
+        "pairwise-alignment,item-0000,x1,choice,m1,,,,",
+        "pairwise-alignment,item-0000,x2,_skip,unsafe,,2,2026-03-01T10:00:00+00:00,Rude.",
+        "pairwise-alignment,item-0001,x1,choice,m2,,,,fine")
     from annotate.batch_format import BatchInvalid
-    mixed = EXPORT_HEAD + "pairwise-alignment,item-0000,x1,_skip,other,,,,\n"
+    mixed = FILE_HEAD + "pairwise-alignment,item-0000,x1,_skip,other,,,,\n"
     with pytest.raises(BatchInvalid) as caught:
         import_judgments(io.BytesIO(mixed.encode()))
     assert caught.value.errors == ["line 2: x1 both skipped and answered 'item-0000'"]
-    bad = EXPORT_HEAD + "pairwise-alignment,item-0001,x3,_skip,bored,,,,\n"
+    bad = FILE_HEAD + "pairwise-alignment,item-0001,x3,_skip,bored,,,,\n"
     with pytest.raises(BatchInvalid) as caught:
         import_judgments(io.BytesIO(bad.encode()))
     assert caught.value.errors == [
@@ -324,7 +330,7 @@ def test_every_kind_offers_skip_and_comment_and_reports_the_skip(annotators, kin
     assignment_id = take(client, study.slug)
     assert skip(client, assignment_id, {"reason": "other", "comment": "Not my language."}).status_code == 201
     rows = export(study.slug).splitlines()
-    assert rows[1].split(",")[2:5] == ["ann1", "_skip", "other"] and rows[1].endswith(",Not my language.")
+    assert rows[1].split(",")[2:5] == ["ann1", "_skip", "other"] and rows[1].endswith(",Not my language.,,,")
     report, _ = study_report(study)
     assert report["skipped"] == {"n": 1, "by_reason": {"other": 1}}
     assert (report["n_judgments"], report["n_annotators"], report["annotators"]) == (0, 0, {})
