@@ -140,7 +140,7 @@ def through_judgments_csv(which, raws):
         text = io.StringIO()
         writer = csv.writer(text)
         writer.writerow(JUDGMENT_COLUMNS)
-        writer.writerow([slug, "i0", f"csv-{n}", qid, raw, "", "", "", ""])
+        writer.writerow([slug, "i0", f"csv-{n}", qid, raw, "", "", ""])
         _import(text.getvalue().encode())
         verdicts[raw] = outcome(qid, before)
     return verdicts

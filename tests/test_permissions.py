@@ -117,6 +117,13 @@ TABLE = {
                  Probe("POST", by_role(403, 403, 403, 400), body=lambda w: {})],
     "api-job": [Probe("GET", by_role(403, 404, 200, 200), job),
                 Probe("GET", by_role(403, 404, 404, 200), lambda w: {"pk": w.scoped_job.pk})],
+    "api-job-file": [Probe("GET", by_role(403, 404, 404, 404), lambda w: {"pk": w.job.pk, "name": "out.jsonl"},
+                           note="only names in the job's own file list are served; this job has none")],
+    "api-pipelines": [Probe("POST", by_role(403, 403, 403, 400), body=lambda w: {},
+                            note="admins start study plans; without a plan: 400")],
+    "dashboard-jobs": [Probe("GET", by_role(LOGIN, 404, 200, 200), slug),
+                       Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
+    "plan-new": [Probe("GET", by_role(LOGIN, 403, 403, 200))],
     # Anyone signed in replaces their own API token.
     "api-token-rotate": [Probe("POST", by_role(403, 200, 200, 200))],
     "home": [Probe("GET", by_role(LOGIN, 200, 200, 200))],
