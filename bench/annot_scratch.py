@@ -1,6 +1,7 @@
 """A scratch PostgreSQL database for the annotation benchmarks: created, migrated,
 dropped afterwards, so a benchmark never touches real data."""
 import os
+import secrets
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +25,8 @@ def scratch_database(suffix):
         admin.execute(f'CREATE DATABASE "{db}"')
     os.environ["DATABASE_URL"] = f"{server}/{db}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "humeval.settings")
+    # A throwaway key for the scratch instance (blinding tokens and sessions sign with it).
+    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
     try:
         import django
         django.setup()

@@ -38,6 +38,7 @@ def run(n, dsn):
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
+    from annotate.blinding import blinding_for
     from annotate.models import Assignment, Item, Judgment
     from annotate.submission import submit
 
@@ -49,16 +50,20 @@ def run(n, dsn):
         Assignment(study=ours, item=item, annotator=user, expires_at=expires,
                    shown_order={"candidates": ["a", "b"], **{q: ["a", "b"] for q in answers}})
         for item in Item.objects.filter(study=ours).order_by("position")])
+    # The annotator's doors send the assignment's blinding tokens (annotate.blinding); the
+    # mapping is made when an item is handed out, so it is made here, before the clock runs.
+    sent = [blinding_for(Assignment.objects.select_related("study", "item").get(pk=a.pk)).values(answers)
+            for a in assignments]
     start = time.perf_counter()
-    for a in assignments:
-        submit(a.pk, user, answers, seconds=12.5)
+    for a, tokens in zip(assignments, sent, strict=True):
+        submit(a.pk, user, tokens, seconds=12.5, blinded=True)
     ours_s = time.perf_counter() - start
     assert Judgment.objects.filter(study=ours).count() == 5 * n
 
     raw = make_study("raw", n)
     raw_items = list(Item.objects.filter(study=raw).order_by("position").values_list("pk", flat=True))
     sql = ("INSERT INTO annotate_judgment (study_id, item_id, annotator_id, question, value, shown_order, seconds, "
-           "submitted_at) VALUES " + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, now())"] * 5))
+           "submitted_at, comment) VALUES " + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, now(), '')"] * 5))
     with psycopg.connect(dsn, autocommit=True) as conn:
         start = time.perf_counter()
         for item_pk in raw_items:
