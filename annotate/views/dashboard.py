@@ -23,17 +23,17 @@ def progress_context(study, version=None):
     queries, cheap enough to poll. Per annotator: items and judgments submitted, open
     (unexpired) assignments, last submit, and why they are flagged (below the study's
     quality thresholds: left out of the report)."""
-    # Judgment aggregates only change with the judgments: kept in the cache per data version
-    # (a GROUP BY over every judgment: most of this panel's time at 100k judgments).
+    # Judgment aggregates and quality flags only change with the judgments and the study's
+    # thresholds (both in the data version): kept in the cache per version, so the 5 s poll
+    # does not redo a GROUP BY and the quality pass over every judgment.
     key = f"humeval:progress:{study.pk}:{study.created_at.timestamp()}:{version or data_version(study)}"
-    per_annotator = cache.get_or_set(key, lambda: list(
+    per_annotator, flagged = cache.get_or_set(key, lambda: (list(
         Judgment.objects.filter(study=study).values("annotator__username")
         .annotate(items=Count("item", distinct=True), judgments=Count("id"), last=Max("submitted_at"))
-        .order_by("annotator__username")), PROGRESS_CACHE_SECONDS)
+        .order_by("annotator__username")), flagged_annotators(study)), PROGRESS_CACHE_SECONDS)
     open_by = dict(Assignment.objects.filter(study=study).open()
                    .values("annotator__username").annotate(n=Count("id"))
                    .values_list("annotator__username", "n"))
-    flagged = flagged_annotators(study)
     rows = [{"username": r["annotator__username"], "items": r["items"], "judgments": r["judgments"],
              "open": open_by.get(r["annotator__username"], 0), "last": r["last"],
              "flagged": flagged.get(r["annotator__username"], "")} for r in per_annotator]
