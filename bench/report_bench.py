@@ -58,13 +58,13 @@ def populate(study, n_judgments, seed=0):
     pks = np.array(Item.objects.filter(study=study).order_by("position").values_list("id", flat=True))
     with connection.cursor() as cursor:
         with cursor.cursor.copy("COPY annotate_judgment (study_id, item_id, annotator_id, question, value, "
-                                "shown_order, seconds, submitted_at) FROM STDIN") as copy:
+                                "shown_order, seconds, submitted_at, comment) FROM STDIN") as copy:
             for pk in pks.tolist():
                 who = rng.choice(60, 3, replace=False)
                 for k in who.tolist():
                     value = "model-a" if rng.random() < 0.6 else "model-b"
                     shown = "model-a|model-b" if rng.random() < 0.5 else "model-b|model-a"
-                    copy.write_row((study.pk, pk, users[k], "choice", value, shown, float(rng.integers(5, 120)), now))
+                    copy.write_row((study.pk, pk, users[k], "choice", value, shown, float(rng.integers(5, 120)), now, ""))
         with cursor.cursor.copy("COPY annotate_prediction (study_id, item_id, evaluator, annotator, question, value) "
                                 "FROM STDIN") as copy:
             for pk in pks.tolist():
