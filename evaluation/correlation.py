@@ -5,9 +5,8 @@
   two-sided: the share with |statistic| >= the observed one); above, scipy's.
 - Pearson's interval: Fisher z, tanh(atanh(r) +- 1.96 / sqrt(n - 3)) (n > 3).
 - Spearman's and Kendall's intervals: percentile bootstrap over units, 2000 resamples,
-  seed 0, when n >= 20, else None. A resample is a weight per distinct (x, y) pair
-  (`bootstrap.bootstrap_weights`); ranks, rank correlation and tau-b are computed from the
-  weights with cumulative sums, a block of resamples at a time, never by sorting a resample.
+  seed 0, when n >= 20, else None (`rank_bootstrap`: compiled, a count per distinct (x, y)
+  pair, never sorting a resample).
 - n < 3, a constant side or an undefined value gives None, never NaN.
 """
 import math
@@ -18,13 +17,13 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from evaluation.bootstrap import bootstrap_weights, percentile_ci
+from evaluation.bootstrap import percentile_ci
+from evaluation.rank_bootstrap import rank_bootstrap
 
 METHODS = ("pearson", "spearman", "kendall")
 RESAMPLES = 2000
 EXACT_MAX_N = 9
 BOOTSTRAP_MIN_N = 20
-LEVELS_MAX = 64  # Kendall's vectorized bootstrap needs one side with at most this many values
 Z975 = float(stats.norm.ppf(0.975))
 Numbers = Sequence[Any] | np.ndarray
 
@@ -165,103 +164,6 @@ def _kendall_exact_p(x: np.ndarray, y: np.ndarray, perms: np.ndarray) -> float:
 def _share_at_least(values: np.ndarray, observed: float) -> float:
     """Share of |values| >= |observed|, with a relative tolerance for rounding."""
     return float(np.mean(np.abs(values) >= abs(observed) * (1 - 1e-9) - 1e-12))
-
-
-def rank_bootstrap(x: np.ndarray, y: np.ndarray, resamples: int = RESAMPLES,
-                   seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(Spearman rho, Kendall tau-b) of each bootstrap resample of the (x, y) units; NaN
-    where a resample is constant on one side.
-
-    Units with equal (x, y) are one profile; a resample is a weight per profile
-    (`bootstrap_weights`). y is the side with fewer distinct values ("levels", at most
-    LEVELS_MAX, else a scipy loop per resample). With profiles in x order, one running sum
-    of each level's weights gives, for every profile j of level b, the weight of level a
-    in earlier x groups (L) and in its own x group (E). Summed with j's weight into K x K
-    matrices these give Kendall's S = sum_{a<b} 2 L_ab + E_ab - W_b T_a and Spearman's
-    covariance of midranks; the midrank variances are (n^3 - n - sum_t (t^3 - t)) / 12
-    over the tied groups t."""
-    if len(np.unique(x)) < len(np.unique(y)):
-        x, y = y, x
-    xs, xcode = np.unique(x, return_inverse=True)
-    ys, ycode = np.unique(y, return_inverse=True)
-    n_levels = len(ys)
-    cell, mult = np.unique(xcode.astype(np.int64) * n_levels + ycode, return_counts=True)
-    gx, ly = cell // n_levels, cell % n_levels
-    new_group = np.r_[True, gx[1:] != gx[:-1]]
-    starts = np.flatnonzero(new_group)
-    single = len(starts) == len(cell)  # every x group holds one profile
-    n = float(len(x))
-    mean_rank, pairs, cube = (n + 1.0) / 2.0, n * (n - 1.0) / 2.0, n**3 - n
-    rho, tau = [], []
-    if n_levels > LEVELS_MAX:
-        for w in bootstrap_weights(mult, resamples, seed):
-            both = np.array([_scipy_row(xs[gx], ys[ly], row) for row in w]).reshape(-1, 2)
-            rho.append(both[:, 0])
-            tau.append(both[:, 1])
-        return np.concatenate(rho), np.concatenate(tau)
-    plan = _Plan(gx, ly, n_levels, single)
-    for w in bootstrap_weights(mult, resamples, seed):
-        tx = w if single else np.add.reduceat(w, starts, axis=1)  # weight of each x group
-        ty = np.stack([w[:, m].sum(axis=1) for m in plan.members], axis=1)  # weight of each level
-        earlier, same = plan.cross(w)  # (k, K, K): [a, b] = sum_{j in b} w_j * (weight of a before j / beside j)
-        ay = np.cumsum(ty, axis=1) - (ty - 1.0) / 2.0 - mean_rank  # level midrank - mean rank
-        # sum_j w_j (midrank_x(j) - mean) per level b: earlier weight + half the own group's + 1/2.
-        per_level = earlier.sum(axis=1) + (same.sum(axis=1) + ty) / 2.0 - mean_rank * ty
-        cov = np.einsum("ij,ij->i", per_level, ay)
-        ties_x = np.einsum("ij,ij,ij->i", tx, tx, tx) - n
-        ties_y = np.einsum("ij,ij,ij->i", ty, ty, ty) - n
-        vx, vy = (cube - ties_x) / 12.0, (cube - ties_y) / 12.0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rho.append(np.where((vx > 0) & (vy > 0), cov / np.sqrt(vx * vy), np.nan))
-        upper = np.triu(np.ones((n_levels, n_levels), dtype=bool), 1)  # a < b
-        s = (np.sum((2.0 * earlier + same)[:, upper], axis=1)
-             - np.einsum("ia,ib,ab->i", ty, ty, upper.astype(float)))
-        tied_x = (np.einsum("ij,ij->i", tx, tx) - n) / 2.0
-        tied_y = (np.einsum("ij,ij->i", ty, ty) - n) / 2.0
-        den = (pairs - tied_x) * (pairs - tied_y)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            tau.append(np.where(den > 0, s / np.sqrt(np.where(den > 0, den, 1.0)), np.nan))
-    return np.concatenate(rho), np.concatenate(tau)
-
-
-class _Plan:
-    """Index arrays of `rank_bootstrap`: the profiles of each level (in x order) and, for
-    the profiles of level b, where their x group starts and ends in level a's running sum."""
-
-    def __init__(self, group: np.ndarray, level: np.ndarray, n_levels: int, single: bool) -> None:
-        self.members = [np.flatnonzero(level == lev) for lev in range(n_levels)]
-        self.single = single
-        self.lo = [[np.searchsorted(group[a], group[b], side="left") for b in self.members] for a in self.members]
-        self.hi = [[np.searchsorted(group[a], group[b], side="right") for b in self.members] for a in self.members]
-
-    def cross(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        n_levels = len(self.members)
-        earlier = np.zeros((len(w), n_levels, n_levels))
-        same = np.zeros((len(w), n_levels, n_levels))
-        weights = [w[:, m] for m in self.members]
-        for a, wa in enumerate(weights):
-            running = np.zeros((len(w), wa.shape[1] + 1))
-            np.cumsum(wa, axis=1, out=running[:, 1:])
-            for b, wb in enumerate(weights):
-                if not wb.shape[1]:
-                    continue
-                before = running[:, self.lo[a][b]]
-                earlier[:, a, b] = np.einsum("ij,ij->i", wb, before)
-                if a == b:
-                    same[:, a, b] = np.einsum("ij,ij->i", wb, wb)  # a profile is alone in its (x, level) cell
-                elif not self.single:
-                    same[:, a, b] = np.einsum("ij,ij->i", wb, running[:, self.hi[a][b]]) - earlier[:, a, b]
-        return earlier, same
-
-
-def _scipy_row(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
-    """(Spearman, Kendall tau-b) of one weighted resample by scipy (both sides with many
-    distinct values); NaN when a side is constant."""
-    count = weight.astype(np.int64)
-    a, b = np.repeat(x, count), np.repeat(y, count)
-    if np.all(a == a[0]) or np.all(b == b[0]):
-        return math.nan, math.nan
-    return float(stats.spearmanr(a, b).statistic), float(stats.kendalltau(a, b, variant="b").statistic)
 
 
 def system_correlations(systems: Sequence[Any], x: Numbers, y: Numbers, resamples: int = RESAMPLES,
