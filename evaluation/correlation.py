@@ -35,6 +35,16 @@ def _number(v: Any) -> float:
         return math.nan
 
 
+def _numbers(values: Numbers) -> np.ndarray:
+    """Float array of `values`; what is not a number becomes NaN (one pass when all are)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
+        return values.astype(float)
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        return np.array([_number(v) for v in values], dtype=float)
+
+
 def clean_pairs(x: Numbers, y: Numbers) -> tuple[np.ndarray, np.ndarray]:
     """The (x, y) pairs where both are numbers (None and NaN dropped).
 
@@ -43,8 +53,7 @@ def clean_pairs(x: Numbers, y: Numbers) -> tuple[np.ndarray, np.ndarray]:
     """
     if len(x) != len(y):
         raise ValueError(f"x and y differ in length ({len(x)} vs {len(y)})")
-    a = np.array([_number(v) for v in x], dtype=float)
-    b = np.array([_number(v) for v in y], dtype=float)
+    a, b = _numbers(x), _numbers(y)
     keep = np.isfinite(a) & np.isfinite(b)
     return a[keep], b[keep]
 

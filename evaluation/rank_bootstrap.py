@@ -2,12 +2,18 @@
 compiled code (numba), so a report's 2,000-resample intervals over 300,000 items take
 about a second instead of minutes.
 
-The draw (statistics.md, "Correlations": percentile bootstrap over units, seed 0): units
-are sorted by their (x, y) value ("profile"); resample r draws n unit indices uniformly
-with replacement from its own splitmix64 stream, started at mix(seed * 2^32 + r), each
-32-bit half of an output giving one index by Lemire's multiply-shift with rejection (exact,
-no modulo bias). A resample is then the count of each profile. Every resample has its own
-stream, so the result does not depend on how resamples are split over threads.
+The draw (statistics.md, "Correlations": percentile bootstrap over units, seed 0): a
+resample is how often each profile (distinct (x, y) value, held by mult_p of the n units)
+is drawn when n units are drawn with replacement, i.e. Multinomial(n, mult / n). It is
+drawn by Poissonization, exactly: C_p ~ Poisson(mult_p) independently (their sum S is
+Poisson(n), and given S = s the C are Multinomial(s, mult / n)); if s < n, n - s more units
+are drawn uniformly and added; if s > n, s - n of the drawn units are removed, uniformly
+without replacement (a uniform subset of an iid sample is an iid sample). That costs about
+P + n / 32 draws per resample instead of n. Poisson(m) is the sum of m // 32 Poisson(32)
+and one Poisson(m % 32), each one 64-bit output through a Walker alias table of the pmf
+(tails below 1e-18 cut). Random numbers: resample r has its own splitmix64 stream, started
+at mix(seed * 2^32 + r), so the result does not depend on how resamples are split over
+threads; uniform integers by Lemire's multiply-shift with rejection.
 
 Per resample, with profiles in x order and y's distinct values as levels:
 - Spearman: rho = sum_j w_j (rx_j - m)(ry_j - m) / sqrt(Vx Vy), midranks rx, ry,
@@ -20,12 +26,14 @@ Counts and S are exact integers. A resample constant on one side gives NaN.
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from functools import lru_cache
 
 import numpy as np
 from numba import njit
+from scipy import stats
 
 CHUNK = 64  # resamples per task when several threads share the work
+POISSON_STEP = 32  # Poisson(m) is drawn as m // 32 Poisson(32) and one Poisson(m % 32)
 FEW_LEVELS = 8  # up to this many levels Kendall's running sums are a plain array, else a Fenwick tree
 
 
@@ -37,37 +45,95 @@ def _mix(z: np.uint64) -> np.uint64:
     return z ^ (z >> np.uint64(31))
 
 
+@njit(inline="always")
+def _next(state: np.uint64) -> tuple[np.uint64, np.uint64]:
+    """(next state, 64 random bits) of a splitmix64 stream."""
+    state += np.uint64(0x9E3779B97F4A7C15)
+    return state, _mix(state)
+
+
+@njit(inline="always")
+def _uniform_below(state: np.uint64, bound: int) -> tuple[np.uint64, int]:
+    """(next state, an integer uniform in [0, bound)), bound < 2^32: Lemire's multiply-shift
+    on 32 bits, rejecting the rare low products below 2^32 mod bound (exactly uniform)."""
+    b = np.uint64(bound)
+    reject = (np.uint64(1 << 32) - b) % b
+    while True:
+        state, word = _next(state)
+        product = (word >> np.uint64(32)) * b
+        if (product & np.uint64(0xFFFFFFFF)) >= reject:
+            return state, int(product >> np.uint64(32))
+
+
+@njit(inline="always")
+def _poisson(state: np.uint64, lam: int, prob: np.ndarray, alias: np.ndarray,
+             size: np.ndarray) -> tuple[np.uint64, int]:
+    """(next state, a Poisson(lam) draw), 1 <= lam <= POISSON_STEP: a bucket and a coin from
+    one 53-bit uniform through the alias table of that lam."""
+    state, word = _next(state)
+    x = np.int64(word >> np.uint64(11)) * (1.0 / 9007199254740992.0) * size[lam]
+    k = int(x)
+    keep = (x - k) < prob[lam, k]
+    return state, keep * k + (1 - keep) * alias[lam, k]  # no branch on the coin
+
+
 @njit(nogil=True, cache=True)
-def _draw(seed: int, r: int, unit_profile: np.ndarray, counts: np.ndarray) -> None:
-    """counts[p] = how often profile p is drawn in resample r: n unit indices, two from
-    each 64-bit output (the rare rejected half is skipped), counted by their profile."""
-    counts[:] = 0
-    n = len(unit_profile)
-    bound = np.uint64(n)
-    low = np.uint64(0xFFFFFFFF)
-    reject = (np.uint64(1 << 32) - bound) % bound
+def _draw(seed: int, r: int, mult: np.ndarray, cum: np.ndarray, prob: np.ndarray, alias: np.ndarray,
+          size: np.ndarray, counts: np.ndarray, tree: np.ndarray) -> None:
+    """counts[p] = how often profile p is drawn in resample r (Poissonized, then corrected
+    to exactly n = cum[-1] units; see the module docstring)."""
+    n_profiles = len(mult)
+    n = cum[-1]
     state = _mix(np.uint64(seed) * np.uint64(1 << 32) + np.uint64(r))
-    drawn = 0
-    while drawn < n:
-        state += np.uint64(0x9E3779B97F4A7C15)
-        word = _mix(state)
-        first = (word & low) * bound
-        second = (word >> np.uint64(32)) * bound
-        if (first & low) >= reject and (second & low) >= reject and drawn + 1 < n:
-            counts[unit_profile[first >> np.uint64(32)]] += 1
-            counts[unit_profile[second >> np.uint64(32)]] += 1
-            drawn += 2
-            continue
-        for product in (first, second):  # a rejected half, or the last unit
-            if (product & low) >= reject and drawn < n:
-                counts[unit_profile[product >> np.uint64(32)]] += 1
-                drawn += 1
+    total = 0
+    for p in range(n_profiles):
+        c = 0
+        for _ in range(mult[p] // POISSON_STEP):  # a constant power of two: shifts, not divisions
+            state, k = _poisson(state, POISSON_STEP, prob, alias, size)
+            c += k
+        rest = mult[p] % POISSON_STEP
+        if rest:
+            state, k = _poisson(state, rest, prob, alias, size)
+            c += k
+        counts[p] = c
+        total += c
+    while total < n:  # more units, drawn uniformly: unit u belongs to the profile whose range holds it
+        state, u = _uniform_below(state, n)
+        counts[np.searchsorted(cum, u, side="right")] += 1
+        total += 1
+    if total > n:  # fewer: remove drawn units uniformly, found through a Fenwick tree of the counts
+        tree[0] = 0
+        tree[1:] = counts
+        for i in range(1, n_profiles + 1):
+            parent = i + (i & -i)
+            if parent <= n_profiles:
+                tree[parent] += tree[i]
+        top = 1
+        while top * 2 <= n_profiles:
+            top *= 2
+        while total > n:
+            state, k = _uniform_below(state, total)
+            pos = 0
+            width = top
+            while width:
+                if pos + width <= n_profiles and tree[pos + width] <= k:
+                    pos += width
+                    k -= tree[pos]
+                width //= 2
+            counts[pos] -= 1
+            i = pos + 1
+            while i <= n_profiles:
+                tree[i] -= 1
+                i += i & -i
+            total -= 1
 
 
 @njit(nogil=True, cache=True)
-def _draw_rows(seed: int, r0: int, r1: int, unit_profile: np.ndarray, out: np.ndarray) -> None:
+def _draw_rows(seed: int, r0: int, r1: int, mult: np.ndarray, cum: np.ndarray, prob: np.ndarray,
+               alias: np.ndarray, size: np.ndarray, out: np.ndarray) -> None:
+    tree = np.zeros(len(mult) + 1, np.int64)
     for r in range(r0, r1):
-        _draw(seed, r, unit_profile, out[r - r0])
+        _draw(seed, r, mult, cum, prob, alias, size, out[r - r0], tree)
 
 
 @njit(inline="always")
@@ -81,66 +147,72 @@ def _prefix(tree: np.ndarray, k: int) -> int:
 
 
 @njit(nogil=True, cache=True)
-def _rank_rows(seed: int, r0: int, r1: int, unit_profile: np.ndarray, group: np.ndarray,
-               level: np.ndarray, n_groups: int, n_levels: int, rho: np.ndarray, tau: np.ndarray) -> None:
-    """rho[r], tau[r] for the resamples r0 <= r < r1 (profiles sorted by x group, then
-    level). Kendall's S is summed over the profiles in that order, every earlier profile
-    counting (d[b]: earlier units below level b minus above it), then the pairs inside one
-    x group, which that order counts as concordant (their levels rise), are taken back out:
+def _rank_rows(seed: int, r0: int, r1: int, mult: np.ndarray, cum: np.ndarray, prob: np.ndarray,
+               alias: np.ndarray, size: np.ndarray, group: np.ndarray, level: np.ndarray, n_groups: int,
+               n_levels: int, rho: np.ndarray, tau: np.ndarray) -> None:
+    """rho[r], tau[r] for the resamples r0 <= r < r1 (profiles sorted by x group, then level)."""
+    counts = np.zeros(len(mult), np.int64)
+    tree = np.zeros(len(mult) + 1, np.int64)
+    scratch = (np.zeros(n_groups, np.int64), np.zeros(n_levels, np.int64), np.zeros(n_groups),
+               np.zeros(n_levels), np.zeros(n_levels + 1, np.int64))
+    k = n_levels if n_levels <= FEW_LEVELS else 0
+    sign = np.zeros((k, k), np.int64)  # a unit at level b moves d[e] by sign[b, e] (few levels)
+    for b in range(k):
+        for e in range(k):
+            sign[b, e] = (e > b) - (e < b)
+    for r in range(r0, r1):
+        _draw(seed, r, mult, cum, prob, alias, size, counts, tree)
+        rho[r - r0], tau[r - r0] = _rank_stats(cum[-1], counts, group, level, n_groups, n_levels, sign, scratch)
+
+
+@njit(inline="always")
+def _rank_stats(n: int, counts: np.ndarray, group: np.ndarray, level: np.ndarray, n_groups: int, n_levels: int,
+                sign: np.ndarray, scratch: tuple) -> tuple[float, float]:
+    """(rho, tau) of one resample's profile counts (sorted by x group, then level).
+    Kendall's S is summed over the profiles in that order, every earlier profile counting
+    (d[b]: earlier units below level b minus above it), then the pairs inside one x group,
+    which that order counts as concordant (their levels rise), are taken back out:
     (W_g^2 - sum of w^2) / 2 per group. No branch depends on the (random) counts."""
-    n_profiles = len(level)
-    n = len(unit_profile)
-    counts = np.zeros(n_profiles, np.int32)
-    tx = np.zeros(n_groups, np.int64)
-    ty = np.zeros(n_levels, np.int64)
-    rx = np.zeros(n_groups)
-    ry = np.zeros(n_levels)
-    few = n_levels <= FEW_LEVELS
-    d = np.zeros(n_levels + 1, np.int64)
-    sign = np.zeros((n_levels, n_levels) if few else (0, 0), np.int64)  # a unit at b moves d[c] by sign[b, c]
-    for b in range(len(sign)):
-        for c in range(n_levels):
-            sign[b, c] = (c > b) - (c < b)
+    tx, ty, rx, ry, d = scratch
     nf = float(n)
     mean = (nf + 1.0) / 2.0
-    pairs = nf * (nf - 1.0) / 2.0
+    tx[:] = 0
+    ty[:] = 0
+    squares = np.int64(0)
+    for j in range(len(counts)):
+        tx[group[j]] += counts[j]
+        ty[level[j]] += counts[j]
+        squares += np.int64(counts[j]) * counts[j]
+    ties_x, tied_x = _midranks(tx, rx, mean)
+    ties_y, tied_y = _midranks(ty, ry, mean)
+    d[:] = 0
+    s = earlier = np.int64(0)
+    cov = 0.0
+    few = len(sign) > 0
+    for j in range(len(counts)):
+        w, b = np.int64(counts[j]), level[j]
+        cov += w * rx[group[j]] * ry[b]
+        if few:
+            s += w * d[b]
+            for e in range(n_levels):
+                d[e] += w * sign[b, e]
+        else:  # d is a Fenwick tree of the earlier units per level
+            s += w * (_prefix(d, b) + _prefix(d, b + 1) - earlier)  # lower - (earlier - up to b)
+            k = b + 1
+            while k <= n_levels:
+                d[k] += w
+                k += k & -k
+            earlier += w
+    group_squares = np.int64(0)
+    for g in range(n_groups):
+        group_squares += tx[g] * tx[g]
+    s -= (group_squares - squares) // 2
     cube = nf * nf * nf - nf
-    for r in range(r0, r1):
-        _draw(seed, r, unit_profile, counts)
-        tx[:] = 0
-        ty[:] = 0
-        squares = 0
-        for j in range(n_profiles):
-            tx[group[j]] += counts[j]
-            ty[level[j]] += counts[j]
-            squares += np.int64(counts[j]) * counts[j]
-        ties_x, tied_x = _midranks(tx, rx, mean)
-        ties_y, tied_y = _midranks(ty, ry, mean)
-        d[:] = 0
-        s = earlier = np.int64(0)
-        cov = 0.0
-        for j in range(n_profiles):
-            w, b = np.int64(counts[j]), level[j]
-            cov += w * rx[group[j]] * ry[b]
-            if few:
-                s += w * d[b]
-                for c in range(n_levels):
-                    d[c] += w * sign[b, c]
-            else:  # d is a Fenwick tree of the earlier units per level
-                s += w * (_prefix(d, b) + _prefix(d, b + 1) - earlier)  # lower - (earlier - up to b)
-                k = b + 1
-                while k <= n_levels:
-                    d[k] += w
-                    k += k & -k
-                earlier += w
-        group_squares = np.int64(0)
-        for g in range(n_groups):
-            group_squares += tx[g] * tx[g]
-        s -= (group_squares - squares) // 2
-        vx, vy = (cube - ties_x) / 12.0, (cube - ties_y) / 12.0
-        rho[r - r0] = cov / np.sqrt(vx * vy) if vx > 0 and vy > 0 else np.nan
-        den = (pairs - tied_x) * (pairs - tied_y)
-        tau[r - r0] = s / np.sqrt(den) if den > 0 else np.nan
+    vx, vy = (cube - ties_x) / 12.0, (cube - ties_y) / 12.0
+    pairs = nf * (nf - 1.0) / 2.0
+    den = (pairs - tied_x) * (pairs - tied_y)
+    return (cov / np.sqrt(vx * vy) if vx > 0 and vy > 0 else np.nan,
+            s / np.sqrt(den) if den > 0 else np.nan)
 
 
 @njit(inline="always")
@@ -170,11 +242,45 @@ def _parallel(task: Callable[[int, int], None], resamples: int) -> None:
             future.result()
 
 
-def _unit_profiles(mult: np.ndarray) -> np.ndarray:
-    """The profile of each unit (units sorted by profile), in the narrowest integer type:
-    the draws read it at random, so a smaller table stays in a closer cache."""
-    dtype = np.uint16 if len(mult) <= 1 << 16 else np.int32
-    return np.repeat(np.arange(len(mult), dtype=dtype), mult)
+@lru_cache(maxsize=1)
+def _poisson_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Walker alias tables (prob, alias, size) of Poisson(lam), lam = 1..POISSON_STEP, the pmf
+    cut where the tail is below 1e-18 (row 0 unused)."""
+    ks = np.arange(8 * POISSON_STEP)
+    sizes = [int(np.argmax(stats.poisson.sf(ks, lam) < 1e-18)) + 1 for lam in range(1, POISSON_STEP + 1)]
+    width = max(sizes)
+    prob, alias = np.ones((POISSON_STEP + 1, width)), np.zeros((POISSON_STEP + 1, width), np.int64)
+    size = np.ones(POISSON_STEP + 1)
+    for lam, k in zip(range(1, POISSON_STEP + 1), sizes):
+        pmf = stats.poisson.pmf(np.arange(k), lam)
+        prob[lam, :k], alias[lam, :k] = _alias(pmf / pmf.sum())
+        size[lam] = k
+    for table in (prob, alias, size):
+        table.setflags(write=False)
+    return prob, alias, size
+
+
+def _alias(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vose's alias table of the distribution p: bucket k keeps k with probability prob[k],
+    else gives alias[k]."""
+    k = len(p)
+    scaled = p * k
+    prob, alias = np.ones(k), np.arange(k)
+    small = [i for i in range(k) if scaled[i] < 1.0]
+    large = [i for i in range(k) if scaled[i] >= 1.0]
+    while small and large:
+        s, big = small.pop(), large.pop()
+        prob[s], alias[s] = scaled[s], big
+        scaled[big] -= 1.0 - scaled[s]
+        (small if scaled[big] < 1.0 else large).append(big)
+    return prob, alias
+
+
+def _draw_args(mult: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(mult, its running sum, the Poisson alias tables): what every draw reads."""
+    mult = np.asarray(mult, dtype=np.int64)
+    prob, alias, size = _poisson_tables()
+    return mult, np.cumsum(mult), prob, alias, size
 
 
 def draw_counts(multiplicity: np.ndarray, resamples: int, seed: int = 0) -> np.ndarray:
@@ -185,32 +291,32 @@ def draw_counts(multiplicity: np.ndarray, resamples: int, seed: int = 0) -> np.n
     >>> rows.shape, rows.sum(axis=1).tolist()
     ((4, 2), [4, 4, 4, 4])
     """
-    mult = np.asarray(multiplicity, dtype=np.int64)
-    out = np.zeros((resamples, len(mult)), dtype=np.int32)
-    if mult.sum():
-        unit_profile = _unit_profiles(mult)
-        _parallel(lambda r0, r1: _draw_rows(seed, r0, r1, unit_profile, out[r0:r1]), resamples)
+    mult, cum, prob, alias, size = _draw_args(multiplicity)
+    out = np.zeros((resamples, len(mult)), dtype=np.int64)
+    if cum.size and cum[-1]:
+        _parallel(lambda r0, r1: _draw_rows(seed, r0, r1, mult, cum, prob, alias, size, out[r0:r1]), resamples)
     return out
 
 
 def rank_bootstrap(x: np.ndarray, y: np.ndarray, resamples: int = 2000,
                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(Spearman rho, Kendall tau-b) of each bootstrap resample of the (x, y) units; NaN
-    where a resample is constant on one side. Profiles are the distinct (x, y) in sorted
-    order, so `draw_counts` of their multiplicities gives the same resamples."""
+    where a resample is constant on one side. Profiles are the distinct (x, y), sorted, so
+    `draw_counts` of their multiplicities gives the same resamples; y is the side with
+    fewer distinct values (the levels of Kendall's running sums; both are symmetric)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    rho, tau = np.full(resamples, np.nan), np.full(resamples, np.nan)
+    if not len(x):
+        return rho, tau
     if len(np.unique(x)) < len(np.unique(y)):
-        x, y = y, x  # the levels (Fenwick tree) on the side with fewer distinct values
+        x, y = y, x
     _, xcode = np.unique(x, return_inverse=True)
     _, ycode = np.unique(y, return_inverse=True)
-    n_levels = int(ycode.max()) + 1 if len(y) else 0
+    n_levels = int(ycode.max()) + 1
     cell, mult = np.unique(xcode.astype(np.int64) * n_levels + ycode, return_counts=True)
-    group = cell // n_levels
-    level = (cell % n_levels).astype(np.int64)
-    n_groups = int(group[-1]) + 1 if len(group) else 0
-    rho, tau = np.full(resamples, np.nan), np.full(resamples, np.nan)
-    if len(x):
-        unit_profile = _unit_profiles(mult)
-        _parallel(lambda r0, r1: _rank_rows(seed, r0, r1, unit_profile, group, level, n_groups, n_levels,
-                                            rho[r0:r1], tau[r0:r1]), resamples)
+    group, level = cell // n_levels, cell % n_levels
+    mult, cum, prob, alias, size = _draw_args(mult)
+    n_groups = int(group[-1]) + 1
+    _parallel(lambda r0, r1: _rank_rows(seed, r0, r1, mult, cum, prob, alias, size, group, level, n_groups,
+                                        n_levels, rho[r0:r1], tau[r0:r1]), resamples)
     return rho, tau

@@ -20,9 +20,9 @@ from evaluation.alignment import (
 )
 from evaluation.bootstrap import bootstrap_ci, bootstrap_weights, percentile_ci, resample_blocks
 from evaluation.correlation import correlations, system_correlations
-from evaluation.rank_bootstrap import draw_counts
 from evaluation.majority import majority_labels
 from evaluation.position_bias import position_bias, screen_votes
+from evaluation.rank_bootstrap import draw_counts
 
 
 def test_majority_labels_strict_with_ties():
@@ -237,17 +237,25 @@ def test_screen_votes():
     assert ids.tolist() == [1, 3, 4] and votes.tolist() == [True, False, True]
 
 
-def test_draw_counts_are_uniform_unit_draws_whatever_the_threads(monkeypatch):
-    """Each resample draws n = 100 units uniformly: profile p's mean count is mult[p] (within
-    4 standard errors over 4,000 resamples), every row sums to n, and the rows are the same
-    whatever the chunking over threads (each resample has its own stream); seed 1 differs."""
+def test_draw_counts_are_multinomial_whatever_the_threads(monkeypatch):
+    """The Poissonized draw is the unit bootstrap: n = 3 units in profiles of 2 and 1 give
+    profile 0 drawn k times with the binomial probabilities 1/27, 6/27, 12/27, 8/27 (within
+    4 standard errors over 40,000 resamples); n = 100 in profiles 60/30/9/1 has the
+    multinomial means and variances; every row sums to n; the rows are the same whatever
+    the chunking over threads (each resample has its own stream); seed 1 differs."""
     from evaluation import rank_bootstrap
 
+    small = draw_counts(np.array([2, 1]), 40_000)
+    assert (small.sum(axis=1) == 3).all()
+    expected = np.array([1, 6, 12, 8]) / 27
+    seen = np.bincount(small[:, 0], minlength=4) / 40_000
+    assert (np.abs(seen - expected) < 4 * np.sqrt(expected * (1 - expected) / 40_000)).all()
     mult = np.array([60, 30, 9, 1])
-    rows = draw_counts(mult, 4000)
+    rows = draw_counts(mult, 20_000)
     assert (rows.sum(axis=1) == 100).all()
-    se = np.sqrt(100 * (mult / 100) * (1 - mult / 100) / 4000)
-    assert (np.abs(rows.mean(axis=0) - mult) < 4 * se).all()
+    variance = 100 * (mult / 100) * (1 - mult / 100)
+    assert (np.abs(rows.mean(axis=0) - mult) < 4 * np.sqrt(variance / 20_000)).all()
+    assert np.allclose(rows.var(axis=0), variance, rtol=0.05)
     monkeypatch.setattr(rank_bootstrap, "CHUNK", 7)
-    assert (draw_counts(mult, 4000) == rows).all()
-    assert not (draw_counts(mult, 4000, seed=1) == rows).all()
+    assert (draw_counts(mult, 20_000) == rows).all()
+    assert not (draw_counts(mult, 20_000, seed=1) == rows).all()
