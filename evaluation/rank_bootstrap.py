@@ -151,7 +151,7 @@ def _rank_rows(seed: int, r0: int, r1: int, mult: np.ndarray, cum: np.ndarray, p
                alias: np.ndarray, size: np.ndarray, group: np.ndarray, level: np.ndarray, n_groups: int,
                n_levels: int, rho: np.ndarray, tau: np.ndarray) -> None:
     """rho[r], tau[r] for the resamples r0 <= r < r1 (profiles sorted by x group, then level)."""
-    counts = np.zeros(len(mult), np.int64)
+    counts = np.zeros(len(mult), np.int32)
     tree = np.zeros(len(mult) + 1, np.int64)
     scratch = (np.zeros(n_groups, np.int64), np.zeros(n_levels, np.int64), np.zeros(n_groups),
                np.zeros(n_levels), np.zeros(n_levels + 1, np.int64))
@@ -314,7 +314,7 @@ def rank_bootstrap(x: np.ndarray, y: np.ndarray, resamples: int = 2000,
     _, ycode = np.unique(y, return_inverse=True)
     n_levels = int(ycode.max()) + 1
     cell, mult = np.unique(xcode.astype(np.int64) * n_levels + ycode, return_counts=True)
-    group, level = cell // n_levels, cell % n_levels
+    group, level = (cell // n_levels).astype(np.int32), (cell % n_levels).astype(np.int32)
     mult, cum, prob, alias, size = _draw_args(mult)
     n_groups = int(group[-1]) + 1
     _parallel(lambda r0, r1: _rank_rows(seed, r0, r1, mult, cum, prob, alias, size, group, level, n_groups,
