@@ -9,7 +9,8 @@ drawn by Poissonization, exactly: C_p ~ Poisson(mult_p) independently (their sum
 Poisson(n), and given S = s the C are Multinomial(s, mult / n)); if s < n, n - s more units
 are drawn uniformly and added; if s > n, s - n of the drawn units are removed, uniformly
 without replacement (a uniform subset of an iid sample is an iid sample). That costs about
-P + n / 32 draws per resample instead of n. Poisson(m) is the sum of m // 32 Poisson(32)
+P + n / 32 draws per resample instead of n; with fewer than 3 units per profile on average
+the n unit indices are drawn directly instead (cheaper there; the same distribution). Poisson(m) is the sum of m // 32 Poisson(32)
 and one Poisson(m % 32), each one 64-bit output through a Walker alias table of the pmf
 (tails below 1e-18 cut). Random numbers: resample r has its own splitmix64 stream, started
 at mix(seed * 2^32 + r), so the result does not depend on how resamples are split over
@@ -33,6 +34,7 @@ from numba import njit
 from scipy import stats
 
 CHUNK = 64  # resamples per task when several threads share the work
+DIRECT_BELOW = 3  # units per profile on average below which the unit indices are drawn directly
 POISSON_STEP = 32  # Poisson(m) is drawn as m // 32 Poisson(32) and one Poisson(m % 32)
 FEW_LEVELS = 8  # up to this many levels Kendall's running sums are a plain array, else a Fenwick tree
 
@@ -79,14 +81,16 @@ def _poisson(state: np.uint64, lam: int, prob: np.ndarray, alias: np.ndarray,
 
 @njit(nogil=True, cache=True)
 def _draw(seed: int, r: int, mult: np.ndarray, cum: np.ndarray, prob: np.ndarray, alias: np.ndarray,
-          size: np.ndarray, counts: np.ndarray, tree: np.ndarray) -> None:
-    """counts[p] = how often profile p is drawn in resample r (Poissonized, then corrected
-    to exactly n = cum[-1] units; see the module docstring)."""
-    n_profiles = len(mult)
-    n = cum[-1]
+          size: np.ndarray, units: np.ndarray, counts: np.ndarray, tree: np.ndarray) -> None:
+    """counts[p] = how often profile p is drawn in resample r: the n unit indices when
+    `units` (each unit's profile) is given, else Poissonized and corrected to exactly
+    n = cum[-1] units (see the module docstring)."""
     state = _mix(np.uint64(seed) * np.uint64(1 << 32) + np.uint64(r))
+    if len(units):
+        _draw_units(state, units, counts)
+        return
     total = 0
-    for p in range(n_profiles):
+    for p in range(len(mult)):
         c = 0
         for _ in range(mult[p] // POISSON_STEP):  # a constant power of two: shifts, not divisions
             state, k = _poisson(state, POISSON_STEP, prob, alias, size)
@@ -97,43 +101,69 @@ def _draw(seed: int, r: int, mult: np.ndarray, cum: np.ndarray, prob: np.ndarray
             c += k
         counts[p] = c
         total += c
-    while total < n:  # more units, drawn uniformly: unit u belongs to the profile whose range holds it
-        state, u = _uniform_below(state, n)
+    while total < cum[-1]:  # more units, drawn uniformly: unit u belongs to the profile whose range holds it
+        state, u = _uniform_below(state, cum[-1])
         counts[np.searchsorted(cum, u, side="right")] += 1
         total += 1
-    if total > n:  # fewer: remove drawn units uniformly, found through a Fenwick tree of the counts
-        tree[0] = 0
-        tree[1:] = counts
-        for i in range(1, n_profiles + 1):
-            parent = i + (i & -i)
-            if parent <= n_profiles:
-                tree[parent] += tree[i]
-        top = 1
-        while top * 2 <= n_profiles:
-            top *= 2
-        while total > n:
-            state, k = _uniform_below(state, total)
-            pos = 0
-            width = top
-            while width:
-                if pos + width <= n_profiles and tree[pos + width] <= k:
-                    pos += width
-                    k -= tree[pos]
-                width //= 2
-            counts[pos] -= 1
-            i = pos + 1
-            while i <= n_profiles:
-                tree[i] -= 1
-                i += i & -i
-            total -= 1
+    if total > cum[-1]:
+        _remove(state, total - cum[-1], counts, tree)
+
+
+@njit(inline="always")
+def _draw_units(state: np.uint64, units: np.ndarray, counts: np.ndarray) -> None:
+    """counts of n uniform unit indices, two per 64-bit output (a rejected half skipped)."""
+    counts[:] = 0
+    n = len(units)
+    bound = np.uint64(n)
+    reject = (np.uint64(1 << 32) - bound) % bound
+    low = np.uint64(0xFFFFFFFF)
+    drawn = 0
+    while drawn < n:
+        state, word = _next(state)
+        for product in ((word & low) * bound, (word >> np.uint64(32)) * bound):
+            if (product & low) >= reject and drawn < n:
+                counts[units[product >> np.uint64(32)]] += 1
+                drawn += 1
+
+
+@njit(inline="always")
+def _remove(state: np.uint64, extra: int, counts: np.ndarray, tree: np.ndarray) -> None:
+    """Takes `extra` of the drawn units back out, uniformly without replacement, each one
+    found through a Fenwick tree of the counts."""
+    n_profiles = len(counts)
+    tree[0] = 0
+    tree[1:] = counts
+    for i in range(1, n_profiles + 1):
+        parent = i + (i & -i)
+        if parent <= n_profiles:
+            tree[parent] += tree[i]
+    top = 1
+    while top * 2 <= n_profiles:
+        top *= 2
+    total = counts.sum()
+    for _ in range(extra):
+        state, k = _uniform_below(state, total)
+        pos = 0
+        width = top
+        while width:
+            if pos + width <= n_profiles and tree[pos + width] <= k:
+                pos += width
+                k -= tree[pos]
+            width //= 2
+        counts[pos] -= 1
+        i = pos + 1
+        while i <= n_profiles:
+            tree[i] -= 1
+            i += i & -i
+        total -= 1
 
 
 @njit(nogil=True, cache=True)
 def _draw_rows(seed: int, r0: int, r1: int, mult: np.ndarray, cum: np.ndarray, prob: np.ndarray,
-               alias: np.ndarray, size: np.ndarray, out: np.ndarray) -> None:
+               alias: np.ndarray, size: np.ndarray, units: np.ndarray, out: np.ndarray) -> None:
     tree = np.zeros(len(mult) + 1, np.int64)
     for r in range(r0, r1):
-        _draw(seed, r, mult, cum, prob, alias, size, out[r - r0], tree)
+        _draw(seed, r, mult, cum, prob, alias, size, units, out[r - r0], tree)
 
 
 @njit(inline="always")
@@ -148,8 +178,8 @@ def _prefix(tree: np.ndarray, k: int) -> int:
 
 @njit(nogil=True, cache=True)
 def _rank_rows(seed: int, r0: int, r1: int, mult: np.ndarray, cum: np.ndarray, prob: np.ndarray,
-               alias: np.ndarray, size: np.ndarray, group: np.ndarray, level: np.ndarray, n_groups: int,
-               n_levels: int, rho: np.ndarray, tau: np.ndarray) -> None:
+               alias: np.ndarray, size: np.ndarray, units: np.ndarray, group: np.ndarray, level: np.ndarray,
+               n_groups: int, n_levels: int, rho: np.ndarray, tau: np.ndarray) -> None:
     """rho[r], tau[r] for the resamples r0 <= r < r1 (profiles sorted by x group, then level)."""
     counts = np.zeros(len(mult), np.int32)
     tree = np.zeros(len(mult) + 1, np.int64)
@@ -161,7 +191,7 @@ def _rank_rows(seed: int, r0: int, r1: int, mult: np.ndarray, cum: np.ndarray, p
         for e in range(k):
             sign[b, e] = (e > b) - (e < b)
     for r in range(r0, r1):
-        _draw(seed, r, mult, cum, prob, alias, size, counts, tree)
+        _draw(seed, r, mult, cum, prob, alias, size, units, counts, tree)
         rho[r - r0], tau[r - r0] = _rank_stats(cum[-1], counts, group, level, n_groups, n_levels, sign, scratch)
 
 
@@ -183,8 +213,8 @@ def _rank_stats(n: int, counts: np.ndarray, group: np.ndarray, level: np.ndarray
         tx[group[j]] += counts[j]
         ty[level[j]] += counts[j]
         squares += np.int64(counts[j]) * counts[j]
-    ties_x, tied_x = _midranks(tx, rx, mean)
-    ties_y, tied_y = _midranks(ty, ry, mean)
+    ties_x, tied_x, group_squares = _midranks(tx, rx, mean)
+    ties_y, tied_y, _ = _midranks(ty, ry, mean)
     d[:] = 0
     s = earlier = np.int64(0)
     cov = 0.0
@@ -203,9 +233,6 @@ def _rank_stats(n: int, counts: np.ndarray, group: np.ndarray, level: np.ndarray
                 d[k] += w
                 k += k & -k
             earlier += w
-    group_squares = np.int64(0)
-    for g in range(n_groups):
-        group_squares += tx[g] * tx[g]
     s -= (group_squares - squares) // 2
     cube = nf * nf * nf - nf
     vx, vy = (cube - ties_x) / 12.0, (cube - ties_y) / 12.0
@@ -216,16 +243,18 @@ def _rank_stats(n: int, counts: np.ndarray, group: np.ndarray, level: np.ndarray
 
 
 @njit(inline="always")
-def _midranks(totals: np.ndarray, out: np.ndarray, mean: float) -> tuple[float, float]:
-    """out[g] = midrank of group g minus the mean rank; (sum t^3 - t, tied pairs)."""
+def _midranks(totals: np.ndarray, out: np.ndarray, mean: float) -> tuple[float, float, np.int64]:
+    """out[g] = midrank of group g minus the mean rank; (sum t^3 - t, tied pairs, sum t^2)."""
     ties = tied = below = 0.0
+    squares = np.int64(0)
     for g in range(len(totals)):
+        squares += np.int64(totals[g]) * totals[g]
         t = float(totals[g])
         out[g] = below + (t + 1.0) / 2.0 - mean
         below += t
         ties += t * t * t - t
         tied += t * (t - 1.0) / 2.0
-    return ties, tied
+    return ties, tied, squares
 
 
 def _parallel(task: Callable[[int, int], None], resamples: int) -> None:
@@ -276,11 +305,15 @@ def _alias(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return prob, alias
 
 
-def _draw_args(mult: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(mult, its running sum, the Poisson alias tables): what every draw reads."""
+def _draw_args(mult: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(mult, its running sum, the Poisson alias tables, each unit's profile or nothing):
+    what every draw reads. With fewer than DIRECT_BELOW units per profile on average,
+    drawing the n unit indices is cheaper than a Poisson draw per profile."""
     mult = np.asarray(mult, dtype=np.int64)
     prob, alias, size = _poisson_tables()
-    return mult, np.cumsum(mult), prob, alias, size
+    direct = len(mult) * DIRECT_BELOW > mult.sum()
+    units = np.repeat(np.arange(len(mult), dtype=np.int32), mult) if direct else np.zeros(0, np.int32)
+    return mult, np.cumsum(mult), prob, alias, size, units
 
 
 def draw_counts(multiplicity: np.ndarray, resamples: int, seed: int = 0) -> np.ndarray:
@@ -291,10 +324,11 @@ def draw_counts(multiplicity: np.ndarray, resamples: int, seed: int = 0) -> np.n
     >>> rows.shape, rows.sum(axis=1).tolist()
     ((4, 2), [4, 4, 4, 4])
     """
-    mult, cum, prob, alias, size = _draw_args(multiplicity)
+    mult, cum, prob, alias, size, units = _draw_args(multiplicity)
     out = np.zeros((resamples, len(mult)), dtype=np.int64)
     if cum.size and cum[-1]:
-        _parallel(lambda r0, r1: _draw_rows(seed, r0, r1, mult, cum, prob, alias, size, out[r0:r1]), resamples)
+        _parallel(lambda r0, r1: _draw_rows(seed, r0, r1, mult, cum, prob, alias, size, units, out[r0:r1]),
+                  resamples)
     return out
 
 
@@ -315,10 +349,10 @@ def rank_bootstrap(x: np.ndarray, y: np.ndarray, resamples: int = 2000,
     n_levels = int(ycode.max()) + 1
     cell, mult = np.unique(xcode.astype(np.int64) * n_levels + ycode, return_counts=True)
     group, level = (cell // n_levels).astype(np.int32), (cell % n_levels).astype(np.int32)
-    mult, cum, prob, alias, size = _draw_args(mult)
+    mult, cum, prob, alias, size, units = _draw_args(mult)
     n_groups = int(group[-1]) + 1
-    _parallel(lambda r0, r1: _rank_rows(seed, r0, r1, mult, cum, prob, alias, size, group, level, n_groups,
-                                        n_levels, rho[r0:r1], tau[r0:r1]), resamples)
+    _parallel(lambda r0, r1: _rank_rows(seed, r0, r1, mult, cum, prob, alias, size, units, group, level,
+                                        n_groups, n_levels, rho[r0:r1], tau[r0:r1]), resamples)
     return rho, tau
 
 

@@ -183,14 +183,17 @@ def test_fisher_z_interval():
     assert result["spearman"]["ci95"] is None and result["kendall"]["ci95"] is None  # n < 20
 
 
-@pytest.mark.parametrize("kind", ["levels", "continuous", "ties", "over 8 levels"])
+@pytest.mark.parametrize("kind", ["levels", "continuous", "ties", "over 8 levels", "few profiles"])
 def test_rank_bootstrap_matches_scipy_on_the_same_resamples(kind):
     """n >= 20: Spearman's and Kendall's percentile intervals equal a plain scipy loop over
     the same resamples (each count row expanded back into units); with more than 8
-    distinct values on both sides Kendall's running sums use the Fenwick tree."""
+    distinct values on both sides Kendall's running sums use the Fenwick tree; with many
+    units per profile the resamples are Poissonized draws."""
     rng = np.random.default_rng(7)
-    n = 80 if kind == "over 8 levels" else 30
-    if kind in ("continuous", "over 8 levels"):
+    n = {"over 8 levels": 80, "few profiles": 150}.get(kind, 30)
+    if kind == "few profiles":
+        x, y = rng.integers(1, 5, n).astype(float), rng.integers(0, 3, n).astype(float)
+    elif kind in ("continuous", "over 8 levels"):
         x, y = rng.random(n), rng.random(n)
     elif kind == "levels":
         x, y = rng.random(n), rng.integers(0, 4, n) / 3
@@ -237,19 +240,26 @@ def test_screen_votes():
     assert ids.tolist() == [1, 3, 4] and votes.tolist() == [True, False, True]
 
 
+@pytest.mark.parametrize("mult", [[2, 1], [20, 10]], ids=["unit indices", "Poissonized"])
+def test_draw_counts_are_binomial_for_two_profiles(mult):
+    """Both ways of drawing a resample are the unit bootstrap: with two profiles of 2 and 1
+    units (few units per profile: n unit indices are drawn) or 20 and 10 (a Poisson draw per
+    profile, corrected to n), profile 0's count is Binomial(n, 2/3): every probability
+    within 4 standard errors over 40,000 resamples, and every row sums to n."""
+    rows = draw_counts(np.array(mult), 40_000)
+    n = sum(mult)
+    assert (rows.sum(axis=1) == n).all()
+    expected = stats.binom.pmf(np.arange(n + 1), n, mult[0] / n)
+    seen = np.bincount(rows[:, 0], minlength=n + 1) / 40_000
+    assert (np.abs(seen - expected) <= 4 * np.sqrt(expected * (1 - expected) / 40_000) + 1e-4).all()
+
+
 def test_draw_counts_are_multinomial_whatever_the_threads(monkeypatch):
-    """The Poissonized draw is the unit bootstrap: n = 3 units in profiles of 2 and 1 give
-    profile 0 drawn k times with the binomial probabilities 1/27, 6/27, 12/27, 8/27 (within
-    4 standard errors over 40,000 resamples); n = 100 in profiles 60/30/9/1 has the
-    multinomial means and variances; every row sums to n; the rows are the same whatever
-    the chunking over threads (each resample has its own stream); seed 1 differs."""
+    """n = 100 in profiles 60/30/9/1: multinomial means and variances; the rows are the
+    same whatever the chunking over threads (each resample has its own stream); seed 1
+    differs."""
     from evaluation import rank_bootstrap
 
-    small = draw_counts(np.array([2, 1]), 40_000)
-    assert (small.sum(axis=1) == 3).all()
-    expected = np.array([1, 6, 12, 8]) / 27
-    seen = np.bincount(small[:, 0], minlength=4) / 40_000
-    assert (np.abs(seen - expected) < 4 * np.sqrt(expected * (1 - expected) / 40_000)).all()
     mult = np.array([60, 30, 9, 1])
     rows = draw_counts(mult, 20_000)
     assert (rows.sum(axis=1) == 100).all()
