@@ -20,9 +20,11 @@ Lemire's multiply-shift with rejection.
 Per resample, with profiles in x order and y's distinct values as levels:
 - Spearman: rho = sum_j w_j (rx_j - m)(ry_j - m) / sqrt(Vx Vy), midranks rx, ry,
   m = (n + 1) / 2, V = (n^3 - n - sum_t (t^3 - t)) / 12 over tied groups t;
-- Kendall tau-b: S = sum over x groups g of sum_{j in g} w_j (L_j - H_j), where L_j / H_j
-  are the units of earlier x groups with a lower / higher y level (a Fenwick tree over the
-  levels), tau = S / sqrt((n0 - n1)(n0 - n2)), n0 = n(n - 1)/2, n1, n2 the tied pairs.
+- Kendall tau-b: S = sum_j w_j (L_j - H_j) over the profiles in that order, L_j / H_j the
+  earlier units at a lower / higher level (running sums per level: a plain array up to 8
+  levels, a Fenwick tree beyond), minus the pairs inside one x group, which that order
+  counts as concordant: (W_g^2 - sum_{j in g} w_j^2) / 2 per group;
+  tau = S / sqrt((n0 - n1)(n0 - n2)), n0 = n(n - 1)/2, n1, n2 the tied pairs.
 Counts and S are exact integers. A resample constant on one side gives NaN.
 """
 import os
