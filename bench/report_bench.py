@@ -161,6 +161,10 @@ def run(sizes, repeat):
 
     django.setup()
     call_command("migrate", verbosity=0)
+    from evaluation.rank_bootstrap import warm_up
+
+    print(f"statistics kernels compiled or loaded from numba's cache in {warm_up():.2f} s "
+          "(once per process; setup compiles them)", flush=True)
     client = web_client()
     results = {n: measure(n, client, repeat) for n in sizes}
     for n, label, target in ((100_000, "cold", COLD_100K), (1_000_000, "cold", COLD_1M),
