@@ -27,11 +27,11 @@ from evaluation.alignment import holm
 from evaluation.alpha_ci import krippendorff_alpha_ci95
 from evaluation.majority import Majority
 from evaluation.majority import majority as majority_of
-from evaluation.position_bias import position_bias, screen_votes
+from evaluation.position_bias import binomial_p_half, position_bias, screen_votes
 from evaluation.tabulate import distinct_sorted, is_missing
 from evaluation.vocabulary import TIE
 
-from .inputs import Judgments, ReportInput, to_float
+from .inputs import Judgments, ReportInput, codes_of, objects, to_float
 
 NOMINAL = "nominal"
 INTERVAL = "interval"
@@ -177,7 +177,8 @@ def majority_keys(result: Majority) -> dict[str, Any]:
 
 def chose_first(js: Judgments) -> tuple[np.ndarray, np.ndarray]:
     """(mask of choices with a recorded order and no tie, chose-first flags)."""
-    first = np.array([s.split("|", 1)[0] for s in js.shown.tolist()], dtype=object)
+    orders, code = codes_of(js.shown)  # a handful of distinct orders: split each once
+    first = objects([str(s).split("|", 1)[0] for s in orders.tolist()])[code] if len(js) else objects([])
     ok = (first != "") & (js.value != TIE)
     return ok, (js.value == first) & ok
 
@@ -193,12 +194,13 @@ def position_bias_part(js: Judgments, choice_questions: list[str], n_coders: int
     screens = rows.item[ok].astype(np.int64) * max(n_coders, 1) + rows.coder[ok]
     voted, vote_first = screen_votes(screens, first[ok])
     overall = position_bias(vote_first.tolist())
-    per_coder = {}
     voter = voted % max(n_coders, 1)
-    for c in np.unique(voter).tolist():
-        result = position_bias(vote_first[voter == c].tolist())
-        per_coder[int(c)] = {"first_shown_rate": clean(result["first_shown_rate"]),
-                             "first_shown_p": clean(result["p_value"])}
+    votes = np.bincount(voter, minlength=max(n_coders, 1))
+    firsts = np.bincount(voter, weights=vote_first.astype(float), minlength=max(n_coders, 1)).astype(np.int64)
+    has = np.flatnonzero(votes)
+    p_first = binomial_p_half(firsts[has], votes[has])
+    per_coder = {int(c): {"first_shown_rate": clean(firsts[c] / votes[c]), "first_shown_p": clean(p)}
+                 for c, p in zip(has.tolist(), p_first.tolist())}
     per_question = {}
     for q in choice_questions:
         mask = ok & (rows.question == q)
