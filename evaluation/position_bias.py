@@ -31,14 +31,15 @@ def position_bias(chose_first: Sequence[bool | None] | np.ndarray) -> dict[str, 
 
 def binomial_p_half(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Two-sided exact binomial p-values of k successes in n trials against 0.5, for arrays
-    at once: the distribution is symmetric, so p = min(1, 2 P(X <= min(k, n - k))), and 1
-    at k = n / 2 (scipy's binomtest to 1e-14 relative: test_binomial_p_half_is_binomtest).
+    at once: the distribution is symmetric, so p = min(1, 2 P(X <= min(k, n - k))), exactly 1
+    when k is n / 2 or next to it (scipy's binomtest to 1e-14 relative:
+    test_binomial_p_half_is_binomtest).
 
     >>> binomial_p_half(np.array([3, 2]), np.array([3, 4])).tolist()
     [0.25, 1.0]
     """
     k, n = np.asarray(k, dtype=np.int64), np.asarray(n, dtype=np.int64)
-    return np.where(2 * k == n, 1.0, np.minimum(1.0, 2.0 * binom.cdf(np.minimum(k, n - k), n, 0.5)))
+    return np.where(np.abs(2 * k - n) <= 1, 1.0, np.minimum(1.0, 2.0 * binom.cdf(np.minimum(k, n - k), n, 0.5)))
 
 
 def screen_votes(screens: np.ndarray, chose_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
