@@ -80,6 +80,58 @@ def _score_arrays(candidates, metric_scores):
     return np.concatenate(items), np.concatenate(metrics), np.concatenate(cands), np.concatenate(values)
 
 
+PG_SCORE_ROWS = """
+FROM annotate_item i
+CROSS JOIN LATERAL (SELECT i.data -> 'candidates' -> 0 ->> 'id' AS c0, i.data -> 'candidates' -> 1 ->> 'id' AS c1) c
+CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(i.data -> 'metric_scores') = 'object'
+                                   THEN i.data -> 'metric_scores' ELSE '{}'::jsonb END) m
+WHERE i.study_id = %s AND jsonb_typeof(m.value) = 'object'
+"""
+# A score as json.loads + to_float read it: numbers as written, booleans 1/0; strings are
+# read in Python (`_pg_string_scores`); null, arrays, objects, a missing candidate: nan.
+PG_NUMBER = ("coalesce(CASE jsonb_typeof(m.value -> c.{c}) WHEN 'number' THEN m.value ->> c.{c} "
+             "WHEN 'boolean' THEN (m.value ->> c.{c} = 'true')::int::text END, 'nan')")
+PG_SCORES = ("SELECT m.key, string_agg(i.id::text, ','), string_agg(" + PG_NUMBER.format(c="c0") + ", ','), "
+             "string_agg(" + PG_NUMBER.format(c="c1") + ", ','), "
+             "bool_or(jsonb_typeof(m.value -> c.c0) = 'string' OR jsonb_typeof(m.value -> c.c1) = 'string') "
+             + PG_SCORE_ROWS + " GROUP BY m.key ORDER BY m.key")
+PG_STRING_SCORES = ("SELECT i.id, m.key, m.value ->> c.c0, m.value ->> c.c1 " + PG_SCORE_ROWS
+                    + " AND (jsonb_typeof(m.value -> c.c0) = 'string' OR jsonb_typeof(m.value -> c.c1) = 'string')")
+
+
+def _pg_score_arrays(study, index, candidates):
+    """`_score_arrays` computed by PostgreSQL: per metric (in name order) its items and the
+    two candidates' scores, each column one comma-joined text parsed by NumPy, so no item's
+    JSON is parsed in Python. Scores written as strings (rare) are read row by row."""
+    with connection.cursor() as cursor:
+        cursor.execute(PG_SCORES, [study.pk])
+        groups = cursor.fetchall()
+        strings = {}
+        if any(group[4] for group in groups):
+            cursor.execute(PG_STRING_SCORES, [study.pk])
+            strings = {(pk, key): (a, b) for pk, key, a, b in cursor.fetchall()}
+    items, metrics, cands, values = [], [], [], []
+    for key, pks, first, second, has_strings in groups:
+        pk = np.fromstring(pks, dtype=np.int64, sep=",")
+        first, second = np.fromstring(first, sep=","), np.fromstring(second, sep=",")
+        order = np.argsort(pk, kind="stable")
+        pk, first, second = pk[order], first[order], second[order]
+        if has_strings:
+            for row in np.flatnonzero([(p, key) in strings for p in pk.tolist()]).tolist():
+                a, b = strings[(int(pk[row]), key)]
+                first[row], second[row] = to_float([a, b])
+        item = index(pk.tolist())
+        order = np.argsort(item, kind="stable")  # item order (import position), as the generic path
+        item, first, second = item[order], first[order], second[order]
+        items += [item, item]
+        metrics.append(np.full(2 * len(item), key, dtype=object))
+        cands += [candidates[item, 0], candidates[item, 1]]
+        values += [first, second]
+    if not items:
+        return None, None, None, None
+    return np.concatenate(items), np.concatenate(metrics), np.concatenate(cands), np.concatenate(values)
+
+
 class _Index:
     """Maps item primary keys to positions in the item arrays (vectorized)."""
 
@@ -101,7 +153,7 @@ def _item_columns(needs):
     columns = {}
     if NEEDS_CANDIDATES in needs:
         columns.update(r_a=KT("data__candidates__0__id"), r_b=KT("data__candidates__1__id"))
-    if NEEDS_METRIC_SCORES in needs:
+    if NEEDS_METRIC_SCORES in needs and connection.vendor != "postgresql":  # PostgreSQL: _pg_score_arrays
         columns.update(r_scores=_json_text("metric_scores"))
     if NEEDS_EXPERT_SCORES in needs:
         columns.update(_expert_columns())
@@ -180,8 +232,12 @@ def fetch_report_input(study, min_votes=None, include_flagged=False):
     if NEEDS_PAIR_TEXTS in kind.report_needs:
         item_data = [{"document": row[col["r_document"]] or {}, "users": row[col["r_users"]] or [],
                       "pairs": row[col["r_pairs"]] or []} for row in items]
-    scores = (_score_arrays(candidates, _column(items, col["r_scores"])) if "r_scores" in col
-              else (None, None, None, None))
+    if "r_scores" in col:
+        scores = _score_arrays(candidates, _column(items, col["r_scores"]))
+    elif NEEDS_METRIC_SCORES in kind.report_needs:
+        scores = _pg_score_arrays(study, index, candidates)
+    else:
+        scores = (None, None, None, None)
     expert = _expert_rows(items, col, candidates)
     rows, names, j_time = _judgment_rows(study, NEEDS_SUBMIT_TIMES in kind.report_needs, excluded)
     preds = list(Prediction.objects.filter(study=study).values_list(

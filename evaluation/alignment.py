@@ -51,9 +51,21 @@ def wilson_ci(successes: float, n: int, z: float = Z95) -> list[float] | None:
     return [max(0.0, centre - half), min(1.0, centre + half)]
 
 
-def _scored_items(majority: Mapping[Any, Any], picks: Mapping[Any, Any]) -> list[Any]:
-    """Items with a candidate majority (not None, not tie) and a metric pick."""
-    return [i for i in majority if majority[i] not in (None, TIE) and picks.get(i) is not None]
+def _column(values: Any) -> np.ndarray:
+    """A 1-d object array of `values` (elementwise comparisons run in C, not in a loop)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
+def _aligned(majority: Mapping[Any, Any], picks: Mapping[Any, Any]) -> np.ndarray:
+    """The picks of majority's units, in majority's order (None where there is none)."""
+    return _column([picks.get(i) for i in majority])
+
+
+def _scored(labels: np.ndarray, pick: np.ndarray) -> np.ndarray:
+    """Mask of units with a candidate majority (not None, not tie) and a metric pick."""
+    return (labels != None) & (labels != TIE) & (pick != None)  # noqa: E711 (elementwise)
 
 
 def metric_alignment(majority: Mapping[Any, Any], picks: Mapping[Any, Any]) -> dict[str, Any]:
@@ -63,10 +75,12 @@ def metric_alignment(majority: Mapping[Any, Any], picks: Mapping[Any, Any]) -> d
     >>> a["alignment"], a["agree"], a["ties"], a["n"]
     (0.75, 1, 1, 2)
     """
-    items = _scored_items(majority, picks)
-    agree = sum(picks[i] == majority[i] for i in items)
-    ties = sum(picks[i] == TIE for i in items)
-    n = len(items)
+    labels = _column(majority.values())
+    pick = _aligned(majority, picks)
+    scored = _scored(labels, pick)
+    agree = int(np.count_nonzero(scored & (pick == labels)))
+    ties = int(np.count_nonzero(scored & (pick == TIE)))
+    n = int(np.count_nonzero(scored))
     if n == 0:
         return {"alignment": None, "alignment_strict": None, "agree": 0, "ties": 0, "n": 0,
                 "ci95": None, "ci95_strict": None}
@@ -105,12 +119,14 @@ def compare_metrics(majority: Mapping[Any, Any],
                     picks_by_metric: Mapping[str, Mapping[Any, Any]]) -> list[dict[str, Any]]:
     """Exact McNemar for every metric pair on items where exactly one agrees with the
     majority (a tie counts as not agreeing), with Holm correction over all pairs."""
-    rows = []
+    labels = _column(majority.values())
+    picks = {name: _aligned(majority, by_item) for name, by_item in picks_by_metric.items()}
+    agrees = {name: pick == labels for name, pick in picks.items()}
+    rows: list[dict[str, Any]] = []
     for a, b in itertools.combinations(list(picks_by_metric), 2):
-        pa, pb = picks_by_metric[a], picks_by_metric[b]
-        items = [i for i in _scored_items(majority, pa) if pb.get(i) is not None]
-        a_only = sum(pa[i] == majority[i] and pb[i] != majority[i] for i in items)
-        b_only = sum(pb[i] == majority[i] and pa[i] != majority[i] for i in items)
+        both = _scored(labels, picks[a]) & (picks[b] != None)  # noqa: E711 (elementwise)
+        a_only = int(np.count_nonzero(both & agrees[a] & ~agrees[b]))
+        b_only = int(np.count_nonzero(both & agrees[b] & ~agrees[a]))
         rows.append({"a": a, "b": b, "a_only": a_only, "b_only": b_only,
                      "p_value": mcnemar_exact(a_only, b_only)})
     for row, adjusted in zip(rows, holm([r["p_value"] for r in rows])):
