@@ -324,7 +324,10 @@ def pairwise_kappa_part(data: Coded, level: str, annotator_names: np.ndarray,
 def value_counts(js: Judgments) -> dict[str, dict[str, int]]:
     """{question: {value: count}} of counted judgments (for the histograms)."""
     out: dict[str, dict[str, int]] = {}
-    for (q, v), n in sorted(Counter(zip(js.question.tolist(), js.value.tolist())).items()):
+    pairs, counts = np.unique(js.qcode.astype(np.int64) * max(len(js.value_names), 1) + js.vcode, return_counts=True)
+    q_of, v_of = divmod(pairs, max(len(js.value_names), 1))
+    rows = sorted(zip(js.question_names[q_of].tolist(), js.value_names[v_of].tolist(), counts.tolist()))
+    for q, v, n in rows:
         out.setdefault(str(q), {})[str(v)] = int(n)
     return out
 

@@ -32,8 +32,9 @@ def metric_coverage(inp: ReportInput, picks: dict[str, dict[str, Any]]) -> dict[
         for col in range(inp.candidates.shape[1]):
             on_candidate |= inp.p_question == inp.candidates[inp.p_item, col]
     own = (inp.p_annotator == "") & real[inp.p_item] if len(inp.p_item) else np.zeros(0, dtype=bool)
-    unparsed = own & ((on_candidate & np.isnan(to_float(inp.p_value))) | ((inp.p_question == CHOICE)
-                                                                          & (inp.p_value == "")))
+    not_a_number = np.zeros(len(inp.p_item), dtype=bool)
+    not_a_number[on_candidate] = np.isnan(to_float(inp.p_value[on_candidate]))  # only score rows are read
+    unparsed = own & ((on_candidate & not_a_number) | ((inp.p_question == CHOICE) & (inp.p_value == "")))
     names = set(picks) | {str(n) for n in np.unique(inp.p_evaluator[unparsed]).tolist()}
     out = {}
     for name in sorted(names):

@@ -163,16 +163,18 @@ class Judgments:
     seconds: np.ndarray
     time: np.ndarray
     question_names: Column = None  # labels of qcode
+    value_names: Column = None  # labels of vcode
 
     @classmethod
     def of(cls, inp: ReportInput, mask: np.ndarray) -> "Judgments":
         return cls(inp.j_item[mask], inp.j_coder[mask], inp.j_vcode[mask], inp.j_qcode[mask], inp.j_annotator[mask],
                    inp.j_question[mask], inp.j_value[mask], inp.j_shown[mask], inp.j_seconds[mask], inp.j_time[mask],
-                   question_names=inp.question_names)
+                   question_names=inp.question_names, value_names=inp.value_names)
 
     def where(self, mask: np.ndarray) -> "Judgments":
-        rows = {f: getattr(self, f)[mask] for f in self.__dataclass_fields__ if f != "question_names"}
-        return Judgments(**rows, question_names=self.question_names)
+        labels = ("question_names", "value_names")
+        rows = {f: getattr(self, f)[mask] for f in self.__dataclass_fields__ if f not in labels}
+        return Judgments(**rows, question_names=self.question_names, value_names=self.value_names)
 
     def of_question(self, question: str) -> "Judgments":
         """The rows of one question (compared by code, not by string)."""
