@@ -1,6 +1,7 @@
 """pairwise_alignment report: majority per item, metric alignment with Wilson intervals,
 McNemar + Holm comparisons between metrics, win rates (ExPerT Table 1), and metric-vs-human
 correlations at item and system level."""
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -104,28 +105,33 @@ def alignment_entry(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def choice_keys(inp: ReportInput, js: Judgments, extra: Extra | None = None) -> dict[str, Any]:
-    """The pairwise keys of interfaces.md for the `choice` question, correlations included."""
+    """The pairwise keys of interfaces.md for the `choice` question, correlations included.
+    The item correlations' bootstraps (compiled, without the GIL) run on a thread beside
+    the rest of the report."""
     rows = question_rows(js, CHOICE)
     result = majority(rows, inp.item_ids, inp.value_names, inp.min_votes)
     labels = result.labels
     scores = metric_scores(inp, extra)
-    picks = metric_picks(inp, scores=scores)
-    alignment = {metric: alignment_entry(metric_alignment(labels, by_item)) for metric, by_item in picks.items()}
-    comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"])}
-                   for c in compare_metrics(labels, picks)] if len(picks) >= 2 else []
-    coverage = metric_coverage(inp, picks)
-    keys = {
-        **majority_keys(result),
-        "tie_majority": sum(v == TIE for v in labels.values()),
-        "alignment": alignment,
-        "metric_comparisons": comparisons,
-        "win_rate": {str(k): clean(v) for k, v in sorted(win_rate(labels).items())},
-        "correlations": item_correlations(inp, rows, scores),
-        "coverage": coverage,
-        "warnings": report_warnings(alignment, coverage),
-        "systems": systems_table(inp, labels, scores),
-    }
-    systems = system_correlations_part(inp, labels, scores)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        correlations = pool.submit(item_correlations, inp, rows, scores)
+        picks = metric_picks(inp, scores=scores)
+        alignment = {metric: alignment_entry(metric_alignment(labels, by_item)) for metric, by_item in picks.items()}
+        comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"])}
+                       for c in compare_metrics(labels, picks)] if len(picks) >= 2 else []
+        coverage = metric_coverage(inp, picks)
+        systems_keys = systems_table(inp, labels, scores)
+        systems = system_correlations_part(inp, labels, scores)
+        keys = {
+            **majority_keys(result),
+            "tie_majority": sum(v == TIE for v in labels.values()),
+            "alignment": alignment,
+            "metric_comparisons": comparisons,
+            "win_rate": {str(k): clean(v) for k, v in sorted(win_rate(labels).items())},
+            "correlations": correlations.result(),
+            "coverage": coverage,
+            "warnings": report_warnings(alignment, coverage),
+            "systems": systems_keys,
+        }
     if systems is not None:
         keys["correlations_system"] = systems
     return keys
