@@ -64,7 +64,8 @@ def populate(study, n_judgments, seed=0):
                 for k in who.tolist():
                     value = "model-a" if rng.random() < 0.6 else "model-b"
                     shown = "model-a|model-b" if rng.random() < 0.5 else "model-b|model-a"
-                    copy.write_row((study.pk, pk, users[k], "choice", value, shown, float(rng.integers(5, 120)), now, ""))
+                    seconds = float(rng.integers(5, 120))
+                    copy.write_row((study.pk, pk, users[k], "choice", value, shown, seconds, now, ""))
         with cursor.cursor.copy("COPY annotate_prediction (study_id, item_id, evaluator, annotator, question, value) "
                                 "FROM STDIN") as copy:
             for pk in pks.tolist():
