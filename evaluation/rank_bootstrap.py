@@ -77,7 +77,7 @@ def _poisson(state: np.uint64, lam: int, prob: np.ndarray, alias: np.ndarray,
     one 53-bit uniform through the alias table of that lam."""
     state, word = _next(state)
     x = np.int64(word >> np.uint64(11)) * (1.0 / 9007199254740992.0) * size[lam]
-    k = int(x)
+    k = min(int(x), int(size[lam]) - 1)  # x may round up to size itself (one time in 2^53)
     keep = (x - k) < prob[lam, k]
     return state, keep * k + (1 - keep) * alias[lam, k]  # no branch on the coin
 
