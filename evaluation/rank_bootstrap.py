@@ -120,12 +120,14 @@ def _draw_units(state: np.uint64, units: np.ndarray, counts: np.ndarray) -> None
     bound = np.uint64(n)
     reject = (np.uint64(1 << 32) - bound) % bound
     low = np.uint64(0xFFFFFFFF)
+    identity = len(counts) == n  # every unit its own profile: units[u] is u
     drawn = 0
     while drawn < n:
         state, word = _next(state)
         for product in ((word & low) * bound, (word >> np.uint64(32)) * bound):
             if (product & low) >= reject and drawn < n:
-                counts[units[product >> np.uint64(32)]] += 1
+                u = np.int64(product >> np.uint64(32))
+                counts[u if identity else np.int64(units[u])] += 1
                 drawn += 1
 
 
@@ -193,9 +195,13 @@ def _rank_rows(seed: int, r0: int, r1: int, mult: np.ndarray, cum: np.ndarray, p
     for b in range(k):
         for e in range(k):
             sign[b, e] = (e > b) - (e < b)
+    single = n_groups == len(mult) and k > 0  # every x value its own profile, few levels
     for r in range(r0, r1):
         _draw(seed, r, mult, cum, prob, alias, size, units, counts, tree)
-        rho[r - r0], tau[r - r0] = _rank_stats(cum[-1], counts, group, level, n_groups, n_levels, sign, scratch)
+        if single:
+            rho[r - r0], tau[r - r0] = _rank_stats_single(cum[-1], counts, level, n_levels, sign, scratch)
+        else:
+            rho[r - r0], tau[r - r0] = _rank_stats(cum[-1], counts, group, level, n_groups, n_levels, sign, scratch)
 
 
 @njit(inline="always")
@@ -237,6 +243,40 @@ def _rank_stats(n: int, counts: np.ndarray, group: np.ndarray, level: np.ndarray
                 k += k & -k
             earlier += w
     s -= (group_squares - squares) // 2
+    cube = nf * nf * nf - nf
+    vx, vy = (cube - ties_x) / 12.0, (cube - ties_y) / 12.0
+    pairs = nf * (nf - 1.0) / 2.0
+    den = (pairs - tied_x) * (pairs - tied_y)
+    return (cov / np.sqrt(vx * vy) if vx > 0 and vy > 0 else np.nan,
+            s / np.sqrt(den) if den > 0 else np.nan)
+
+
+@njit(inline="always")
+def _rank_stats_single(n: int, counts: np.ndarray, level: np.ndarray, n_levels: int, sign: np.ndarray,
+                       scratch: tuple) -> tuple[float, float]:
+    """`_rank_stats` when every x group is one profile and the levels are few (continuous
+    scores): a profile's x midrank follows from the running count, no per-group arrays,
+    and no pair sits inside an x group."""
+    _, ty, _, ry, d = scratch
+    nf = float(n)
+    mean = (nf + 1.0) / 2.0
+    ty[:] = 0
+    for j in range(len(counts)):
+        ty[level[j]] += counts[j]
+    ties_y, tied_y, _ = _midranks(ty, ry, mean)
+    d[:] = 0
+    s = np.int64(0)
+    cov = ties_x = tied_x = below = 0.0
+    for j in range(len(counts)):
+        w, b = np.int64(counts[j]), level[j]
+        t = float(w)
+        cov += t * (below + (t + 1.0) / 2.0 - mean) * ry[b]
+        below += t
+        ties_x += t * t * t - t
+        tied_x += t * (t - 1.0) / 2.0
+        s += w * d[b]
+        for e in range(n_levels):
+            d[e] += w * sign[b, e]
     cube = nf * nf * nf - nf
     vx, vy = (cube - ties_x) / 12.0, (cube - ties_y) / 12.0
     pairs = nf * (nf - 1.0) / 2.0
