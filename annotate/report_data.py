@@ -1,10 +1,11 @@
 """Fetch one study into a ReportInput: a handful of set-based queries (items, gold answers,
-metric scores, ExPerT scores, judgments, usernames, predictions) with values_list, never
-one query per item, so a study with 100,000 judgments reports within the 3 s budget.
+metric scores, ExPerT scores, judgments, usernames, predictions), never one query per item.
 
-Only the parts of an item's JSON that the report needs are read: candidate ids and
-ExPerT scores as text, metric_scores as JSON text parsed here in one pass. Texts are read only for
-similarity_survey studies, whose EGISES-HJ needs them.
+On PostgreSQL the large columns come from annotate/report_columns.py as parsed texts; the
+generic path here (SQLite, or a column that would not read back exactly) reads rows with
+values_list and gives the same arrays. Only the parts of an item's JSON that the report
+needs are read: candidate ids and ExPerT scores as text, metric_scores as JSON text parsed
+here in one pass. Texts are read only for similarity_survey studies, whose EGISES-HJ needs them.
 """
 import json
 
@@ -15,6 +16,7 @@ from django.db.models import F, TextField
 from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KT
 
+from annotate import report_columns
 from annotate.kinds import get_kind, study_config
 from annotate.kinds.base import (
     NEEDS_CANDIDATES,
@@ -25,6 +27,7 @@ from annotate.kinds.base import (
 )
 from annotate.models import Item, Judgment, Prediction
 from annotate.quality import flagged_annotators
+from annotate.report_columns import JudgmentColumns
 from evaluation.report.inputs import ReportInput, to_float
 
 PG_EXPERT_SCORE = ("annotate_item.data -> 'explanations' -> (annotate_item.data -> 'candidates' -> {k} ->> 'id')"
@@ -80,58 +83,6 @@ def _score_arrays(candidates, metric_scores):
     return np.concatenate(items), np.concatenate(metrics), np.concatenate(cands), np.concatenate(values)
 
 
-PG_SCORE_ROWS = """
-FROM annotate_item i
-CROSS JOIN LATERAL (SELECT i.data -> 'candidates' -> 0 ->> 'id' AS c0, i.data -> 'candidates' -> 1 ->> 'id' AS c1) c
-CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(i.data -> 'metric_scores') = 'object'
-                                   THEN i.data -> 'metric_scores' ELSE '{}'::jsonb END) m
-WHERE i.study_id = %s AND jsonb_typeof(m.value) = 'object'
-"""
-# A score as json.loads + to_float read it: numbers as written, booleans 1/0; strings are
-# read in Python (`_pg_string_scores`); null, arrays, objects, a missing candidate: nan.
-PG_NUMBER = ("coalesce(CASE jsonb_typeof(m.value -> c.{c}) WHEN 'number' THEN m.value ->> c.{c} "
-             "WHEN 'boolean' THEN (m.value ->> c.{c} = 'true')::int::text END, 'nan')")
-PG_SCORES = ("SELECT m.key, string_agg(i.id::text, ','), string_agg(" + PG_NUMBER.format(c="c0") + ", ','), "
-             "string_agg(" + PG_NUMBER.format(c="c1") + ", ','), "
-             "bool_or(jsonb_typeof(m.value -> c.c0) = 'string' OR jsonb_typeof(m.value -> c.c1) = 'string') "
-             + PG_SCORE_ROWS + " GROUP BY m.key ORDER BY m.key")
-PG_STRING_SCORES = ("SELECT i.id, m.key, m.value ->> c.c0, m.value ->> c.c1 " + PG_SCORE_ROWS
-                    + " AND (jsonb_typeof(m.value -> c.c0) = 'string' OR jsonb_typeof(m.value -> c.c1) = 'string')")
-
-
-def _pg_score_arrays(study, index, candidates):
-    """`_score_arrays` computed by PostgreSQL: per metric (in name order) its items and the
-    two candidates' scores, each column one comma-joined text parsed by NumPy, so no item's
-    JSON is parsed in Python. Scores written as strings (rare) are read row by row."""
-    with connection.cursor() as cursor:
-        cursor.execute(PG_SCORES, [study.pk])
-        groups = cursor.fetchall()
-        strings = {}
-        if any(group[4] for group in groups):
-            cursor.execute(PG_STRING_SCORES, [study.pk])
-            strings = {(pk, key): (a, b) for pk, key, a, b in cursor.fetchall()}
-    items, metrics, cands, values = [], [], [], []
-    for key, pks, first, second, has_strings in groups:
-        pk = np.fromstring(pks, dtype=np.int64, sep=",")
-        first, second = np.fromstring(first, sep=","), np.fromstring(second, sep=",")
-        order = np.argsort(pk, kind="stable")
-        pk, first, second = pk[order], first[order], second[order]
-        if has_strings:
-            for row in np.flatnonzero([(p, key) in strings for p in pk.tolist()]).tolist():
-                a, b = strings[(int(pk[row]), key)]
-                first[row], second[row] = to_float([a, b])
-        item = index(pk.tolist())
-        order = np.argsort(item, kind="stable")  # item order (import position), as the generic path
-        item, first, second = item[order], first[order], second[order]
-        items += [item, item]
-        metrics.append(np.full(2 * len(item), key, dtype=object))
-        cands += [candidates[item, 0], candidates[item, 1]]
-        values += [first, second]
-    if not items:
-        return None, None, None, None
-    return np.concatenate(items), np.concatenate(metrics), np.concatenate(cands), np.concatenate(values)
-
-
 class _Index:
     """Maps item primary keys to positions in the item arrays (vectorized)."""
 
@@ -140,7 +91,7 @@ class _Index:
         self.order = np.argsort(self.pks)
 
     def __call__(self, pks):
-        pks = np.fromiter(pks, dtype=np.int64)
+        pks = pks if isinstance(pks, np.ndarray) else np.fromiter(pks, dtype=np.int64)
         return self.order[np.searchsorted(self.pks[self.order], pks)] if len(pks) else np.zeros(0, np.int64)
 
 
@@ -162,14 +113,14 @@ def _item_columns(needs):
     return columns
 
 
-def _gold_answers(study, items, index):
+def _gold_answers(study, pks, is_gold, index):
     """The gold answer of each item (None for non-gold items), in item order."""
-    gold = [None] * len(items)
-    gold_pks = [row[0] for row in items if row[2]]
-    if gold_pks:
-        gold_of = dict(study.items.filter(id__in=gold_pks).values_list("id", "gold"))
-        for position in index(gold_pks).tolist():
-            gold[position] = gold_of[items[position][0]]
+    gold = [None] * len(pks)
+    gold_pks = np.asarray(pks, dtype=np.int64)[np.asarray(is_gold, dtype=bool)]
+    if len(gold_pks):
+        gold_of = dict(study.items.filter(id__in=gold_pks.tolist()).values_list("id", "gold"))
+        for position, pk in zip(index(gold_pks).tolist(), gold_pks.tolist()):
+            gold[position] = gold_of[pk]
     return gold
 
 
@@ -188,72 +139,116 @@ def _expert_rows(items, col, candidates):
     return expert
 
 
-def _judgment_rows(study, want_time, excluded=()):
-    """The study's judgments (in submit order when `want_time`), their annotators' names
-    and, when `want_time`, their submit times as floats (unknown ones last, in row order).
-    Judgments of the `excluded` usernames are left out."""
-    judgments = Judgment.objects.filter(study=study)
-    if excluded:
-        judgments = judgments.exclude(annotator__username__in=list(excluded))
-    rows = list((judgments.order_by("id") if want_time else judgments).values_list(
+def _usernames(ids):
+    """{user id: username} of `ids` (the id as text for a user that no longer exists)."""
+    names = dict(get_user_model().objects.filter(id__in=list(ids)).values_list("id", "username"))
+    return {i: names.get(i, str(i)) for i in ids}
+
+
+def _judgment_rows(study, want_time, excluded_ids):
+    """The study's judgments row by row (the generic path of report_columns.judgment_columns,
+    same columns, same id order)."""
+    judgments = Judgment.objects.filter(study=study).exclude(annotator_id__in=list(excluded_ids))
+    rows = list(judgments.order_by("id").values_list(
         "item_id", "annotator_id", "question", "value", "shown_order", "seconds",
         *(["submitted_at"] if want_time else [])))
-    user_ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-    uniq_users, user_code = np.unique(user_ids, return_inverse=True)
-    usernames = dict(get_user_model().objects.filter(id__in=uniq_users.tolist()).values_list("id", "username"))
-    name_of = np.empty(len(uniq_users), dtype=object)
-    name_of[:] = [usernames.get(int(u), str(u)) for u in uniq_users.tolist()]
-    names = name_of[user_code.ravel()] if len(rows) else []
-    j_time = None
+    names = _usernames(sorted({r[1] for r in rows}))
+    time = None
     if want_time:
-        j_time = np.array([r[6].timestamp() if r[6] is not None else np.nan for r in rows], dtype=float)
-        unknown = np.isnan(j_time)
-        if unknown.any():
-            j_time[unknown] = (np.nanmax(j_time) if (~unknown).any() else 0.0) + 1 + np.flatnonzero(unknown)
-    return rows, names, j_time
+        time = np.array([r[6].timestamp() if r[6] is not None else np.nan for r in rows], dtype=float)
+    return JudgmentColumns(
+        item_pk=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+        annotator=[names[r[1]] for r in rows], question=_column(rows, 2), value=_column(rows, 3),
+        shown=_column(rows, 4), seconds=np.array([np.nan if r[5] is None else r[5] for r in rows], dtype=float),
+        time=time)
+
+
+def _known_times(time):
+    """Submit times with the unknown ones (NaN) after every known one, in row order."""
+    unknown = np.isnan(time)
+    if unknown.any():
+        time = time.copy()
+        time[unknown] = (np.nanmax(time) if (~unknown).any() else 0.0) + 1 + np.flatnonzero(unknown)
+    return time
+
+
+def _items_generic(study, needs):
+    """The items row by row, with the JSON parts the kind needs: (pks, item ids, gold
+    flags, candidates, item_data, ExPerT rows, metric score texts or None)."""
+    columns = _item_columns(needs)
+    items = list(study.items.order_by("position", "id").annotate(**columns)
+                 .values_list("id", "item_id", "is_gold", *columns))
+    col = {name: 3 + k for k, name in enumerate(columns)}
+    candidates = item_data = None
+    if NEEDS_CANDIDATES in needs:
+        candidates = np.empty((len(items), 2), dtype=object)
+        candidates[:, 0] = _column(items, col["r_a"])
+        candidates[:, 1] = _column(items, col["r_b"])
+    if NEEDS_PAIR_TEXTS in needs:
+        item_data = [{"document": row[col["r_document"]] or {}, "users": row[col["r_users"]] or [],
+                      "pairs": row[col["r_pairs"]] or []} for row in items]
+    scores = _column(items, col["r_scores"]) if "r_scores" in col else None
+    return (np.array(_column(items, 0), dtype=np.int64), _column(items, 1), np.array(_column(items, 2), dtype=bool),
+            candidates, item_data, _expert_rows(items, col, candidates), scores)
+
+
+def _items(study, needs):
+    """`_items_generic`, or on PostgreSQL for kinds that need no per-item JSON beyond the
+    candidate ids, report_columns.item_columns."""
+    if connection.vendor == "postgresql" and not needs & {NEEDS_EXPERT_SCORES, NEEDS_PAIR_TEXTS}:
+        cols = report_columns.item_columns(study, NEEDS_CANDIDATES in needs)
+        if cols is not None:
+            return cols.pk, cols.item_id, cols.is_gold, cols.candidates, None, [], None
+    return _items_generic(study, needs)
+
+
+def _predictions(study):
+    """(item pk, evaluator, annotator, question, value) of the study's predictions."""
+    if connection.vendor == "postgresql":
+        cols = report_columns.prediction_columns(study)
+        if cols is not None:
+            return cols
+    preds = list(Prediction.objects.filter(study=study).order_by("id").values_list(
+        "item_id", "evaluator", "annotator", "question", "value"))
+    return (np.fromiter((r[0] for r in preds), dtype=np.int64, count=len(preds)),
+            *(_column(preds, k) for k in range(1, 5)))
 
 
 def fetch_report_input(study, min_votes=None, include_flagged=False):
     """The ReportInput of `study`: what its kind's report needs (StudyKind.report_needs).
     Annotators below the study's quality thresholds (annotate/quality.py) are left out
-    and listed in `excluded_annotators`, unless `include_flagged`."""
+    and listed in `excluded_annotators`, unless `include_flagged`. On PostgreSQL the
+    large columns come as parsed texts (annotate/report_columns.py)."""
     kind = get_kind(study.kind)
+    needs = kind.report_needs
     excluded = {} if include_flagged else flagged_annotators(study)
-    columns = _item_columns(kind.report_needs)
-    items = list(study.items.order_by("position", "id").annotate(**columns)
-                 .values_list("id", "item_id", "is_gold", *columns))
-    col = {name: 3 + k for k, name in enumerate(columns)}
-    index = _Index(_column(items, 0))
-    candidates = item_data = None
-    if NEEDS_CANDIDATES in kind.report_needs:
-        candidates = np.empty((len(items), 2), dtype=object)
-        candidates[:, 0] = _column(items, col["r_a"])
-        candidates[:, 1] = _column(items, col["r_b"])
-    if NEEDS_PAIR_TEXTS in kind.report_needs:
-        item_data = [{"document": row[col["r_document"]] or {}, "users": row[col["r_users"]] or [],
-                      "pairs": row[col["r_pairs"]] or []} for row in items]
-    if "r_scores" in col:
-        scores = _score_arrays(candidates, _column(items, col["r_scores"]))
-    elif NEEDS_METRIC_SCORES in kind.report_needs:
-        scores = _pg_score_arrays(study, index, candidates)
+    excluded_ids = list(get_user_model().objects.filter(username__in=list(excluded)).values_list("id", flat=True))
+    pg = connection.vendor == "postgresql"
+    pg_scores = report_columns.start_scores(study) if pg and NEEDS_METRIC_SCORES in needs else None
+    pks, item_ids, is_gold, candidates, item_data, expert, score_texts = _items(study, needs)
+    index = _Index(pks)
+    want_time = NEEDS_SUBMIT_TIMES in needs
+    js = report_columns.judgment_columns(study, want_time, excluded_ids, _usernames) if pg else None
+    if js is None:
+        js = _judgment_rows(study, want_time, excluded_ids)
+    p_item, p_evaluator, p_annotator, p_question, p_value = _predictions(study)
+    if pg_scores is not None:
+        scores = report_columns.score_arrays(pg_scores(), index, candidates)
+    elif score_texts is not None:
+        scores = _score_arrays(candidates, score_texts)
     else:
         scores = (None, None, None, None)
-    expert = _expert_rows(items, col, candidates)
-    rows, names, j_time = _judgment_rows(study, NEEDS_SUBMIT_TIMES in kind.report_needs, excluded)
-    preds = list(Prediction.objects.filter(study=study).values_list(
-        "item_id", "evaluator", "annotator", "question", "value"))
     return ReportInput(
         slug=study.slug, kind=kind.name, config=kind.report_config(study_config(study)),
-        item_ids=_column(items, 1), is_gold=np.array(_column(items, 2), dtype=bool),
-        gold=_gold_answers(study, items, index), candidates=candidates, item_data=item_data,
-        j_item=index(r[0] for r in rows), j_annotator=names,
-        j_question=_column(rows, 2), j_value=_column(rows, 3), j_shown=_column(rows, 4),
-        j_seconds=np.array([np.nan if r[5] is None else r[5] for r in rows], dtype=float),
-        j_time=j_time,
+        item_ids=item_ids, is_gold=is_gold,
+        gold=_gold_answers(study, pks, is_gold, index), candidates=candidates, item_data=item_data,
+        j_item=index(js.item_pk), j_annotator=js.annotator,
+        j_question=js.question, j_value=js.value, j_shown=js.shown,
+        j_seconds=js.seconds, j_time=None if js.time is None else _known_times(js.time),
         s_item=scores[0], s_metric=scores[1], s_candidate=scores[2], s_value=scores[3],
         e_item=index(r[0] for r in expert), e_candidate=_column(expert, 1), e_value=_column(expert, 2),
-        p_item=index(r[0] for r in preds), p_evaluator=_column(preds, 1), p_annotator=_column(preds, 2),
-        p_question=_column(preds, 3), p_value=_column(preds, 4),
+        p_item=index(p_item), p_evaluator=p_evaluator, p_annotator=p_annotator,
+        p_question=p_question, p_value=p_value,
         annotations_per_item=study.annotations_per_item,
         complete_items=Item.objects.complete_in(study).count(),
         min_votes=study_min_votes(study.config, min_votes),

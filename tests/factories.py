@@ -272,3 +272,27 @@ def write(tmp_path, *objects, name="batch.jsonl"):
     path = tmp_path / name
     path.write_bytes(jsonl(*objects))
     return path
+
+
+def demo_answer(question, k, item_index):
+    """A deterministic judgment value for demo question `question` by annotator k."""
+    if "options" in question:
+        options = [o for o in question["options"] if o != "tie"]
+        return options[(k + item_index) % 3 == 0]
+    lo, hi = question["scale"]
+    return str(min(hi, lo + (k + 2 * item_index) % (hi - lo + 1)))
+
+
+def judge_every_item(study, annotators=3):
+    """Every question of every item of `study` answered by `annotators` annotators
+    (demo-judge0, ...), with deterministic values (the demo studies' reports)."""
+    from annotate.kinds import questions_for
+
+    rows = []
+    for index, item in enumerate(study.items.order_by("position")):
+        for k in range(annotators):
+            for q in questions_for(study.kind, {**study.config, "allow_tie": study.allow_tie}, item.data):
+                rows.append(Judgment(study=study, item=item, annotator=get_annotator(f"demo-judge{k}"),
+                                     question=q["id"], value=demo_answer(q, k, index),
+                                     shown_order="|".join(q.get("options", [])), seconds=4.0))
+    Judgment.objects.bulk_create(rows)

@@ -8,11 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core.management import call_command
 
-from annotate.kinds import questions_for
-from annotate.models import Judgment, Study
+from annotate.models import Study
 from annotate.report_data import fetch_report_input
 from evaluation.report import build_report, render
-from tests.factories import get_annotator, make_judged_study, two
+from tests.factories import judge_every_item, make_judged_study, two
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -178,29 +177,13 @@ def test_item14_similarity_correlations_per_pair():
     assert c["spearman"]["r"] == pytest.approx(-1.0) and c["spearman"]["p_value"] == pytest.approx(1 / 3)
 
 
-def answer(question, k, item_index):
-    """A deterministic judgment value for demo question `question` by annotator k."""
-    if "options" in question:
-        options = [o for o in question["options"] if o != "tie"]
-        return options[(k + item_index) % 3 == 0]
-    lo, hi = question["scale"]
-    return str(min(hi, lo + (k + 2 * item_index) % (hi - lo + 1)))
-
-
 def test_every_demo_study_reports_the_revised_keys(capsys):
     """manage.py demo, then three annotators judge every item; `report --format json` of
     each demo study shows correlations, pooled similarity agreement, Wilson ci95 /
     ci95_strict and the min-votes counts."""
     call_command("demo", "--force", stdout=io.StringIO())
     for study in Study.objects.all():
-        rows = []
-        for index, item in enumerate(study.items.order_by("position")):
-            for k in range(3):
-                for q in questions_for(study.kind, {**study.config, "allow_tie": study.allow_tie}, item.data):
-                    rows.append(Judgment(study=study, item=item, annotator=get_annotator(f"demo-judge{k}"),
-                                         question=q["id"], value=answer(q, k, index),
-                                         shown_order="|".join(q.get("options", [])), seconds=4.0))
-        Judgment.objects.bulk_create(rows)
+        judge_every_item(study)
         call_command("report", study.slug, "--format", "json")
         r = json.loads(capsys.readouterr().out)
         assert r["min_votes"] == 2 and "correlations" in r and r["position_bias"]["unit"] == "screen"

@@ -20,8 +20,25 @@ from evaluation.vocabulary import SKIP_QUESTION
 Column = Any
 
 
-def objects(values: Sequence[Any] | np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class Labelled:
+    """A column already given as integer codes into distinct labels (a database can group
+    rows by label), so that no pass over its values as Python objects is needed."""
+
+    labels: np.ndarray  # object, distinct
+    codes: np.ndarray  # int64 index into labels, one per row
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def where(self, mask: np.ndarray) -> "Labelled":
+        return Labelled(self.labels, self.codes[mask])
+
+
+def objects(values: Sequence[Any] | np.ndarray | Labelled) -> np.ndarray:
     """A 1-d object array of `values` (strings stay Python strings)."""
+    if isinstance(values, Labelled):
+        return values.labels[values.codes] if len(values.labels) else np.empty(len(values.codes), dtype=object)
     if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1:
         return values
     array = np.empty(len(values), dtype=object)
@@ -29,9 +46,16 @@ def objects(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     return array
 
 
-def codes_of(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def codes_of(values: np.ndarray | Labelled) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct labels, integer code per element) of an object array; a dict pass,
-    which beats sorting a large array of Python strings."""
+    which beats sorting a large array of Python strings. A Labelled column only has its
+    labels sorted (those that occur)."""
+    if isinstance(values, Labelled):
+        used = np.flatnonzero(np.bincount(values.codes, minlength=len(values.labels)))
+        order = sorted(used.tolist(), key=lambda k: str(values.labels[k]))
+        rank = np.zeros(len(values.labels), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        return objects(values.labels[order].tolist()), rank[values.codes]
     seen: dict[Any, int] = {}
     first = np.fromiter((seen.setdefault(v, len(seen)) for v in values.tolist()), dtype=np.int64, count=len(values))
     labels = sorted(seen, key=str)
@@ -107,12 +131,15 @@ class ReportInput:
         self.item_data = self.item_data if self.item_data is not None else [{} for _ in range(n)]
         self.j_item = np.asarray(self.j_item if self.j_item is not None else [], dtype=np.int64)
         m = len(self.j_item)
+        coded: dict[str, Labelled] = {}  # columns given as Labelled keep their codes (no pass over the strings)
         for name in ("j_annotator", "j_question", "j_value", "j_shown"):
             value = getattr(self, name)
+            if isinstance(value, Labelled):
+                coded[name] = value
             setattr(self, name, objects(value if value is not None else [""] * m))
         self.j_seconds = np.asarray(self.j_seconds if self.j_seconds is not None else np.full(m, np.nan), dtype=float)
         self.j_time = np.asarray(self.j_time if self.j_time is not None else np.arange(m), dtype=float)
-        self._take_out_skips()
+        coded = self._take_out_skips(coded)
         self.s_item = np.asarray(self.s_item if self.s_item is not None else [], dtype=np.int64)
         self.s_metric = objects(self.s_metric if self.s_metric is not None else [])
         self.s_candidate = objects(self.s_candidate if self.s_candidate is not None else [])
@@ -124,12 +151,13 @@ class ReportInput:
         for name in ("p_evaluator", "p_annotator", "p_question", "p_value"):
             value = getattr(self, name)
             setattr(self, name, objects(value if value is not None else []))
-        self.annotator_names, self.j_coder = codes_of(self.j_annotator)
-        self.value_names, self.j_vcode = codes_of(self.j_value)
-        self.question_names, self.j_qcode = codes_of(self.j_question)
+        self.annotator_names, self.j_coder = codes_of(coded.get("j_annotator") or self.j_annotator)
+        self.value_names, self.j_vcode = codes_of(coded.get("j_value") or self.j_value)
+        self.question_names, self.j_qcode = codes_of(coded.get("j_question") or self.j_question)
 
-    def _take_out_skips(self) -> None:
-        """Drops the `_skip` rows from the judgment columns; `skipped` = {n, by_reason}."""
+    def _take_out_skips(self, coded: dict[str, Labelled]) -> dict[str, Labelled]:
+        """Drops the `_skip` rows from the judgment columns (and from `coded`, returned);
+        `skipped` = {n, by_reason}."""
         skip = self.j_question == SKIP_QUESTION
         reasons: dict[str, int] = {}
         for reason in self.j_value[skip].tolist():
@@ -138,6 +166,8 @@ class ReportInput:
         if skip.any():
             for name in ("j_item", "j_annotator", "j_question", "j_value", "j_shown", "j_seconds", "j_time"):
                 setattr(self, name, getattr(self, name)[~skip])
+            coded = {name: column.where(~skip) for name, column in coded.items()}
+        return coded
 
     @property
     def n_items(self) -> int:
