@@ -117,24 +117,25 @@ class ItemColumns:
     candidates: np.ndarray | None  # object (n, 2)
 
 
-PG_CANDIDATE = "data -> 'candidates' -> {k} ->> 'id'"
-PG_C0, PG_C1 = PG_CANDIDATE.format(k=0), PG_CANDIDATE.format(k=1)
-PG_BOTH = f"coalesce({PG_C0}, '') || coalesce({PG_C1}, '')"
-PG_ITEM_CANDIDATES = (f", string_agg(coalesce({PG_C0}, E'\\x1e'), E'\\x1f'), "
-                      f"string_agg(coalesce({PG_C1}, E'\\x1e'), E'\\x1f'), "
+# Candidate ids come from a subquery that PostgreSQL must not flatten (OFFSET 0): each is
+# read from the item's JSON once, not once per use in the aggregates.
+PG_BOTH = "coalesce(c0, '') || coalesce(c1, '')"
+PG_ITEM_CANDIDATES = (", string_agg(coalesce(c0, E'\\x1e'), E'\\x1f'), string_agg(coalesce(c1, E'\\x1e'), E'\\x1f'), "
                       f"bool_or(strpos({PG_BOTH}, E'\\x1f') > 0 OR strpos({PG_BOTH}, E'\\x1e') > 0)")
 PG_ITEMS = """
 SELECT count(*), string_agg(id::text, ','), string_agg(position::text, ','), string_agg(is_gold::int::text, ','),
        string_agg(item_id, E'\\x1f'),
        bool_or(strpos(item_id, E'\\x1f') > 0 OR strpos(item_id, E'\\x1e') > 0){candidates}
-FROM annotate_item WHERE study_id = %s"""
+FROM (SELECT id, position, is_gold, item_id, {columns} FROM annotate_item WHERE study_id = %s OFFSET 0) items"""
+PG_CANDIDATE_COLUMNS = "data -> 'candidates' -> 0 ->> 'id' AS c0, data -> 'candidates' -> 1 ->> 'id' AS c1"
 
 
 def item_columns(study, want_candidates):
     """The study's items in import order: pk, item id, gold flag and (if asked) the ids of
     the two candidates."""
     with connection.cursor() as cursor:
-        cursor.execute(PG_ITEMS.format(candidates=PG_ITEM_CANDIDATES if want_candidates else ""), [study.pk])
+        cursor.execute(PG_ITEMS.format(candidates=PG_ITEM_CANDIDATES if want_candidates else "",
+                                       columns=PG_CANDIDATE_COLUMNS if want_candidates else "NULL"), [study.pk])
         row = cursor.fetchone()
     n = row[0]
     if row[5] or (want_candidates and row[8]):
