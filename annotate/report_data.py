@@ -116,9 +116,10 @@ def _item_columns(needs):
 def _gold_answers(study, pks, is_gold, index):
     """The gold answer of each item (None for non-gold items), in item order."""
     gold = [None] * len(pks)
-    gold_pks = np.asarray(pks, dtype=np.int64)[np.asarray(is_gold, dtype=bool)]
-    if len(gold_pks):
-        gold_of = dict(study.items.filter(id__in=gold_pks.tolist()).values_list("id", "gold"))
+    if np.any(is_gold):
+        gold_of = dict(study.items.filter(is_gold=True).values_list("id", "gold"))
+        gold_pks = np.fromiter(gold_of, dtype=np.int64, count=len(gold_of))
+        gold_pks = gold_pks[np.isin(gold_pks, pks)]  # an item imported since `pks` were read is not in the report
         for position, pk in zip(index(gold_pks).tolist(), gold_pks.tolist()):
             gold[position] = gold_of[pk]
     return gold
