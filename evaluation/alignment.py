@@ -7,6 +7,7 @@ every item agrees.
 """
 import itertools
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -75,8 +76,12 @@ def metric_alignment(majority: Mapping[Any, Any], picks: Mapping[Any, Any]) -> d
     >>> a["alignment"], a["agree"], a["ties"], a["n"]
     (0.75, 1, 1, 2)
     """
-    labels = _column(majority.values())
-    pick = _aligned(majority, picks)
+    return alignment_of(_column(majority.values()), _aligned(majority, picks))
+
+
+def alignment_of(labels: np.ndarray, pick: np.ndarray) -> dict[str, Any]:
+    """`metric_alignment` of aligned object arrays (majority label and pick per unit, None
+    where there is none), for callers that hold arrays over item indices."""
     scored = _scored(labels, pick)
     agree = int(np.count_nonzero(scored & (pick == labels)))
     ties = int(np.count_nonzero(scored & (pick == TIE)))
@@ -119,11 +124,15 @@ def compare_metrics(majority: Mapping[Any, Any],
                     picks_by_metric: Mapping[str, Mapping[Any, Any]]) -> list[dict[str, Any]]:
     """Exact McNemar for every metric pair on items where exactly one agrees with the
     majority (a tie counts as not agreeing), with Holm correction over all pairs."""
-    labels = _column(majority.values())
-    picks = {name: _aligned(majority, by_item) for name, by_item in picks_by_metric.items()}
+    return compare_picks(_column(majority.values()),
+                         {name: _aligned(majority, by_item) for name, by_item in picks_by_metric.items()})
+
+
+def compare_picks(labels: np.ndarray, picks: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """`compare_metrics` of aligned object arrays (as in `alignment_of`)."""
     agrees = {name: pick == labels for name, pick in picks.items()}
     rows: list[dict[str, Any]] = []
-    for a, b in itertools.combinations(list(picks_by_metric), 2):
+    for a, b in itertools.combinations(list(picks), 2):
         both = _scored(labels, picks[a]) & (picks[b] != None)  # noqa: E711 (elementwise)
         a_only = int(np.count_nonzero(both & agrees[a] & ~agrees[b]))
         b_only = int(np.count_nonzero(both & agrees[b] & ~agrees[a]))
@@ -140,7 +149,11 @@ def win_rate(majority: Mapping[Any, Any]) -> dict[Any, float]:
     >>> win_rate({"i1": "x", "i2": "x", "i3": "y", "i4": None, "i5": "tie"})
     {'x': 0.6666666666666666, 'y': 0.3333333333333333}
     """
-    winners = [v for v in majority.values() if v not in (None, TIE)]
-    if not winners:
-        return {}
-    return {cand: winners.count(cand) / len(winners) for cand in sorted(set(winners), key=str)}
+    return win_rate_of(_column(majority.values()))
+
+
+def win_rate_of(labels: np.ndarray) -> dict[Any, float]:
+    """`win_rate` of an object array of majority labels (None where there is none)."""
+    winners = Counter(labels[(labels != None) & (labels != TIE)].tolist())  # noqa: E711 (elementwise)
+    total = sum(winners.values())
+    return {cand: winners[cand] / total for cand in sorted(winners, key=str)}

@@ -25,8 +25,7 @@ from evaluation.agreement import (
 )
 from evaluation.alignment import holm
 from evaluation.alpha_ci import krippendorff_alpha_ci95
-from evaluation.majority import Majority
-from evaluation.majority import majority as majority_of
+from evaluation.majority import Majority, majority_codes
 from evaluation.position_bias import binomial_p_half, position_bias, screen_votes
 from evaluation.tabulate import distinct_sorted, is_missing
 from evaluation.vocabulary import TIE
@@ -159,18 +158,45 @@ def agreement(data: Coded, level: str) -> dict[str, Any] | None:
     return result
 
 
+@dataclass(frozen=True)
+class ItemMajority:
+    """A question's majority per item index: `label` (object array over the items, None
+    where there is none) and `voted` (items with a vote). Statistics compare these arrays
+    instead of rebuilding arrays from {item id: label} dicts."""
+
+    label: np.ndarray
+    voted: np.ndarray
+    no_majority: int
+    too_few_votes: int
+    votes: dict[int, int]
+
+    def by_id(self, item_ids: np.ndarray) -> dict[str, Any]:
+        """{item id: label} of the voted items, in item order."""
+        has = np.flatnonzero(self.voted)
+        return dict(zip([str(i) for i in item_ids[has].tolist()], self.label[has].tolist()))
+
+
+def item_majority(js: Judgments, n_items: int, value_names: np.ndarray, min_votes: int) -> ItemMajority:
+    """Majority of one question's rows per item index (statistics.md, "Majority label")."""
+    keep = ~missing_codes(value_names)[js.vcode] if len(js) else np.zeros(0, bool)
+    result = majority_codes(js.item[keep], js.vcode[keep], min_votes)
+    names = objects([str(v) for v in value_names.tolist()] + [None])  # code -1: None
+    label = np.full(n_items, None, dtype=object)
+    voted = np.zeros(n_items, dtype=bool)
+    label[result.units] = names[np.where(result.value >= 0, result.value_labels[result.value], -1).astype(np.int64)]
+    voted[result.units] = True
+    return ItemMajority(label, voted, result.no_majority, result.too_few_votes, result.votes)
+
+
 def majority(js: Judgments, item_ids: np.ndarray, value_names: np.ndarray, min_votes: int) -> Majority:
     """Majority of one question's rows, keyed by item id (statistics.md, "Majority label")."""
-    keep = ~missing_codes(value_names)[js.vcode] if len(js) else np.zeros(0, bool)
-    result = majority_of(js.item[keep], js.vcode[keep], min_votes)
-    labels = {str(item_ids[unit]): (None if code is None else str(value_names[code]))
-              for unit, code in result.labels.items()}
-    return Majority(labels, result.no_majority, result.too_few_votes, result.votes)
+    result = item_majority(js, len(item_ids), value_names, min_votes)
+    return Majority(result.by_id(item_ids), result.no_majority, result.too_few_votes, result.votes)
 
 
-def majority_keys(result: Majority) -> dict[str, Any]:
+def majority_keys(result: ItemMajority, item_ids: np.ndarray) -> dict[str, Any]:
     """The majority keys of a choice question."""
-    return {"majority": dict(sorted(result.labels.items())), "no_majority": int(result.no_majority),
+    return {"majority": dict(sorted(result.by_id(item_ids).items())), "no_majority": int(result.no_majority),
             "too_few_votes": int(result.too_few_votes),
             "majority_votes": {str(k): int(v) for k, v in result.votes.items()}}
 

@@ -84,7 +84,7 @@ def item_correlations(inp: ReportInput, rows: Judgments,
     return entries(jobs)
 
 
-def system_correlations_part(inp: ReportInput, labels: dict[str, Any],
+def system_correlations_part(inp: ReportInput, labels: np.ndarray,
                              scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any] | None:
     """{metric: entry + "systems"} at system level, or None with fewer than 3 systems."""
     counted = ~inp.is_gold

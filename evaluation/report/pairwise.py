@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.alignment import TIE, compare_metrics, metric_alignment, win_rate
+from evaluation.alignment import TIE, alignment_of, compare_picks, win_rate_of
 from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
 
-from .common import NOMINAL, Question, base_report, clean, clean_list, majority, majority_keys, question_rows
+from .common import NOMINAL, Question, base_report, clean, clean_list, item_majority, majority_keys, question_rows
 from .correlations import item_correlations, system_correlations_part
 from .coverage import metric_coverage, report_warnings
 from .inputs import Judgments, ReportInput, codes_of, to_float
@@ -80,22 +80,32 @@ def metric_scores(inp: ReportInput, extra: Extra | None = None) -> Scores:
     return out
 
 
-def metric_picks(inp: ReportInput, extra: Extra | None = None,
-                 scores: Scores | None = None) -> dict[str, dict[str, Any]]:
-    """{metric: {item_id: pick}} for every metric present on non-gold items: picks from
-    scores and non-personalized predicted choices (`N/A` and unparsed left out)."""
-    out: dict[str, dict[str, Any]] = {}
+def pick_arrays(inp: ReportInput, extra: Extra | None = None,
+                scores: Scores | None = None) -> dict[str, np.ndarray]:
+    """{metric: pick per item index, None where there is none} for every metric with a pick
+    on a non-gold item: picks from scores, then non-personalized predicted choices (`N/A`
+    and unparsed left out; a later row wins). Arrays, so the statistics need no dicts."""
+    out: dict[str, np.ndarray] = {}
     for name, (first, second) in (scores if scores is not None else metric_scores(inp, extra)).items():
         pick = picks_of(inp, first, second)
-        has = np.flatnonzero(pick != None)  # noqa: E711 (elementwise)
-        if len(has):
-            out[name] = dict(zip(inp.item_ids[has].tolist(), pick[has].tolist()))
+        if (pick != None).any():  # noqa: E711 (elementwise)
+            out[name] = pick
     chosen = ((inp.p_question == CHOICE) & (inp.p_annotator == "") & ~np.isin(inp.p_value, MISSING_PICKS)
               & ~inp.is_gold[inp.p_item])
     for name in np.unique(inp.p_evaluator[chosen]).tolist() if chosen.any() else []:
         mask = chosen & (inp.p_evaluator == name)
-        out.setdefault(str(name), {}).update(zip(inp.item_ids[inp.p_item[mask]].tolist(), inp.p_value[mask].tolist()))
+        out.setdefault(str(name), np.full(inp.n_items, None, dtype=object))[inp.p_item[mask]] = inp.p_value[mask]
     return {name: out[name] for name in sorted(out)}
+
+
+def metric_picks(inp: ReportInput, extra: Extra | None = None,
+                 scores: Scores | None = None) -> dict[str, dict[str, Any]]:
+    """{metric: {item_id: pick}}: `pick_arrays` keyed by item id (the CSV table)."""
+    out = {}
+    for name, pick in pick_arrays(inp, extra, scores).items():
+        has = np.flatnonzero(pick != None)  # noqa: E711 (elementwise)
+        out[name] = dict(zip(inp.item_ids[has].tolist(), pick[has].tolist()))
+    return out
 
 
 def alignment_entry(result: dict[str, Any]) -> dict[str, Any]:
@@ -109,24 +119,24 @@ def choice_keys(inp: ReportInput, js: Judgments, extra: Extra | None = None) -> 
     The item correlations' bootstraps (compiled, without the GIL) run on a thread beside
     the rest of the report."""
     rows = question_rows(js, CHOICE)
-    result = majority(rows, inp.item_ids, inp.value_names, inp.min_votes)
-    labels = result.labels
+    result = item_majority(rows, inp.n_items, inp.value_names, inp.min_votes)
+    labels = result.label
     scores = metric_scores(inp, extra)
     with ThreadPoolExecutor(max_workers=1) as pool:
         correlations = pool.submit(item_correlations, inp, rows, scores)
-        picks = metric_picks(inp, scores=scores)
-        alignment = {metric: alignment_entry(metric_alignment(labels, by_item)) for metric, by_item in picks.items()}
+        picks = pick_arrays(inp, scores=scores)
+        alignment = {metric: alignment_entry(alignment_of(labels, pick)) for metric, pick in picks.items()}
         comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"])}
-                       for c in compare_metrics(labels, picks)] if len(picks) >= 2 else []
+                       for c in compare_picks(labels, picks)] if len(picks) >= 2 else []
         coverage = metric_coverage(inp, picks)
         systems_keys = systems_table(inp, labels, scores)
         systems = system_correlations_part(inp, labels, scores)
         keys = {
-            **majority_keys(result),
-            "tie_majority": sum(v == TIE for v in labels.values()),
+            **majority_keys(result, inp.item_ids),
+            "tie_majority": int(np.count_nonzero(labels == TIE)),
             "alignment": alignment,
             "metric_comparisons": comparisons,
-            "win_rate": {str(k): clean(v) for k, v in sorted(win_rate(labels).items())},
+            "win_rate": {str(k): clean(v) for k, v in sorted(win_rate_of(labels).items())},
             "correlations": correlations.result(),
             "coverage": coverage,
             "warnings": report_warnings(alignment, coverage),

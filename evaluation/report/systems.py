@@ -7,6 +7,7 @@ each metric's mean score with a 95% confidence interval, and its human win rate.
   and items without a majority are left out) and that show this system.
 """
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -18,18 +19,18 @@ from .common import clean
 from .inputs import ReportInput, codes_of, objects
 
 
-def system_wins(inp: ReportInput, labels: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
-    """({system: items won}, {system: items with a candidate majority that show it}); an
-    item showing one system twice counts twice for it, as before."""
-    position = {str(item_id): i for i, item_id in enumerate(inp.item_ids.tolist())}
-    decided_items = [position[item_id] for item_id, label in labels.items() if label not in (None, TIE)]
-    won = [str(label) for label in labels.values() if label not in (None, TIE)]
-    shown = inp.candidates[np.asarray(decided_items, dtype=np.int64)].ravel()
-    names, code = codes_of(objects([str(c) for c in shown.tolist()]))
-    decided = {str(name): int(k) for name, k in zip(names.tolist(), np.bincount(code, minlength=len(names)).tolist())}
-    names, code = codes_of(objects(won))
-    wins = {str(name): int(k) for name, k in zip(names.tolist(), np.bincount(code, minlength=len(names)).tolist())}
-    return wins, decided
+def str_counts(values: np.ndarray) -> dict[str, int]:
+    """{str(value): occurrences}, in name order."""
+    counts: Counter[str] = Counter(map(str, values.tolist()))
+    return dict(sorted(counts.items()))
+
+
+def system_wins(inp: ReportInput, labels: np.ndarray) -> tuple[dict[str, int], dict[str, int]]:
+    """({system: items won}, {system: items with a candidate majority that show it}) from
+    the majority label per item index; an item showing one system twice counts twice for
+    it, as before."""
+    decided = np.flatnonzero((labels != None) & (labels != TIE))  # noqa: E711 (elementwise)
+    return str_counts(labels[decided]), str_counts(inp.candidates[decided].ravel())
 
 
 def mean_ci(values: list[float] | np.ndarray) -> dict[str, Any]:
@@ -44,7 +45,7 @@ def mean_ci(values: list[float] | np.ndarray) -> dict[str, Any]:
     return {"mean": clean(mean), "ci95": [clean(mean - half), clean(mean + half)], "n": n}
 
 
-def systems_table(inp: ReportInput, labels: dict[str, Any],
+def systems_table(inp: ReportInput, labels: np.ndarray,
                   scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
     """{system: {"n_items", "metrics": {metric: {"mean", "ci95", "n"}}, "wins", "decided",
     "win_rate"}} for every candidate id of the non-gold items. A system's values of a metric
