@@ -92,7 +92,7 @@ def pick_arrays(inp: ReportInput, extra: Extra | None = None,
             out[name] = pick
     chosen = ((inp.p_question == CHOICE) & (inp.p_annotator == "") & ~np.isin(inp.p_value, MISSING_PICKS)
               & ~inp.is_gold[inp.p_item])
-    for name in np.unique(inp.p_evaluator[chosen]).tolist() if chosen.any() else []:
+    for name in sorted(set(inp.p_evaluator[chosen].tolist())):  # not np.unique: it sorts every row
         mask = chosen & (inp.p_evaluator == name)
         out.setdefault(str(name), np.full(inp.n_items, None, dtype=object))[inp.p_item[mask]] = inp.p_value[mask]
     return {name: out[name] for name in sorted(out)}

@@ -20,9 +20,11 @@ from .inputs import ReportInput, codes_of, objects
 
 
 def str_counts(values: np.ndarray) -> dict[str, int]:
-    """{str(value): occurrences}, in name order."""
-    counts: Counter[str] = Counter(map(str, values.tolist()))
-    return dict(sorted(counts.items()))
+    """{str(value): occurrences}, in name order (str() once per distinct value)."""
+    out: dict[str, int] = {}
+    for value, n in Counter(values.tolist()).items():
+        out[str(value)] = out.get(str(value), 0) + n
+    return dict(sorted(out.items()))
 
 
 def system_wins(inp: ReportInput, labels: np.ndarray) -> tuple[dict[str, int], dict[str, int]]:
@@ -54,7 +56,9 @@ def systems_table(inp: ReportInput, labels: np.ndarray,
     counted = ~inp.is_gold
     ids = inp.candidates[counted]
     present = ids != None  # noqa: E711 (elementwise)
-    systems, code = codes_of(objects([str(c) for c in ids[present].tolist()]))
+    systems, code = codes_of(ids[present])
+    if not all(type(s) is str for s in systems.tolist()):  # ids are strings, as a rule
+        systems, code = codes_of(objects([str(c) for c in ids[present].tolist()]))
     system_of = np.full(ids.shape, -1, dtype=np.int64)
     system_of[present] = code
     # An item counts once for a system even when it shows it twice.
