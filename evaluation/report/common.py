@@ -219,7 +219,7 @@ def position_bias_part(js: Judgments, choice_questions: list[str], n_coders: int
     ok, first = chose_first(rows)
     screens = rows.item[ok].astype(np.int64) * max(n_coders, 1) + rows.coder[ok]
     voted, vote_first = screen_votes(screens, first[ok])
-    overall = position_bias(vote_first.tolist())
+    overall = position_bias(vote_first)
     voter = voted % max(n_coders, 1)
     votes = np.bincount(voter, minlength=max(n_coders, 1))
     firsts = np.bincount(voter, weights=vote_first.astype(float), minlength=max(n_coders, 1)).astype(np.int64)
@@ -231,7 +231,7 @@ def position_bias_part(js: Judgments, choice_questions: list[str], n_coders: int
     for q in choice_questions:
         mask = ok & (rows.question == q)
         if mask.any():
-            per_question[q] = position_bias(first[mask].tolist())
+            per_question[q] = position_bias(first[mask])
     adjusted = holm([r["p_value"] for r in per_question.values()]) if per_question else []
     for r, p in zip(per_question.values(), adjusted):
         r["p_holm"] = p
@@ -294,6 +294,11 @@ def loo_part(data: dict[str, Coded], levels: dict[str, str]) -> dict[int, dict[s
     return out
 
 
+def small_ints(codes: np.ndarray) -> np.ndarray:
+    """Non-negative codes as int16 where they fit: NumPy's stable sort is a radix sort there."""
+    return codes.astype(np.int16) if len(codes) and codes.max() < 2**15 else codes
+
+
 def median_seconds(inp: ReportInput) -> dict[int, float]:
     """{coder code: median seconds per judged item}; every question of an item carries the
     item's time, so each (item, annotator) counts once."""
@@ -304,7 +309,7 @@ def median_seconds(inp: ReportInput) -> dict[int, float]:
     key = inp.j_item[keep] * n_coders + inp.j_coder[keep]
     _, first = np.unique(key, return_index=True)
     coder, secs = inp.j_coder[keep][first], inp.j_seconds[keep][first]
-    order = np.lexsort((secs, coder))
+    order = np.argsort(small_ints(coder), kind="stable")  # a median needs groups, not sorted seconds
     coder, secs = coder[order], secs[order]
     starts = np.r_[0, np.flatnonzero(np.diff(coder)) + 1]
     ends = np.r_[starts[1:], len(coder)]
