@@ -202,11 +202,15 @@ def majority_keys(result: ItemMajority, item_ids: np.ndarray) -> dict[str, Any]:
 
 
 def chose_first(js: Judgments) -> tuple[np.ndarray, np.ndarray]:
-    """(mask of choices with a recorded order and no tie, chose-first flags)."""
+    """(mask of choices with a recorded order and no tie, chose-first flags). Values are
+    compared by value code: equal strings have one code."""
     orders, code = codes_of(js.shown)  # a handful of distinct orders: split each once
-    first = objects([str(s).split("|", 1)[0] for s in orders.tolist()])[code] if len(js) else objects([])
-    ok = (first != "") & (js.value != TIE)
-    return ok, (js.value == first) & ok
+    value_code = {v: k for k, v in enumerate(js.value_names.tolist())}
+    first = [str(s).split("|", 1)[0] for s in orders.tolist()]
+    first_code = np.array([value_code.get(f, -1) for f in first], dtype=np.int64)[code]
+    recorded = np.array([f != "" for f in first], dtype=bool)[code]
+    ok = recorded & (js.vcode != value_code.get(TIE, -1))
+    return ok, (js.vcode == first_code) & ok
 
 
 def position_bias_part(js: Judgments, choice_questions: list[str], n_coders: int
