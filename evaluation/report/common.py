@@ -367,11 +367,11 @@ def value_counts(js: Judgments) -> dict[str, dict[str, int]]:
     return out
 
 
-def base_report(inp: ReportInput, questions: list[Question], primary_question: str | None
-                ) -> tuple[dict[str, Any], Judgments]:
-    """(report with the keys every kind has, counted judgment rows)."""
+def base_report(inp: ReportInput, questions: list[Question], primary_question: str | None,
+                js: Judgments | None = None) -> tuple[dict[str, Any], Judgments]:
+    """(report with the keys every kind has, counted judgment rows; `js` if given)."""
     report = header(inp)
-    js = Judgments.of(inp, inp.counted())
+    js = Judgments.of(inp, inp.counted()) if js is None else js
     data = {q.name: coded(js, q, inp.value_names) for q in questions}
     levels = {q.name: q.level for q in questions}
     entries = {q.name: agreement(data[q.name], q.level) for q in questions}

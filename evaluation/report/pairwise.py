@@ -1,7 +1,7 @@
 """pairwise_alignment report: majority per item, metric alignment with Wilson intervals,
 McNemar + Holm comparisons between metrics, win rates (ExPerT Table 1), and metric-vs-human
 correlations at item and system level."""
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -114,40 +114,49 @@ def alignment_entry(result: dict[str, Any]) -> dict[str, Any]:
             "ci95": clean_list(result["ci95"]), "ci95_strict": clean_list(result["ci95_strict"])}
 
 
-def choice_keys(inp: ReportInput, js: Judgments, extra: Extra | None = None) -> dict[str, Any]:
-    """The pairwise keys of interfaces.md for the `choice` question, correlations included.
-    The item correlations' bootstraps (compiled, without the GIL) run on a thread beside
-    the rest of the report."""
+def choice_report(inp: ReportInput, questions: list[Question], extra: Extra | None = None
+                  ) -> tuple[dict[str, Any], Judgments]:
+    """(base_report plus the pairwise keys of `choice`, counted judgment rows). The item
+    correlations' bootstraps (compiled, without the GIL) start first, on a thread, and run
+    beside everything else."""
+    js = Judgments.of(inp, inp.counted())
+    scores = metric_scores(inp, extra)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        correlations = pool.submit(item_correlations, inp, question_rows(js, CHOICE), scores)
+        report, _ = base_report(inp, questions, CHOICE, js)
+        report.update(choice_keys(inp, js, scores, correlations))
+    return report, js
+
+
+def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: Future[dict[str, Any]]
+                ) -> dict[str, Any]:
+    """The pairwise keys of interfaces.md for the `choice` question; the item correlations
+    come from `correlations`."""
     rows = question_rows(js, CHOICE)
     result = item_majority(rows, inp.n_items, inp.value_names, inp.min_votes)
     labels = result.label
-    scores = metric_scores(inp, extra)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        correlations = pool.submit(item_correlations, inp, rows, scores)
-        picks = pick_arrays(inp, scores=scores)
-        alignment = {metric: alignment_entry(alignment_of(labels, pick)) for metric, pick in picks.items()}
-        comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"])}
-                       for c in compare_picks(labels, picks)] if len(picks) >= 2 else []
-        coverage = metric_coverage(inp, picks)
-        systems_keys = systems_table(inp, labels, scores)
-        systems = system_correlations_part(inp, labels, scores)
-        keys = {
-            **majority_keys(result, inp.item_ids),
-            "tie_majority": int(np.count_nonzero(labels == TIE)),
-            "alignment": alignment,
-            "metric_comparisons": comparisons,
-            "win_rate": {str(k): clean(v) for k, v in sorted(win_rate_of(labels).items())},
-            "correlations": correlations.result(),
-            "coverage": coverage,
-            "warnings": report_warnings(alignment, coverage),
-            "systems": systems_keys,
-        }
+    picks = pick_arrays(inp, scores=scores)
+    alignment = {metric: alignment_entry(alignment_of(labels, pick)) for metric, pick in picks.items()}
+    comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"])}
+                   for c in compare_picks(labels, picks)] if len(picks) >= 2 else []
+    coverage = metric_coverage(inp, picks)
+    systems_keys = systems_table(inp, labels, scores)
+    systems = system_correlations_part(inp, labels, scores)
+    keys = {
+        **majority_keys(result, inp.item_ids),
+        "tie_majority": int(np.count_nonzero(labels == TIE)),
+        "alignment": alignment,
+        "metric_comparisons": comparisons,
+        "win_rate": {str(k): clean(v) for k, v in sorted(win_rate_of(labels).items())},
+        "correlations": correlations.result(),
+        "coverage": coverage,
+        "warnings": report_warnings(alignment, coverage),
+        "systems": systems_keys,
+    }
     if systems is not None:
         keys["correlations_system"] = systems
     return keys
 
 
 def build(inp: ReportInput) -> dict[str, Any]:
-    report, js = base_report(inp, [Question.single(CHOICE, NOMINAL)], CHOICE)
-    report.update(choice_keys(inp, js))
-    return report
+    return choice_report(inp, [Question.single(CHOICE, NOMINAL)])[0]
