@@ -36,15 +36,16 @@ class MajorityCodes:
 def majority_codes(units: Sequence[Any] | np.ndarray, values: Sequence[Any] | np.ndarray,
                    min_votes: int = 2) -> MajorityCodes:
     """`majority` as arrays: the one computation behind it."""
-    c = tabulate(units, np.arange(len(units)), values)
+    c = tabulate(units, np.arange(len(units)), values, check_coders=False)  # one vote, one coder
     v1, c1, _, c2, _ = top_three(c)
     voted = c.m > 0
     few = voted & (c.m < min_votes)
     won = voted & ~few & (c1 > c2)
-    m, n = np.unique(c.m[won], return_counts=True)
+    n = np.bincount(c.m[won])
+    m = np.flatnonzero(n)
     return MajorityCodes(c.unit_labels[voted], c.value_labels, np.where(won, v1, -1)[voted],
                          int(np.count_nonzero(voted & ~few & ~won)), int(np.count_nonzero(few)),
-                         dict(zip(m.tolist(), n.tolist())))
+                         dict(zip(m.tolist(), n[m].tolist())))
 
 
 def majority(units: Sequence[Any] | np.ndarray, values: Sequence[Any] | np.ndarray, min_votes: int = 2) -> Majority:

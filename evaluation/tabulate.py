@@ -126,9 +126,11 @@ class Counts:
 
 
 def tabulate(units: Sequence[Any] | np.ndarray, coders: Sequence[Any] | np.ndarray,
-             values: Sequence[Any] | np.ndarray, numeric: bool = False) -> Counts:
+             values: Sequence[Any] | np.ndarray, numeric: bool = False, check_coders: bool = True) -> Counts:
     """Validate and count long-format judgments; see `Counts`. numeric=True compares the
-    values as numbers (NotANumber, a ValueError, for a value that is not one).
+    values as numbers (NotANumber, a ValueError, for a value that is not one);
+    check_coders=False skips the one-value-per-coder check for callers whose coders are
+    distinct by construction (a sort of every (unit, coder) pair saved).
 
     >>> c = tabulate(["u1", "u1", "u2"], ["a", "b", "a"], ["1", "1.0", "NA"], numeric=True)
     >>> c.unit_labels.tolist(), c.value_labels.tolist(), c.count.tolist(), c.m.tolist()
@@ -151,7 +153,7 @@ def tabulate(units: Sequence[Any] | np.ndarray, coders: Sequence[Any] | np.ndarr
     coder_labels, ccode = factorize(coders)
     value_labels, vcode = factorize(values_arr)
     n_units, n_coders, n_vals = len(unit_labels), len(coder_labels), len(value_labels)
-    if len(ucode):
+    if len(ucode) and check_coders:
         pair = ucode.astype(np.int64) * n_coders + ccode
         if n_units * n_coders <= 8 * len(pair) + 4096:
             repeated = np.bincount(pair).max() > 1

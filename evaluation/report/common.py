@@ -170,10 +170,15 @@ class ItemMajority:
     too_few_votes: int
     votes: dict[int, int]
 
-    def by_id(self, item_ids: np.ndarray) -> dict[str, Any]:
-        """{item id: label} of the voted items, in item order."""
+    def by_id(self, item_ids: np.ndarray, sort: bool = False) -> dict[str, Any]:
+        """{item id: label} of the voted items, in item order, or in id order with `sort`
+        (no sort when item order is id order already, as it is for imported numbered ids)."""
         has = np.flatnonzero(self.voted)
-        return dict(zip([str(i) for i in item_ids[has].tolist()], self.label[has].tolist()))
+        ids = objects(list(map(str, item_ids[has].tolist())))
+        out = dict(zip(ids.tolist(), self.label[has].tolist()))
+        if sort and not (ids[1:] > ids[:-1]).all():
+            out = dict(sorted(out.items()))
+        return out
 
 
 def item_majority(js: Judgments, n_items: int, value_names: np.ndarray, min_votes: int) -> ItemMajority:
@@ -196,7 +201,7 @@ def majority(js: Judgments, item_ids: np.ndarray, value_names: np.ndarray, min_v
 
 def majority_keys(result: ItemMajority, item_ids: np.ndarray) -> dict[str, Any]:
     """The majority keys of a choice question."""
-    return {"majority": dict(sorted(result.by_id(item_ids).items())), "no_majority": int(result.no_majority),
+    return {"majority": result.by_id(item_ids, sort=True), "no_majority": int(result.no_majority),
             "too_few_votes": int(result.too_few_votes),
             "majority_votes": {str(k): int(v) for k, v in result.votes.items()}}
 

@@ -39,7 +39,7 @@ def metric_coverage(inp: ReportInput, picks: dict[str, np.ndarray]) -> dict[str,
     names = set(picks) | {str(n) for n in np.unique(inp.p_evaluator[unparsed]).tolist()}
     out = {}
     for name in sorted(names):
-        bad = unparsed & (inp.p_evaluator == name)
+        bad = unparsed & (inp.p_evaluator == name) if unparsed.any() else unparsed
         scored = int(np.count_nonzero(picks[name] != None)) if name in picks else 0  # noqa: E711 (elementwise)
         out[name] = {"n_items": n_items, "n_scored": scored,
                      "n_unparsed": int(len(np.unique(inp.p_item[bad])))}

@@ -7,7 +7,6 @@ each metric's mean score with a 95% confidence interval, and its human win rate.
   and items without a majority are left out) and that show this system.
 """
 import math
-from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -21,9 +20,10 @@ from .inputs import ReportInput, codes_of, objects
 
 def str_counts(values: np.ndarray) -> dict[str, int]:
     """{str(value): occurrences}, in name order (str() once per distinct value)."""
+    names, code = codes_of(values)
     out: dict[str, int] = {}
-    for value, n in Counter(values.tolist()).items():
-        out[str(value)] = out.get(str(value), 0) + n
+    for name, n in zip(names.tolist(), np.bincount(code, minlength=len(names)).tolist()):
+        out[str(name)] = out.get(str(name), 0) + n
     return dict(sorted(out.items()))
 
 
