@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.alignment import TIE, alignment_of, compare_picks, win_rate_of
+from evaluation.alignment import TIE, alignment_of, compare_marks, decided, marks, win_rate_of
 from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
 
 from .common import NOMINAL, Question, base_report, clean, clean_list, item_majority, majority_keys, question_rows
@@ -136,9 +136,11 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     result = item_majority(rows, inp.n_items, inp.value_names, inp.min_votes)
     labels = result.label
     picks = pick_arrays(inp, scores=scores)
-    alignment = {metric: alignment_entry(alignment_of(labels, pick)) for metric, pick in picks.items()}
+    has_majority = decided(labels)
+    by_metric = {metric: marks(labels, pick, has_majority) for metric, pick in picks.items()}
+    alignment = {metric: alignment_entry(alignment_of(m)) for metric, m in by_metric.items()}
     comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"])}
-                   for c in compare_picks(labels, picks)] if len(picks) >= 2 else []
+                   for c in compare_marks(by_metric)] if len(picks) >= 2 else []
     coverage = metric_coverage(inp, picks)
     systems_keys = systems_table(inp, labels, scores)
     systems = system_correlations_part(inp, labels, scores)
