@@ -49,7 +49,7 @@ class _Profiles:
 
 
 def krippendorff_alpha_ci95(units: Column, coders: Column, values: Column, level: str = "nominal",
-                            resamples: int = RESAMPLES, seed: int = 0) -> AlphaCI:
+                            resamples: int = RESAMPLES, seed: int = 0, counts: Counts | None = None) -> AlphaCI:
     """The percentile interval of alpha over unit resamples; None when no resample has a
     defined alpha (or no unit is pairable).
 
@@ -59,7 +59,7 @@ def krippendorff_alpha_ci95(units: Column, coders: Column, values: Column, level
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
-    c = tabulate(units, coders, values, numeric=level != "nominal")
+    c = counts if counts is not None else tabulate(units, coders, values, numeric=level != "nominal")
     keep_unit = c.m >= 2
     if not keep_unit.any():
         return AlphaCI(None, 0, 0)

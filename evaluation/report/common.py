@@ -11,6 +11,7 @@ then (item, pair).
 import math
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from evaluation.alignment import holm
 from evaluation.alpha_ci import krippendorff_alpha_ci95
 from evaluation.majority import Majority, majority_codes
 from evaluation.position_bias import binomial_p_half, position_bias, screen_votes
-from evaluation.tabulate import distinct_sorted, is_missing
+from evaluation.tabulate import Counts, distinct_sorted, is_missing, tabulate
 from evaluation.vocabulary import TIE
 
 from .inputs import Judgments, ReportInput, codes_of, objects, to_float
@@ -53,11 +54,17 @@ class Question:
 @dataclass(frozen=True)
 class Coded:
     """One agreement question's rows as long format: units, coders, values (value codes
-    at the nominal level, numbers otherwise); missing values already dropped."""
+    at the nominal level, numbers otherwise: `numeric`); missing values already dropped."""
 
     units: np.ndarray
     coders: np.ndarray
     values: np.ndarray
+    numeric: bool = False
+
+    @cached_property
+    def counts(self) -> Counts:
+        """The rows tabulated once, for every statistic of the question."""
+        return tabulate(self.units, self.coders, self.values, numeric=self.numeric)
 
 
 def clean(x: Any) -> Any:
@@ -127,19 +134,19 @@ def coded(js: Judgments, question: Question, value_names: np.ndarray) -> Coded:
         return Coded(units[keep], rows.coder[keep], rows.vcode[keep])
     numbers = to_float(value_names)[rows.vcode] if len(rows) else np.zeros(0)
     keep &= ~np.isnan(numbers)
-    return Coded(units[keep], rows.coder[keep], numbers[keep])
+    return Coded(units[keep], rows.coder[keep], numbers[keep], numeric=True)
 
 
 def agreement(data: Coded, level: str) -> dict[str, Any] | None:
     """Agreement of one question (statistics.md, "Agreement"), None for fewer than 2
     pairable units. Every statistic compares numbers at numeric levels. Rating questions
     (interval) also get alpha at the ordinal level."""
-    units, coders, values = data.units, data.coders, data.values
-    alpha = krippendorff_alpha(units, coders, values, level)
+    units, coders, values, counts = data.units, data.coders, data.values, data.counts
+    alpha = krippendorff_alpha(units, coders, values, level, counts=counts)
     if alpha.n_units < 2:
         return None
-    ci = krippendorff_alpha_ci95(units, coders, values, level)
-    kappa, kappa_units = fleiss_kappa(units, coders, values, level)
+    ci = krippendorff_alpha_ci95(units, coders, values, level, counts=counts)
+    kappa, kappa_units = fleiss_kappa(units, coders, values, level, counts=counts)
     result = {
         "krippendorff_alpha": clean(alpha.value),
         "level": level,
@@ -147,14 +154,15 @@ def agreement(data: Coded, level: str) -> dict[str, Any] | None:
         "krippendorff_alpha_ci95_undefined": int(ci.undefined),
         "fleiss_kappa": clean(kappa),
         "fleiss_n_units": int(kappa_units),
-        "percent_agreement": clean(percent_agreement(units, coders, values, level)),
+        "percent_agreement": clean(percent_agreement(units, coders, values, level, counts=counts)),
         "n_units": int(alpha.n_units),
         "n_values": int(alpha.n_values),
     }
     if alpha.value is None and alpha.reason:
         result["alpha_reason"] = alpha.reason
     if level == INTERVAL:
-        result["krippendorff_alpha_ordinal"] = clean(krippendorff_alpha(units, coders, values, ORDINAL).value)
+        result["krippendorff_alpha_ordinal"] = clean(krippendorff_alpha(units, coders, values, ORDINAL,
+                                                                        counts=counts).value)
     return result
 
 
@@ -295,9 +303,9 @@ def loo_part(data: dict[str, Coded], levels: dict[str, str]) -> dict[int, dict[s
         if not len(d.units):
             continue
         if levels[name] == NOMINAL:
-            values = leave_one_out_agreement(d.units, d.coders, d.values)
+            values = leave_one_out_agreement(d.units, d.coders, d.values, counts=d.counts)
         else:
-            values = leave_one_out_rating_difference(d.units, d.coders, d.values)
+            values = leave_one_out_rating_difference(d.units, d.coders, d.values, counts=d.counts)
         for coder, v in values.items():
             out.setdefault(int(coder), {})[name] = clean(v)
     return out
@@ -354,7 +362,7 @@ def pairwise_kappa_part(data: Coded, level: str, annotator_names: np.ndarray,
     if not len(data.units):
         return []
     kappas = pairwise_cohen_kappa(data.units, data.coders, data.values, min_shared,
-                                  weights=None if level == NOMINAL else "quadratic")
+                                  weights=None if level == NOMINAL else "quadratic", counts=data.counts)
     rows = [{"a": str(annotator_names[a]), "b": str(annotator_names[b]), "kappa": clean(k)}
             for (a, b), k in kappas.items()]
     return sorted(rows, key=lambda r: (r["kappa"] is None, r["kappa"] if r["kappa"] is not None else 0.0,
