@@ -198,6 +198,10 @@ class Judgments:
                    question_names=inp.question_names, value_names=inp.value_names)
 
     def where(self, mask: np.ndarray) -> "Judgments":
+        """The rows where `mask` holds; these same rows when it holds everywhere (a study
+        with one question), since nobody writes to the columns."""
+        if mask.dtype == bool and mask.all():
+            return self
         labels = ("question_names", "value_names")
         rows = {f: getattr(self, f)[mask] for f in self.__dataclass_fields__ if f not in labels}
         return Judgments(**rows, question_names=self.question_names, value_names=self.value_names)

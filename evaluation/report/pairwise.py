@@ -28,12 +28,15 @@ def score_rows(inp: ReportInput) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     repeat). Non-numeric values are dropped."""
     a, b = inp.candidates[inp.p_item, 0], inp.candidates[inp.p_item, 1]
     is_score = (inp.p_annotator == "") & ((inp.p_question == a) | (inp.p_question == b))
-    p_value = to_float(inp.p_value[is_score])
-    item = np.concatenate([inp.s_item, inp.p_item[is_score]])
-    metric = np.concatenate([inp.s_metric, inp.p_evaluator[is_score]])
-    candidate = np.concatenate([inp.s_candidate, inp.p_question[is_score]])
-    value = np.concatenate([inp.s_value, p_value])
+    item, metric, candidate, value = inp.s_item, inp.s_metric, inp.s_candidate, inp.s_value
+    if is_score.any():  # else no copy of the score rows
+        item = np.concatenate([item, inp.p_item[is_score]])
+        metric = np.concatenate([metric, inp.p_evaluator[is_score]])
+        candidate = np.concatenate([candidate, inp.p_question[is_score]])
+        value = np.concatenate([value, to_float(inp.p_value[is_score])])
     keep = ~np.isnan(value)
+    if keep.all():
+        return item, metric, candidate, value
     return item[keep], metric[keep], candidate[keep], value[keep]
 
 
