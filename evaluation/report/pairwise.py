@@ -13,7 +13,7 @@ from .common import NOMINAL, Question, base_report, clean, clean_list, item_majo
 from .correlations import item_correlations, system_correlations_part
 from .coverage import metric_coverage, report_warnings
 from .inputs import Judgments, ReportInput, codes_of, to_float
-from .systems import systems_table
+from .systems import system_wins, systems_table
 
 MISSING_PICKS = ("", "N/A")
 # {metric: (item index, candidate id, value)}: scores from outside the item (ExPerT).
@@ -145,8 +145,9 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"])}
                    for c in compare_marks(by_metric)] if len(picks) >= 2 else []
     coverage = metric_coverage(inp, picks)
-    systems_keys = systems_table(inp, labels, scores)
-    systems = system_correlations_part(inp, labels, scores)
+    wins = system_wins(inp, labels)
+    systems_keys = systems_table(inp, wins, scores)
+    systems = system_correlations_part(inp, wins, scores)
     keys = {
         **majority_keys(result, inp.item_ids),
         "tie_majority": int(np.count_nonzero(labels == TIE)),

@@ -47,25 +47,33 @@ def mean_ci(values: list[float] | np.ndarray) -> dict[str, Any]:
     return {"mean": clean(mean), "ci95": [clean(mean - half), clean(mean + half)], "n": n}
 
 
-def systems_table(inp: ReportInput, labels: np.ndarray,
-                  scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
-    """{system: {"n_items", "metrics": {metric: {"mean", "ci95", "n"}}, "wins", "decided",
-    "win_rate"}} for every candidate id of the non-gold items. A system's values of a metric
-    are its first-candidate scores then its second-candidate ones, in item order (grouped
-    with one stable sort, so every mean and sd sums in the same order as a plain loop)."""
-    counted = ~inp.is_gold
-    ids = inp.candidates[counted]
+def system_codes(inp: ReportInput) -> tuple[np.ndarray, np.ndarray]:
+    """(systems: the sorted candidate ids of the non-gold items as strings, the code of
+    each non-gold item's candidates in them, -1 for none)."""
+    ids = inp.candidates[~inp.is_gold]
     present = ids != None  # noqa: E711 (elementwise)
     systems, code = codes_of(ids[present])
     if not all(type(s) is str for s in systems.tolist()):  # ids are strings, as a rule
         systems, code = codes_of(objects([str(c) for c in ids[present].tolist()]))
     system_of = np.full(ids.shape, -1, dtype=np.int64)
     system_of[present] = code
+    return systems, system_of
+
+
+def systems_table(inp: ReportInput, wins_decided: tuple[dict[str, int], dict[str, int]],
+                  scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+    """{system: {"n_items", "metrics": {metric: {"mean", "ci95", "n"}}, "wins", "decided",
+    "win_rate"}} for every candidate id of the non-gold items (`wins_decided`: system_wins).
+    A system's values of a metric are its first-candidate scores then its second-candidate
+    ones, in item order (grouped with one stable sort, so every mean and sd sums in the same
+    order as a plain loop)."""
+    counted = ~inp.is_gold
+    systems, system_of = system_codes(inp)
     # An item counts once for a system even when it shows it twice.
     shown = np.bincount(system_of[:, 0][system_of[:, 0] >= 0], minlength=len(systems))
     other = (system_of[:, 1] >= 0) & (system_of[:, 1] != system_of[:, 0])
     shown += np.bincount(system_of[:, 1][other], minlength=len(systems))
-    wins, decided = system_wins(inp, labels)
+    wins, decided = wins_decided
     metrics: dict[str, list[dict[str, Any]]] = {}
     for metric, columns in sorted(scores.items()):
         values = [column[counted] for column in columns]
