@@ -191,12 +191,31 @@ def _present_mask(values: np.ndarray) -> np.ndarray:
     return np.ones(len(values), dtype=bool)
 
 
+def _top_three_dense(counts: Counts, n_units: int, n_vals: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """top_three for a few distinct values: a units x values count matrix, each row sorted
+    by count descending (stable: ties keep the lower value first, as the sparse sort does)."""
+    dense = np.zeros((n_units, n_vals), dtype=np.int64)
+    dense[counts.unit, counts.value] = counts.count
+    order = np.argsort(-dense, axis=1, kind="stable")
+    out = []
+    for offset in range(3):
+        if offset >= n_vals:
+            out.append((np.full(n_units, -1, dtype=np.int64), np.zeros(n_units, dtype=np.int64)))
+            continue
+        c = np.take_along_axis(dense, order[:, offset:offset + 1], axis=1)[:, 0]
+        out.append((np.where(c > 0, order[:, offset], -1), c))
+    return out[0][0], out[0][1], out[1][0], out[1][1], out[2][1]
+
+
 def top_three(counts: Counts) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per unit: (top value, top count, 2nd value, 2nd count, 3rd count); -1/0 if absent.
 
     Sorting the triples by count descending inside each unit puts these first.
     """
-    n_units = len(counts.unit_labels)
+    n_units, n_vals = len(counts.unit_labels), len(counts.value_labels)
+    if 0 < n_vals <= 16 and n_units * n_vals <= 8 * len(counts.count) + 4096:
+        return _top_three_dense(counts, n_units, n_vals)
     order = np.lexsort((-counts.count, counts.unit))
     unit, value, count = counts.unit[order], counts.value[order], counts.count[order]
     start = np.searchsorted(unit, np.arange(n_units))

@@ -277,9 +277,10 @@ def gold_accuracy(inp: ReportInput, primary_question: str | None) -> dict[int, f
     question of the item)."""
     hits: Counter[int] = Counter()
     totals: Counter[int] = Counter()
-    for row in np.flatnonzero(inp.is_gold[inp.j_item]).tolist():
-        gold = inp.gold[inp.j_item[row]]
-        question = inp.j_question[row]
+    rows = np.flatnonzero(inp.is_gold[inp.j_item])
+    for item, question, value, coder in zip(inp.j_item[rows].tolist(), inp.j_question[rows].tolist(),
+                                            inp.j_value[rows].tolist(), inp.j_coder[rows].tolist()):
+        gold = inp.gold[item]
         if isinstance(gold, dict):
             if question not in gold:
                 continue
@@ -288,9 +289,8 @@ def gold_accuracy(inp: ReportInput, primary_question: str | None) -> dict[int, f
             continue
         else:
             expected = gold
-        coder = int(inp.j_coder[row])
         totals[coder] += 1
-        hits[coder] += _same(inp.j_value[row], expected)
+        hits[coder] += _same(value, expected)
     return {c: hits[c] / totals[c] for c in totals}
 
 

@@ -18,7 +18,7 @@ from evaluation.majority import majority
 from evaluation.position_bias import position_bias
 from evaluation.report.common import Question, coded, item_majority, majority_keys
 from evaluation.report.inputs import Judgments, ReportInput, codes_of, objects
-from evaluation.tabulate import tabulate
+from evaluation.tabulate import tabulate, top_three
 
 
 def _dict_codes(values):
@@ -89,3 +89,16 @@ def test_item_majority_is_majority_by_item_id():
 def test_position_bias_of_a_bool_array():
     flags = np.random.default_rng(4).random(101) < 0.6
     assert position_bias(flags) == position_bias(flags.tolist())
+
+
+def test_top_three_dense_is_the_sorted_counts():
+    """Few values take the dense path; per unit, counts descending, ties by lower value."""
+    rng = np.random.default_rng(5)
+    units, values = rng.integers(0, 200, 900), rng.integers(0, 4, 900)
+    c = tabulate(units, np.arange(900), values, check_coders=False)
+    got = [a.tolist() for a in top_three(c)]
+    for u in range(len(c.unit_labels)):
+        ranked = sorted(((-k, v) for v, k in zip(c.value[c.unit == u].tolist(), c.count[c.unit == u].tolist())))
+        ranked += [(0, -1)] * 3
+        want = [ranked[0][1], -ranked[0][0], ranked[1][1], -ranked[1][0], -ranked[2][0]]
+        assert [g[u] for g in got] == want
