@@ -24,7 +24,6 @@ from evaluation.correlation import correlations, system_correlations
 
 from .common import TIE, clean, missing_codes
 from .inputs import Judgments, ReportInput, to_float
-from .systems import system_codes
 
 SYSTEMS_MIN = 3
 EXPERT_USEFULNESS = "expert_chosen_vs_usefulness"
@@ -84,12 +83,13 @@ def item_correlations(inp: ReportInput, rows: Judgments,
     return entries(jobs)
 
 
-def system_correlations_part(inp: ReportInput, wins_decided: tuple[dict[str, int], dict[str, int]],
+def system_correlations_part(inp: ReportInput, systems: list[str],
+                             wins_decided: tuple[dict[str, int], dict[str, int]],
                              scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any] | None:
     """{metric: entry + "systems"} at system level, or None with fewer than 3 systems
-    (`wins_decided`: systems.system_wins)."""
+    (`systems`: the sorted candidate ids, systems_table's keys; `wins_decided`:
+    systems.system_wins)."""
     counted = ~inp.is_gold
-    systems = system_codes(inp)[0].tolist()
     if len(systems) < SYSTEMS_MIN:
         return None
     wins, decided = wins_decided

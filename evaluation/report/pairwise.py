@@ -147,7 +147,7 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     coverage = metric_coverage(inp, picks)
     wins = system_wins(inp, labels)
     systems_keys = systems_table(inp, wins, scores)
-    systems = system_correlations_part(inp, wins, scores)
+    systems = system_correlations_part(inp, list(systems_keys), wins, scores)
     keys = {
         **majority_keys(result, inp.item_ids),
         "tie_majority": int(np.count_nonzero(labels == TIE)),
