@@ -12,10 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.tabulate import factorize, tabulate, top_three
+from evaluation.tabulate import Counts, factorize, tabulate, top_three
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 Column = Sequence[Any] | np.ndarray  # one long-format column: units, coders or values
+# `counts` (every statistic here): tabulate() of the same columns at the statistic's level, when
+# the caller has it already; a report tabulates each question once for all its statistics.
 
 
 IDENTICAL = "all pairable values are identical (no expected disagreement)"
@@ -38,7 +40,8 @@ def _numeric(level: str) -> bool:
     return level != "nominal"
 
 
-def krippendorff_alpha(units: Column, coders: Column, values: Column, level: str = "nominal") -> AlphaResult:
+def krippendorff_alpha(units: Column, coders: Column, values: Column, level: str = "nominal",
+                       counts: Counts | None = None) -> AlphaResult:
     """Krippendorff's alpha at `level`; undefined cases give value None with a reason.
 
     Alpha is undefined exactly when every pairable value is the same value (compared as
@@ -51,7 +54,7 @@ def krippendorff_alpha(units: Column, coders: Column, values: Column, level: str
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
-    c = tabulate(units, coders, values, numeric=level != "nominal")
+    c = counts if counts is not None else tabulate(units, coders, values, numeric=level != "nominal")
     pairable_units = c.m >= 2
     keep = pairable_units[c.unit]
     unit, value, count = c.unit[keep], c.value[keep], c.count[keep].astype(float)
@@ -136,8 +139,27 @@ def within_unit_pairs(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return left[keep], right[keep]
 
 
+def within_unit_pairs_once(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (i, j), i < j, of entries sharing a group (`group` sorted): each
+    unordered pair once, found by offset, half the rows of `within_unit_pairs`.
+
+    >>> [a.tolist() for a in within_unit_pairs_once(np.array([0, 0, 0, 1]))]
+    [[0, 1, 0], [1, 2, 2]]
+    """
+    lefts, rights = [], []
+    left = np.arange(len(group))
+    offset = 1
+    while len(left):
+        left = left[left + offset < len(group)]
+        left = left[group[left + offset] == group[left]]
+        lefts.append(left)
+        rights.append(left + offset)
+        offset += 1
+    return np.concatenate(lefts).astype(np.int64), np.concatenate(rights).astype(np.int64)
+
+
 def fleiss_kappa(units: Column, coders: Column, values: Column,
-                 level: str = "nominal") -> tuple[float | None, int]:
+                 level: str = "nominal", counts: Counts | None = None) -> tuple[float | None, int]:
     """(kappa, n_units): Fleiss' kappa generalised to a varying number of ratings per unit
     (Gwet 2014; irrCAC's fleiss.kappa.raw), n_units = units with >= 2 ratings.
 
@@ -151,7 +173,7 @@ def fleiss_kappa(units: Column, coders: Column, values: Column,
     >>> fleiss_kappa([1, 1, 2, 2, 3], ["a", "b", "a", "b", "a"], ["x", "x", "y", "y", "x"])
     (1.0, 2)
     """
-    c = tabulate(units, coders, values, numeric=_numeric(level))
+    c = counts if counts is not None else tabulate(units, coders, values, numeric=_numeric(level))
     r = c.m.astype(float)
     pairable = c.m >= 2
     n_units = int(pairable.sum())
@@ -167,14 +189,15 @@ def fleiss_kappa(units: Column, coders: Column, values: Column,
     return float((p_a - p_e) / (1.0 - p_e)), n_units
 
 
-def percent_agreement(units: Column, coders: Column, values: Column, level: str = "nominal") -> float | None:
+def percent_agreement(units: Column, coders: Column, values: Column, level: str = "nominal",
+                      counts: Counts | None = None) -> float | None:
     """Mean over pairable units of the share of agreeing ordered coder pairs (values
     compared as numbers at a numeric `level`).
 
     >>> percent_agreement([1, 1, 1, 2, 2], list("xyzxy"), list("aabaa"))
     0.6666666666666666
     """
-    c = tabulate(units, coders, values, numeric=_numeric(level))
+    c = counts if counts is not None else tabulate(units, coders, values, numeric=_numeric(level))
     count = c.count.astype(float)
     agree = np.bincount(c.unit, weights=count * (count - 1.0), minlength=len(c.m))
     m = c.m.astype(float)
@@ -205,19 +228,20 @@ def _kappa_by_group(group: np.ndarray, va: np.ndarray, vb: np.ndarray, n_groups:
     """Cohen's kappa per group id, vectorized; None where undefined."""
     n = np.bincount(group, minlength=n_groups).astype(float)
     agree = np.bincount(group, weights=(va == vb), minlength=n_groups)
-    rk, rc = np.unique(group * n_vals + va, return_counts=True)
-    ck, cc = np.unique(group * n_vals + vb, return_counts=True)
-    shared, ri, ci = np.intersect1d(rk, ck, assume_unique=True, return_indices=True)
-    p_e = np.bincount(shared // n_vals, weights=rc[ri] * cc[ci], minlength=n_groups)
-    out: list[float | None] = []
-    for g in range(n_groups):
-        if n[g] == 0:
-            out.append(None)
-            continue
-        pe = p_e[g] / n[g] ** 2
-        po = agree[g] / n[g]
-        out.append(None if np.isclose(pe, 1.0) else float((po - pe) / (1.0 - pe)))
-    return out
+    if n_groups * n_vals <= 8 * len(group) + 4096:  # dense counts; integer sums, exact either way
+        ra = np.bincount(group * n_vals + va, minlength=n_groups * n_vals)
+        rb = np.bincount(group * n_vals + vb, minlength=n_groups * n_vals)
+        p_e = (ra * rb).reshape(n_groups, n_vals).sum(axis=1).astype(float)
+    else:
+        rk, rc = np.unique(group * n_vals + va, return_counts=True)
+        ck, cc = np.unique(group * n_vals + vb, return_counts=True)
+        shared, ri, ci = np.intersect1d(rk, ck, assume_unique=True, return_indices=True)
+        p_e = np.bincount(shared // n_vals, weights=rc[ri] * cc[ci], minlength=n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pe = p_e / n**2
+        kappa = (agree / n - pe) / (1.0 - pe)
+    defined = (n > 0) & ~np.isclose(pe, 1.0)
+    return [float(k) if ok else None for k, ok in zip(kappa.tolist(), defined.tolist())]
 
 
 def quadratic_kappa(a_values: Column, b_values: Column) -> float | None:
@@ -243,20 +267,21 @@ def quadratic_kappa(a_values: Column, b_values: Column) -> float | None:
 
 
 def pairwise_cohen_kappa(units: Column, coders: Column, values: Column, min_shared: int = 10,
-                         weights: str | None = None) -> dict[tuple[Any, Any], float | None]:
+                         weights: str | None = None, counts: Counts | None = None
+                         ) -> dict[tuple[Any, Any], float | None]:
     """{(coder_a, coder_b): kappa|None} for coder pairs (a < b) sharing >= min_shared units:
     unweighted (choices), or weights="quadratic" (rating scales, `quadratic_kappa`)."""
     if weights not in (None, "quadratic"):
         raise ValueError(f"weights must be None or 'quadratic', got {weights!r}")
-    c = tabulate(units, coders, values, numeric=weights is not None)
+    c = counts if counts is not None else tabulate(units, coders, values, numeric=weights is not None)
     order = np.argsort(c.j_unit, kind="stable")
-    left, right = within_unit_pairs(c.j_unit[order])
-    left, right = order[left], order[right]
-    keep = c.j_coder[left] < c.j_coder[right]
-    left, right = left[keep], right[keep]
+    first, second = within_unit_pairs_once(c.j_unit[order])
+    first, second = order[first], order[second]
+    swap = c.j_coder[first] > c.j_coder[second]  # the lower coder code on the left
+    left, right = np.where(swap, second, first), np.where(swap, first, second)
     n_coders = len(c.coder_labels)
     pair = c.j_coder[left].astype(np.int64) * n_coders + c.j_coder[right]
-    pair_ids, group = np.unique(pair, return_inverse=True)
+    pair_ids, group = factorize(pair)
     shared = np.bincount(group, minlength=len(pair_ids))
     if weights is None:
         kappas = _kappa_by_group(group.ravel(), c.j_value[left], c.j_value[right],
@@ -274,7 +299,8 @@ def pairwise_cohen_kappa(units: Column, coders: Column, values: Column, min_shar
     }
 
 
-def leave_one_out_agreement(units: Column, coders: Column, values: Column) -> dict[Any, float | None]:
+def leave_one_out_agreement(units: Column, coders: Column, values: Column,
+                            counts: Counts | None = None) -> dict[Any, float | None]:
     """{coder: share of their judgments equal to the other coders' strict majority}.
 
     Only units where the other coders have a strict majority count; None if there are none.
@@ -282,7 +308,7 @@ def leave_one_out_agreement(units: Column, coders: Column, values: Column) -> di
     >>> leave_one_out_agreement([1, 1, 1], ["x", "y", "z"], ["a", "a", "b"])
     {'x': None, 'y': None, 'z': 0.0}
     """
-    c = tabulate(units, coders, values)
+    c = counts if counts is not None else tabulate(units, coders, values)
     v1, c1, v2, c2, c3 = (a[c.j_unit] for a in top_three(c))
     v = c.j_value
     is_top, is_second = v == v1, (v == v2) & (v != v1)
@@ -302,14 +328,15 @@ def leave_one_out_agreement(units: Column, coders: Column, values: Column) -> di
     }
 
 
-def leave_one_out_rating_difference(units: Column, coders: Column, values: Column) -> dict[Any, float | None]:
+def leave_one_out_rating_difference(units: Column, coders: Column, values: Column,
+                                    counts: Counts | None = None) -> dict[Any, float | None]:
     """{coder: mean |rating - median of the other coders' ratings|} over the units where at
     least 2 other coders rated; None for a coder with no such unit.
 
     >>> leave_one_out_rating_difference([1, 1, 1], ["x", "y", "z"], [1, 2, 6])
     {'x': 3.0, 'y': 1.5, 'z': 4.5}
     """
-    c = tabulate(units, coders, values, numeric=True)
+    c = counts if counts is not None else tabulate(units, coders, values, numeric=True)
     x = c.value_labels.astype(float)[c.j_value]
     order = np.lexsort((x, c.j_unit))
     unit, rating, coder = c.j_unit[order], x[order], c.j_coder[order]

@@ -7,7 +7,9 @@ every item agrees.
 """
 import itertools
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -63,9 +65,27 @@ def _aligned(majority: Mapping[Any, Any], picks: Mapping[Any, Any]) -> np.ndarra
     return _column([picks.get(i) for i in majority])
 
 
-def _scored(labels: np.ndarray, pick: np.ndarray) -> np.ndarray:
-    """Mask of units with a candidate majority (not None, not tie) and a metric pick."""
-    return (labels != None) & (labels != TIE) & (pick != None)  # noqa: E711 (elementwise)
+@dataclass(frozen=True)
+class Marks:
+    """A metric's picks against the majority, per unit: `scored` (a candidate majority and
+    a pick), `agree` (pick equals the majority), `tie` (pick is a tie). Computed once per
+    metric, shared by alignment and every McNemar pair."""
+
+    scored: np.ndarray
+    agree: np.ndarray
+    tie: np.ndarray
+
+
+def decided(labels: np.ndarray) -> np.ndarray:
+    """Mask of units whose majority is a candidate (not None, not tie)."""
+    return (labels != None) & (labels != TIE)  # noqa: E711 (elementwise)
+
+
+def marks(labels: np.ndarray, pick: np.ndarray, has_majority: np.ndarray | None = None) -> Marks:
+    """Marks of aligned object arrays (majority label and pick per unit, None where there
+    is none); `has_majority`: decided(labels), if already known."""
+    has_majority = decided(labels) if has_majority is None else has_majority
+    return Marks(has_majority & (pick != None), pick == labels, pick == TIE)  # noqa: E711 (elementwise)
 
 
 def metric_alignment(majority: Mapping[Any, Any], picks: Mapping[Any, Any]) -> dict[str, Any]:
@@ -75,12 +95,14 @@ def metric_alignment(majority: Mapping[Any, Any], picks: Mapping[Any, Any]) -> d
     >>> a["alignment"], a["agree"], a["ties"], a["n"]
     (0.75, 1, 1, 2)
     """
-    labels = _column(majority.values())
-    pick = _aligned(majority, picks)
-    scored = _scored(labels, pick)
-    agree = int(np.count_nonzero(scored & (pick == labels)))
-    ties = int(np.count_nonzero(scored & (pick == TIE)))
-    n = int(np.count_nonzero(scored))
+    return alignment_of(marks(_column(majority.values()), _aligned(majority, picks)))
+
+
+def alignment_of(m: Marks) -> dict[str, Any]:
+    """`metric_alignment` from a metric's marks (callers holding arrays over items)."""
+    agree = int(np.count_nonzero(m.scored & m.agree))
+    ties = int(np.count_nonzero(m.scored & m.tie))
+    n = int(np.count_nonzero(m.scored))
     if n == 0:
         return {"alignment": None, "alignment_strict": None, "agree": 0, "ties": 0, "n": 0,
                 "ci95": None, "ci95_strict": None}
@@ -120,13 +142,19 @@ def compare_metrics(majority: Mapping[Any, Any],
     """Exact McNemar for every metric pair on items where exactly one agrees with the
     majority (a tie counts as not agreeing), with Holm correction over all pairs."""
     labels = _column(majority.values())
-    picks = {name: _aligned(majority, by_item) for name, by_item in picks_by_metric.items()}
-    agrees = {name: pick == labels for name, pick in picks.items()}
+    has_majority = decided(labels)
+    return compare_marks({name: marks(labels, _aligned(majority, by_item), has_majority)
+                          for name, by_item in picks_by_metric.items()})
+
+
+def compare_marks(by_metric: Mapping[str, Marks]) -> list[dict[str, Any]]:
+    """`compare_metrics` from each metric's marks."""
     rows: list[dict[str, Any]] = []
-    for a, b in itertools.combinations(list(picks_by_metric), 2):
-        both = _scored(labels, picks[a]) & (picks[b] != None)  # noqa: E711 (elementwise)
-        a_only = int(np.count_nonzero(both & agrees[a] & ~agrees[b]))
-        b_only = int(np.count_nonzero(both & agrees[b] & ~agrees[a]))
+    for a, b in itertools.combinations(list(by_metric), 2):
+        ma, mb = by_metric[a], by_metric[b]
+        both = ma.scored & mb.scored
+        a_only = int(np.count_nonzero(both & ma.agree & ~mb.agree))
+        b_only = int(np.count_nonzero(both & mb.agree & ~ma.agree))
         rows.append({"a": a, "b": b, "a_only": a_only, "b_only": b_only,
                      "p_value": mcnemar_exact(a_only, b_only)})
     for row, adjusted in zip(rows, holm([r["p_value"] for r in rows])):
@@ -140,7 +168,11 @@ def win_rate(majority: Mapping[Any, Any]) -> dict[Any, float]:
     >>> win_rate({"i1": "x", "i2": "x", "i3": "y", "i4": None, "i5": "tie"})
     {'x': 0.6666666666666666, 'y': 0.3333333333333333}
     """
-    winners = [v for v in majority.values() if v not in (None, TIE)]
-    if not winners:
-        return {}
-    return {cand: winners.count(cand) / len(winners) for cand in sorted(set(winners), key=str)}
+    return win_rate_of(_column(majority.values()))
+
+
+def win_rate_of(labels: np.ndarray) -> dict[Any, float]:
+    """`win_rate` of an object array of majority labels (None where there is none)."""
+    winners = Counter(labels[decided(labels)].tolist())
+    total = sum(winners.values())
+    return {cand: winners[cand] / total for cand in sorted(winners, key=str)}

@@ -49,7 +49,7 @@ class _Profiles:
 
 
 def krippendorff_alpha_ci95(units: Column, coders: Column, values: Column, level: str = "nominal",
-                            resamples: int = RESAMPLES, seed: int = 0) -> AlphaCI:
+                            resamples: int = RESAMPLES, seed: int = 0, counts: Counts | None = None) -> AlphaCI:
     """The percentile interval of alpha over unit resamples; None when no resample has a
     defined alpha (or no unit is pairable).
 
@@ -59,7 +59,7 @@ def krippendorff_alpha_ci95(units: Column, coders: Column, values: Column, level
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
-    c = tabulate(units, coders, values, numeric=level != "nominal")
+    c = counts if counts is not None else tabulate(units, coders, values, numeric=level != "nominal")
     keep_unit = c.m >= 2
     if not keep_unit.any():
         return AlphaCI(None, 0, 0)
@@ -97,10 +97,24 @@ def _profiles(c: Counts, keep_unit: np.ndarray, x: np.ndarray, level: str) -> _P
     if n_values <= DENSE_VALUES:
         dense = np.zeros((n_units, n_values))
         dense[unit, value] = count
-        profiles, one, mult = np.unique(dense, axis=0, return_index=True, return_counts=True)
+        profiles, one, mult = _unique_rows(dense)
         return _Profiles(mult, m[one], observed[one], single[one], profiles, s1[one], s2[one], one)
     counts = sparse.csr_matrix((count, (unit, value)), shape=(n_units, n_values))
     return _Profiles(np.ones(n_units, dtype=np.int64), m, observed, single, counts, s1, s2, np.arange(n_units))
+
+
+def _unique_rows(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique(dense, axis=0, return_index=True, return_counts=True) of non-negative
+    integer counts: each row read as one integer in base (largest count + 1) sorts like
+    the rows and is one sort of integers instead of a sort of row records."""
+    base = int(dense.max()) + 1 if dense.size else 1
+    if dense.shape[1] * np.log2(max(base, 2)) >= 62:
+        return np.unique(dense, axis=0, return_index=True, return_counts=True)
+    key = np.zeros(len(dense), dtype=np.int64)
+    for column in dense.T.astype(np.int64):
+        key = key * base + column
+    _, one, mult = np.unique(key, return_index=True, return_counts=True)
+    return dense[one], one, mult
 
 
 def _observed_per_unit(unit: np.ndarray, value: np.ndarray, count: np.ndarray, m: np.ndarray, x: np.ndarray,

@@ -20,6 +20,34 @@ class Majority:
     votes: dict[int, int]
 
 
+@dataclass(frozen=True)
+class MajorityCodes:
+    """Majority as arrays (no Python loop per unit): the units with a vote (`units`,
+    sorted labels) and each one's majority as an index into `value_labels`, -1 for none."""
+
+    units: np.ndarray
+    value_labels: np.ndarray
+    value: np.ndarray
+    no_majority: int
+    too_few_votes: int
+    votes: dict[int, int]
+
+
+def majority_codes(units: Sequence[Any] | np.ndarray, values: Sequence[Any] | np.ndarray,
+                   min_votes: int = 2) -> MajorityCodes:
+    """`majority` as arrays: the one computation behind it."""
+    c = tabulate(units, np.arange(len(units)), values, check_coders=False)  # one vote, one coder
+    v1, c1, _, c2, _ = top_three(c)
+    voted = c.m > 0
+    few = voted & (c.m < min_votes)
+    won = voted & ~few & (c1 > c2)
+    n = np.bincount(c.m[won])
+    m = np.flatnonzero(n)
+    return MajorityCodes(c.unit_labels[voted], c.value_labels, np.where(won, v1, -1)[voted],
+                         int(np.count_nonzero(voted & ~few & ~won)), int(np.count_nonzero(few)),
+                         dict(zip(m.tolist(), n[m].tolist())))
+
+
 def majority(units: Sequence[Any] | np.ndarray, values: Sequence[Any] | np.ndarray, min_votes: int = 2) -> Majority:
     """The value chosen by strictly more votes than any other, per unit, when the unit has
     at least `min_votes` votes. Missing values (None, NaN, "") are not votes; a unit with
@@ -29,26 +57,10 @@ def majority(units: Sequence[Any] | np.ndarray, values: Sequence[Any] | np.ndarr
     >>> m.labels, m.no_majority, m.too_few_votes, m.votes
     ({'i1': 'a', 'i2': None, 'i3': None}, 1, 1, {3: 1})
     """
-    c = tabulate(units, np.arange(len(units)), values)
-    v1, c1, _, c2, _ = top_three(c)
-    labels = c.value_labels.tolist()
-    out: dict[Any, Any] = {}
-    no_majority = too_few = 0
-    votes: dict[int, int] = {}
-    for unit, v, first, second, m in zip(c.unit_labels.tolist(), v1.tolist(), c1.tolist(), c2.tolist(),
-                                         c.m.tolist()):
-        if m == 0:
-            continue
-        if m < min_votes:
-            out[unit] = None
-            too_few += 1
-        elif first > second:
-            out[unit] = labels[v]
-            votes[m] = votes.get(m, 0) + 1
-        else:
-            out[unit] = None
-            no_majority += 1
-    return Majority(out, no_majority, too_few, dict(sorted(votes.items())))
+    r = majority_codes(units, values, min_votes)
+    labels = r.value_labels.tolist() + [None]  # index -1: no majority
+    return Majority(dict(zip(r.units.tolist(), [labels[v] for v in r.value.tolist()])),
+                    r.no_majority, r.too_few_votes, r.votes)
 
 
 def majority_labels(units: Sequence[Any] | np.ndarray, values: Sequence[Any] | np.ndarray,

@@ -21,11 +21,13 @@ def position_bias(chose_first: Sequence[bool | None] | np.ndarray) -> dict[str, 
     >>> position_bias([True, True, True, None])
     {'first_shown_rate': 1.0, 'n': 3, 'p_value': 0.25}
     """
-    flags = [bool(x) for x in chose_first if x is not None]
-    n = len(flags)
+    if isinstance(chose_first, np.ndarray) and chose_first.dtype == bool:  # no None: count in C
+        n, k = len(chose_first), int(np.count_nonzero(chose_first))
+    else:
+        flags = [bool(x) for x in chose_first if x is not None]
+        n, k = len(flags), sum(flags)
     if n == 0:
         return {"first_shown_rate": None, "n": 0, "p_value": None}
-    k = sum(flags)
     return {"first_shown_rate": k / n, "n": n, "p_value": float(binomial_p_half(np.array([k]), np.array([n]))[0])}
 
 

@@ -126,9 +126,11 @@ class Counts:
 
 
 def tabulate(units: Sequence[Any] | np.ndarray, coders: Sequence[Any] | np.ndarray,
-             values: Sequence[Any] | np.ndarray, numeric: bool = False) -> Counts:
+             values: Sequence[Any] | np.ndarray, numeric: bool = False, check_coders: bool = True) -> Counts:
     """Validate and count long-format judgments; see `Counts`. numeric=True compares the
-    values as numbers (NotANumber, a ValueError, for a value that is not one).
+    values as numbers (NotANumber, a ValueError, for a value that is not one);
+    check_coders=False skips the one-value-per-coder check for callers whose coders are
+    distinct by construction (a sort of every (unit, coder) pair saved).
 
     >>> c = tabulate(["u1", "u1", "u2"], ["a", "b", "a"], ["1", "1.0", "NA"], numeric=True)
     >>> c.unit_labels.tolist(), c.value_labels.tolist(), c.count.tolist(), c.m.tolist()
@@ -151,7 +153,7 @@ def tabulate(units: Sequence[Any] | np.ndarray, coders: Sequence[Any] | np.ndarr
     coder_labels, ccode = factorize(coders)
     value_labels, vcode = factorize(values_arr)
     n_units, n_coders, n_vals = len(unit_labels), len(coder_labels), len(value_labels)
-    if len(ucode):
+    if len(ucode) and check_coders:
         pair = ucode.astype(np.int64) * n_coders + ccode
         if n_units * n_coders <= 8 * len(pair) + 4096:
             repeated = np.bincount(pair).max() > 1
@@ -189,12 +191,31 @@ def _present_mask(values: np.ndarray) -> np.ndarray:
     return np.ones(len(values), dtype=bool)
 
 
+def _top_three_dense(counts: Counts, n_units: int, n_vals: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """top_three for a few distinct values: a units x values count matrix, each row sorted
+    by count descending (stable: ties keep the lower value first, as the sparse sort does)."""
+    dense = np.zeros((n_units, n_vals), dtype=np.int64)
+    dense[counts.unit, counts.value] = counts.count
+    order = np.argsort(-dense, axis=1, kind="stable")
+    out = []
+    for offset in range(3):
+        if offset >= n_vals:
+            out.append((np.full(n_units, -1, dtype=np.int64), np.zeros(n_units, dtype=np.int64)))
+            continue
+        c = np.take_along_axis(dense, order[:, offset:offset + 1], axis=1)[:, 0]
+        out.append((np.where(c > 0, order[:, offset], -1), c))
+    return out[0][0], out[0][1], out[1][0], out[1][1], out[2][1]
+
+
 def top_three(counts: Counts) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per unit: (top value, top count, 2nd value, 2nd count, 3rd count); -1/0 if absent.
 
     Sorting the triples by count descending inside each unit puts these first.
     """
-    n_units = len(counts.unit_labels)
+    n_units, n_vals = len(counts.unit_labels), len(counts.value_labels)
+    if 0 < n_vals <= 16 and n_units * n_vals <= 8 * len(counts.count) + 4096:
+        return _top_three_dense(counts, n_units, n_vals)
     order = np.lexsort((-counts.count, counts.unit))
     unit, value, count = counts.unit[order], counts.value[order], counts.count[order]
     start = np.searchsorted(unit, np.arange(n_units))

@@ -11,6 +11,7 @@ then (item, pair).
 import math
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -25,10 +26,9 @@ from evaluation.agreement import (
 )
 from evaluation.alignment import holm
 from evaluation.alpha_ci import krippendorff_alpha_ci95
-from evaluation.majority import Majority
-from evaluation.majority import majority as majority_of
+from evaluation.majority import Majority, majority_codes
 from evaluation.position_bias import binomial_p_half, position_bias, screen_votes
-from evaluation.tabulate import distinct_sorted, is_missing
+from evaluation.tabulate import Counts, distinct_sorted, is_missing, tabulate
 from evaluation.vocabulary import TIE
 
 from .inputs import Judgments, ReportInput, codes_of, objects, to_float
@@ -54,11 +54,17 @@ class Question:
 @dataclass(frozen=True)
 class Coded:
     """One agreement question's rows as long format: units, coders, values (value codes
-    at the nominal level, numbers otherwise); missing values already dropped."""
+    at the nominal level, numbers otherwise: `numeric`); missing values already dropped."""
 
     units: np.ndarray
     coders: np.ndarray
     values: np.ndarray
+    numeric: bool = False
+
+    @cached_property
+    def counts(self) -> Counts:
+        """The rows tabulated once, for every statistic of the question."""
+        return tabulate(self.units, self.coders, self.values, numeric=self.numeric)
 
 
 def clean(x: Any) -> Any:
@@ -128,19 +134,19 @@ def coded(js: Judgments, question: Question, value_names: np.ndarray) -> Coded:
         return Coded(units[keep], rows.coder[keep], rows.vcode[keep])
     numbers = to_float(value_names)[rows.vcode] if len(rows) else np.zeros(0)
     keep &= ~np.isnan(numbers)
-    return Coded(units[keep], rows.coder[keep], numbers[keep])
+    return Coded(units[keep], rows.coder[keep], numbers[keep], numeric=True)
 
 
 def agreement(data: Coded, level: str) -> dict[str, Any] | None:
     """Agreement of one question (statistics.md, "Agreement"), None for fewer than 2
     pairable units. Every statistic compares numbers at numeric levels. Rating questions
     (interval) also get alpha at the ordinal level."""
-    units, coders, values = data.units, data.coders, data.values
-    alpha = krippendorff_alpha(units, coders, values, level)
+    units, coders, values, counts = data.units, data.coders, data.values, data.counts
+    alpha = krippendorff_alpha(units, coders, values, level, counts=counts)
     if alpha.n_units < 2:
         return None
-    ci = krippendorff_alpha_ci95(units, coders, values, level)
-    kappa, kappa_units = fleiss_kappa(units, coders, values, level)
+    ci = krippendorff_alpha_ci95(units, coders, values, level, counts=counts)
+    kappa, kappa_units = fleiss_kappa(units, coders, values, level, counts=counts)
     result = {
         "krippendorff_alpha": clean(alpha.value),
         "level": level,
@@ -148,39 +154,76 @@ def agreement(data: Coded, level: str) -> dict[str, Any] | None:
         "krippendorff_alpha_ci95_undefined": int(ci.undefined),
         "fleiss_kappa": clean(kappa),
         "fleiss_n_units": int(kappa_units),
-        "percent_agreement": clean(percent_agreement(units, coders, values, level)),
+        "percent_agreement": clean(percent_agreement(units, coders, values, level, counts=counts)),
         "n_units": int(alpha.n_units),
         "n_values": int(alpha.n_values),
     }
     if alpha.value is None and alpha.reason:
         result["alpha_reason"] = alpha.reason
     if level == INTERVAL:
-        result["krippendorff_alpha_ordinal"] = clean(krippendorff_alpha(units, coders, values, ORDINAL).value)
+        result["krippendorff_alpha_ordinal"] = clean(krippendorff_alpha(units, coders, values, ORDINAL,
+                                                                        counts=counts).value)
     return result
+
+
+@dataclass(frozen=True)
+class ItemMajority:
+    """A question's majority per item index: `label` (object array over the items, None
+    where there is none) and `voted` (items with a vote). Statistics compare these arrays
+    instead of rebuilding arrays from {item id: label} dicts."""
+
+    label: np.ndarray
+    voted: np.ndarray
+    no_majority: int
+    too_few_votes: int
+    votes: dict[int, int]
+
+    def by_id(self, item_ids: np.ndarray, sort: bool = False) -> dict[str, Any]:
+        """{item id: label} of the voted items, in item order, or in id order with `sort`
+        (no sort when item order is id order already, as it is for imported numbered ids)."""
+        has = np.flatnonzero(self.voted)
+        ids = objects(list(map(str, item_ids[has].tolist())))
+        out = dict(zip(ids.tolist(), self.label[has].tolist()))
+        if sort and not (ids[1:] > ids[:-1]).all():
+            out = dict(sorted(out.items()))
+        return out
+
+
+def item_majority(js: Judgments, n_items: int, value_names: np.ndarray, min_votes: int) -> ItemMajority:
+    """Majority of one question's rows per item index (statistics.md, "Majority label")."""
+    keep = ~missing_codes(value_names)[js.vcode] if len(js) else np.zeros(0, bool)
+    result = majority_codes(js.item[keep], js.vcode[keep], min_votes)
+    names = objects([str(v) for v in value_names.tolist()] + [None])  # code -1: None
+    label = np.full(n_items, None, dtype=object)
+    voted = np.zeros(n_items, dtype=bool)
+    label[result.units] = names[np.where(result.value >= 0, result.value_labels[result.value], -1).astype(np.int64)]
+    voted[result.units] = True
+    return ItemMajority(label, voted, result.no_majority, result.too_few_votes, result.votes)
 
 
 def majority(js: Judgments, item_ids: np.ndarray, value_names: np.ndarray, min_votes: int) -> Majority:
     """Majority of one question's rows, keyed by item id (statistics.md, "Majority label")."""
-    keep = ~missing_codes(value_names)[js.vcode] if len(js) else np.zeros(0, bool)
-    result = majority_of(js.item[keep], js.vcode[keep], min_votes)
-    labels = {str(item_ids[unit]): (None if code is None else str(value_names[code]))
-              for unit, code in result.labels.items()}
-    return Majority(labels, result.no_majority, result.too_few_votes, result.votes)
+    result = item_majority(js, len(item_ids), value_names, min_votes)
+    return Majority(result.by_id(item_ids), result.no_majority, result.too_few_votes, result.votes)
 
 
-def majority_keys(result: Majority) -> dict[str, Any]:
+def majority_keys(result: ItemMajority, item_ids: np.ndarray) -> dict[str, Any]:
     """The majority keys of a choice question."""
-    return {"majority": dict(sorted(result.labels.items())), "no_majority": int(result.no_majority),
+    return {"majority": result.by_id(item_ids, sort=True), "no_majority": int(result.no_majority),
             "too_few_votes": int(result.too_few_votes),
             "majority_votes": {str(k): int(v) for k, v in result.votes.items()}}
 
 
 def chose_first(js: Judgments) -> tuple[np.ndarray, np.ndarray]:
-    """(mask of choices with a recorded order and no tie, chose-first flags)."""
+    """(mask of choices with a recorded order and no tie, chose-first flags). Values are
+    compared by value code: equal strings have one code."""
     orders, code = codes_of(js.shown)  # a handful of distinct orders: split each once
-    first = objects([str(s).split("|", 1)[0] for s in orders.tolist()])[code] if len(js) else objects([])
-    ok = (first != "") & (js.value != TIE)
-    return ok, (js.value == first) & ok
+    value_code = {v: k for k, v in enumerate(js.value_names.tolist())}
+    first = [str(s).split("|", 1)[0] for s in orders.tolist()]
+    first_code = np.array([value_code.get(f, -1) for f in first], dtype=np.int64)[code]
+    recorded = np.array([f != "" for f in first], dtype=bool)[code]
+    ok = recorded & (js.vcode != value_code.get(TIE, -1))
+    return ok, (js.vcode == first_code) & ok
 
 
 def position_bias_part(js: Judgments, choice_questions: list[str], n_coders: int
@@ -193,7 +236,7 @@ def position_bias_part(js: Judgments, choice_questions: list[str], n_coders: int
     ok, first = chose_first(rows)
     screens = rows.item[ok].astype(np.int64) * max(n_coders, 1) + rows.coder[ok]
     voted, vote_first = screen_votes(screens, first[ok])
-    overall = position_bias(vote_first.tolist())
+    overall = position_bias(vote_first)
     voter = voted % max(n_coders, 1)
     votes = np.bincount(voter, minlength=max(n_coders, 1))
     firsts = np.bincount(voter, weights=vote_first.astype(float), minlength=max(n_coders, 1)).astype(np.int64)
@@ -205,7 +248,7 @@ def position_bias_part(js: Judgments, choice_questions: list[str], n_coders: int
     for q in choice_questions:
         mask = ok & (rows.question == q)
         if mask.any():
-            per_question[q] = position_bias(first[mask].tolist())
+            per_question[q] = position_bias(first[mask])
     adjusted = holm([r["p_value"] for r in per_question.values()]) if per_question else []
     for r, p in zip(per_question.values(), adjusted):
         r["p_holm"] = p
@@ -234,9 +277,10 @@ def gold_accuracy(inp: ReportInput, primary_question: str | None) -> dict[int, f
     question of the item)."""
     hits: Counter[int] = Counter()
     totals: Counter[int] = Counter()
-    for row in np.flatnonzero(inp.is_gold[inp.j_item]).tolist():
-        gold = inp.gold[inp.j_item[row]]
-        question = inp.j_question[row]
+    rows = np.flatnonzero(inp.is_gold[inp.j_item])
+    for item, question, value, coder in zip(inp.j_item[rows].tolist(), inp.j_question[rows].tolist(),
+                                            inp.j_value[rows].tolist(), inp.j_coder[rows].tolist()):
+        gold = inp.gold[item]
         if isinstance(gold, dict):
             if question not in gold:
                 continue
@@ -245,9 +289,8 @@ def gold_accuracy(inp: ReportInput, primary_question: str | None) -> dict[int, f
             continue
         else:
             expected = gold
-        coder = int(inp.j_coder[row])
         totals[coder] += 1
-        hits[coder] += _same(inp.j_value[row], expected)
+        hits[coder] += _same(value, expected)
     return {c: hits[c] / totals[c] for c in totals}
 
 
@@ -260,12 +303,17 @@ def loo_part(data: dict[str, Coded], levels: dict[str, str]) -> dict[int, dict[s
         if not len(d.units):
             continue
         if levels[name] == NOMINAL:
-            values = leave_one_out_agreement(d.units, d.coders, d.values)
+            values = leave_one_out_agreement(d.units, d.coders, d.values, counts=d.counts)
         else:
-            values = leave_one_out_rating_difference(d.units, d.coders, d.values)
+            values = leave_one_out_rating_difference(d.units, d.coders, d.values, counts=d.counts)
         for coder, v in values.items():
             out.setdefault(int(coder), {})[name] = clean(v)
     return out
+
+
+def small_ints(codes: np.ndarray) -> np.ndarray:
+    """Non-negative codes as int16 where they fit: NumPy's stable sort is a radix sort there."""
+    return codes.astype(np.int16) if len(codes) and codes.max() < 2**15 else codes
 
 
 def median_seconds(inp: ReportInput) -> dict[int, float]:
@@ -278,7 +326,7 @@ def median_seconds(inp: ReportInput) -> dict[int, float]:
     key = inp.j_item[keep] * n_coders + inp.j_coder[keep]
     _, first = np.unique(key, return_index=True)
     coder, secs = inp.j_coder[keep][first], inp.j_seconds[keep][first]
-    order = np.lexsort((secs, coder))
+    order = np.argsort(small_ints(coder), kind="stable")  # a median needs groups, not sorted seconds
     coder, secs = coder[order], secs[order]
     starts = np.r_[0, np.flatnonzero(np.diff(coder)) + 1]
     ends = np.r_[starts[1:], len(coder)]
@@ -314,7 +362,7 @@ def pairwise_kappa_part(data: Coded, level: str, annotator_names: np.ndarray,
     if not len(data.units):
         return []
     kappas = pairwise_cohen_kappa(data.units, data.coders, data.values, min_shared,
-                                  weights=None if level == NOMINAL else "quadratic")
+                                  weights=None if level == NOMINAL else "quadratic", counts=data.counts)
     rows = [{"a": str(annotator_names[a]), "b": str(annotator_names[b]), "kappa": clean(k)}
             for (a, b), k in kappas.items()]
     return sorted(rows, key=lambda r: (r["kappa"] is None, r["kappa"] if r["kappa"] is not None else 0.0,
@@ -332,11 +380,11 @@ def value_counts(js: Judgments) -> dict[str, dict[str, int]]:
     return out
 
 
-def base_report(inp: ReportInput, questions: list[Question], primary_question: str | None
-                ) -> tuple[dict[str, Any], Judgments]:
-    """(report with the keys every kind has, counted judgment rows)."""
+def base_report(inp: ReportInput, questions: list[Question], primary_question: str | None,
+                js: Judgments | None = None) -> tuple[dict[str, Any], Judgments]:
+    """(report with the keys every kind has, counted judgment rows; `js` if given)."""
     report = header(inp)
-    js = Judgments.of(inp, inp.counted())
+    js = Judgments.of(inp, inp.counted()) if js is None else js
     data = {q.name: coded(js, q, inp.value_names) for q in questions}
     levels = {q.name: q.level for q in questions}
     entries = {q.name: agreement(data[q.name], q.level) for q in questions}

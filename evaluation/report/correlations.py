@@ -24,7 +24,6 @@ from evaluation.correlation import correlations, system_correlations
 
 from .common import TIE, clean, missing_codes
 from .inputs import Judgments, ReportInput, to_float
-from .systems import system_wins
 
 SYSTEMS_MIN = 3
 EXPERT_USEFULNESS = "expert_chosen_vs_usefulness"
@@ -84,14 +83,16 @@ def item_correlations(inp: ReportInput, rows: Judgments,
     return entries(jobs)
 
 
-def system_correlations_part(inp: ReportInput, labels: dict[str, Any],
+def system_correlations_part(inp: ReportInput, systems: list[str],
+                             wins_decided: tuple[dict[str, int], dict[str, int]],
                              scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any] | None:
-    """{metric: entry + "systems"} at system level, or None with fewer than 3 systems."""
+    """{metric: entry + "systems"} at system level, or None with fewer than 3 systems
+    (`systems`: the sorted candidate ids, systems_table's keys; `wins_decided`:
+    systems.system_wins)."""
     counted = ~inp.is_gold
-    systems = sorted({str(c) for c in inp.candidates[counted].ravel().tolist() if c is not None})
     if len(systems) < SYSTEMS_MIN:
         return None
-    wins, decided = system_wins(inp, labels)
+    wins, decided = wins_decided
     rate = {s: wins.get(s, 0) / decided[s] for s in systems if decided.get(s)}
     out = {}
     for metric, (first, second) in scores.items():

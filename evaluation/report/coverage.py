@@ -22,9 +22,10 @@ from .inputs import ReportInput, to_float
 MIN_ITEMS = 10
 
 
-def metric_coverage(inp: ReportInput, picks: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """{metric: {"n_items", "n_scored", "n_unparsed"}} for every metric with a pick or an
-    unparsed prediction (a judge that failed everywhere is listed with n_scored 0)."""
+def metric_coverage(inp: ReportInput, picks: dict[str, np.ndarray]) -> dict[str, dict[str, int]]:
+    """{metric: {"n_items", "n_scored", "n_unparsed"}} for every metric with a pick (`picks`:
+    pick per item index, None for none) or an unparsed prediction (a judge that failed
+    everywhere is listed with n_scored 0)."""
     real = ~inp.is_gold
     n_items = int(real.sum())
     on_candidate = np.zeros(len(inp.p_item), dtype=bool)
@@ -38,8 +39,9 @@ def metric_coverage(inp: ReportInput, picks: dict[str, dict[str, Any]]) -> dict[
     names = set(picks) | {str(n) for n in np.unique(inp.p_evaluator[unparsed]).tolist()}
     out = {}
     for name in sorted(names):
-        bad = unparsed & (inp.p_evaluator == name)
-        out[name] = {"n_items": n_items, "n_scored": len(picks.get(name, {})),
+        bad = unparsed & (inp.p_evaluator == name) if unparsed.any() else unparsed
+        scored = int(np.count_nonzero(picks[name] != None)) if name in picks else 0  # noqa: E711 (elementwise)
+        out[name] = {"n_items": n_items, "n_scored": scored,
                      "n_unparsed": int(len(np.unique(inp.p_item[bad])))}
     return out
 

@@ -7,10 +7,10 @@ import numpy as np
 
 from evaluation.vocabulary import USEFULNESS_QUESTION as USEFULNESS
 
-from .common import INTERVAL, NOMINAL, Question, base_report, clean, question_rows
+from .common import INTERVAL, NOMINAL, Question, clean, question_rows
 from .correlations import EXPERT_USEFULNESS, expert_usefulness
 from .inputs import Judgments, ReportInput, to_float
-from .pairwise import CHOICE, TIE, Extra, choice_keys, picks_from_scores
+from .pairwise import CHOICE, TIE, Extra, choice_report, picks_from_scores
 
 EXPERT_METRIC = "expert"
 
@@ -49,8 +49,7 @@ def usefulness(js: Judgments) -> dict[str, Any]:
 
 def build(inp: ReportInput) -> dict[str, Any]:
     questions = [Question.single(CHOICE, NOMINAL), Question.single(USEFULNESS, INTERVAL)]
-    report, js = base_report(inp, questions, CHOICE)
-    report.update(choice_keys(inp, js, expert_extra(inp)))
+    report, js = choice_report(inp, questions, expert_extra(inp))
     report["correlations"][EXPERT_USEFULNESS] = expert_usefulness(inp, js, CHOICE, USEFULNESS)
     report["choice_matches_expert"] = clean(choice_matches_expert(inp, js))
     report["usefulness"] = usefulness(js)

@@ -16,6 +16,7 @@ import numpy as np
 
 from evaluation.vocabulary import SKIP_QUESTION
 
+FEW_LABELS = 16  # codes_of: up to this many distinct strings, compared elementwise
 # A column given as a sequence or array; __post_init__ turns every one into an array.
 Column = Any
 
@@ -46,22 +47,47 @@ def objects(values: Sequence[Any] | np.ndarray | Labelled) -> np.ndarray:
     return array
 
 
+def few_strings(values: np.ndarray) -> tuple[list[str], np.ndarray] | None:
+    """(distinct values in first-seen order, index of each element's value among them) when
+    they are at most FEW_LABELS strings, else None: one elementwise comparison (in C) per
+    value found instead of hashing every element."""
+    if len(set(values[:1000].tolist())) > FEW_LABELS:
+        return None
+    found: list[str] = []
+    index = np.zeros(len(values), dtype=np.int64)
+    left = np.ones(len(values), dtype=bool)
+    at = 0
+    while at < len(values):
+        label = values[at]
+        if len(found) == FEW_LABELS or type(label) is not str:
+            return None
+        same = values == label
+        index += same * len(found)
+        found.append(label)
+        left &= ~same
+        at = int(np.argmax(left)) if left.any() else len(values)
+    return found, index
+
+
 def codes_of(values: np.ndarray | Labelled) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct labels, integer code per element) of an object array; a dict pass,
-    which beats sorting a large array of Python strings. A Labelled column only has its
-    labels sorted (those that occur)."""
+    which beats sorting a large array of Python strings (or `few_strings`). A Labelled
+    column only has its labels sorted (those that occur)."""
     if isinstance(values, Labelled):
         used = np.flatnonzero(np.bincount(values.codes, minlength=len(values.labels)))
         order = sorted(used.tolist(), key=lambda k: str(values.labels[k]))
         rank = np.zeros(len(values.labels), dtype=np.int64)
         rank[order] = np.arange(len(order))
         return objects(values.labels[order].tolist()), rank[values.codes]
-    seen: dict[Any, int] = {}
-    first = np.fromiter((seen.setdefault(v, len(seen)) for v in values.tolist()), dtype=np.int64, count=len(values))
-    labels = sorted(seen, key=str)
-    rank = np.empty(len(labels), dtype=np.int64)
-    rank[[seen[v] for v in labels]] = np.arange(len(labels))
-    return objects(labels), rank[first] if len(values) else first
+    few = few_strings(values)
+    if few is not None:
+        found, index = few
+        rank = np.argsort(np.argsort(np.array(found, dtype=object), kind="stable")) if found else index
+        return objects(sorted(found)), rank[index]
+    items = values.tolist()
+    labels = sorted(dict.fromkeys(items), key=str)  # first-seen order among labels equal under str
+    codes = dict(zip(labels, range(len(labels))))
+    return objects(labels), np.fromiter(map(codes.__getitem__, items), dtype=np.int64, count=len(items))
 
 
 def to_float(values: Sequence[Any] | np.ndarray) -> np.ndarray:
@@ -202,6 +228,10 @@ class Judgments:
                    question_names=inp.question_names, value_names=inp.value_names)
 
     def where(self, mask: np.ndarray) -> "Judgments":
+        """The rows where `mask` holds; these same rows when it holds everywhere (a study
+        with one question), since nobody writes to the columns."""
+        if mask.dtype == bool and mask.all():
+            return self
         labels = ("question_names", "value_names")
         rows = {f: getattr(self, f)[mask] for f in self.__dataclass_fields__ if f not in labels}
         return Judgments(**rows, question_names=self.question_names, value_names=self.value_names)

@@ -1,19 +1,19 @@
 """pairwise_alignment report: majority per item, metric alignment with Wilson intervals,
 McNemar + Holm comparisons between metrics, win rates (ExPerT Table 1), and metric-vs-human
 correlations at item and system level."""
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from evaluation.alignment import TIE, compare_metrics, metric_alignment, win_rate
+from evaluation.alignment import TIE, alignment_of, compare_marks, decided, marks, win_rate_of
 from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
 
-from .common import NOMINAL, Question, base_report, clean, clean_list, majority, majority_keys, question_rows
+from .common import NOMINAL, Question, base_report, clean, clean_list, item_majority, majority_keys, question_rows
 from .correlations import item_correlations, system_correlations_part
 from .coverage import metric_coverage, report_warnings
 from .inputs import Judgments, ReportInput, codes_of, to_float
-from .systems import systems_table
+from .systems import system_wins, systems_table
 
 MISSING_PICKS = ("", "N/A")
 # {metric: (item index, candidate id, value)}: scores from outside the item (ExPerT).
@@ -28,12 +28,15 @@ def score_rows(inp: ReportInput) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     repeat). Non-numeric values are dropped."""
     a, b = inp.candidates[inp.p_item, 0], inp.candidates[inp.p_item, 1]
     is_score = (inp.p_annotator == "") & ((inp.p_question == a) | (inp.p_question == b))
-    p_value = to_float(inp.p_value[is_score])
-    item = np.concatenate([inp.s_item, inp.p_item[is_score]])
-    metric = np.concatenate([inp.s_metric, inp.p_evaluator[is_score]])
-    candidate = np.concatenate([inp.s_candidate, inp.p_question[is_score]])
-    value = np.concatenate([inp.s_value, p_value])
+    item, metric, candidate, value = inp.s_item, inp.s_metric, inp.s_candidate, inp.s_value
+    if is_score.any():  # else no copy of the score rows
+        item = np.concatenate([item, inp.p_item[is_score]])
+        metric = np.concatenate([metric, inp.p_evaluator[is_score]])
+        candidate = np.concatenate([candidate, inp.p_question[is_score]])
+        value = np.concatenate([value, to_float(inp.p_value[is_score])])
     keep = ~np.isnan(value)
+    if keep.all():
+        return item, metric, candidate, value
     return item[keep], metric[keep], candidate[keep], value[keep]
 
 
@@ -80,22 +83,32 @@ def metric_scores(inp: ReportInput, extra: Extra | None = None) -> Scores:
     return out
 
 
-def metric_picks(inp: ReportInput, extra: Extra | None = None,
-                 scores: Scores | None = None) -> dict[str, dict[str, Any]]:
-    """{metric: {item_id: pick}} for every metric present on non-gold items: picks from
-    scores and non-personalized predicted choices (`N/A` and unparsed left out)."""
-    out: dict[str, dict[str, Any]] = {}
+def pick_arrays(inp: ReportInput, extra: Extra | None = None,
+                scores: Scores | None = None) -> dict[str, np.ndarray]:
+    """{metric: pick per item index, None where there is none} for every metric with a pick
+    on a non-gold item: picks from scores, then non-personalized predicted choices (`N/A`
+    and unparsed left out; a later row wins). Arrays, so the statistics need no dicts."""
+    out: dict[str, np.ndarray] = {}
     for name, (first, second) in (scores if scores is not None else metric_scores(inp, extra)).items():
         pick = picks_of(inp, first, second)
-        has = np.flatnonzero(pick != None)  # noqa: E711 (elementwise)
-        if len(has):
-            out[name] = dict(zip(inp.item_ids[has].tolist(), pick[has].tolist()))
+        if (pick != None).any():  # noqa: E711 (elementwise)
+            out[name] = pick
     chosen = ((inp.p_question == CHOICE) & (inp.p_annotator == "") & ~np.isin(inp.p_value, MISSING_PICKS)
               & ~inp.is_gold[inp.p_item])
-    for name in np.unique(inp.p_evaluator[chosen]).tolist() if chosen.any() else []:
+    for name in sorted(set(inp.p_evaluator[chosen].tolist())):  # not np.unique: it sorts every row
         mask = chosen & (inp.p_evaluator == name)
-        out.setdefault(str(name), {}).update(zip(inp.item_ids[inp.p_item[mask]].tolist(), inp.p_value[mask].tolist()))
+        out.setdefault(str(name), np.full(inp.n_items, None, dtype=object))[inp.p_item[mask]] = inp.p_value[mask]
     return {name: out[name] for name in sorted(out)}
+
+
+def metric_picks(inp: ReportInput, extra: Extra | None = None,
+                 scores: Scores | None = None) -> dict[str, dict[str, Any]]:
+    """{metric: {item_id: pick}}: `pick_arrays` keyed by item id (the CSV table)."""
+    out = {}
+    for name, pick in pick_arrays(inp, extra, scores).items():
+        has = np.flatnonzero(pick != None)  # noqa: E711 (elementwise)
+        out[name] = dict(zip(inp.item_ids[has].tolist(), pick[has].tolist()))
+    return out
 
 
 def alignment_entry(result: dict[str, Any]) -> dict[str, Any]:
@@ -104,40 +117,52 @@ def alignment_entry(result: dict[str, Any]) -> dict[str, Any]:
             "ci95": clean_list(result["ci95"]), "ci95_strict": clean_list(result["ci95_strict"])}
 
 
-def choice_keys(inp: ReportInput, js: Judgments, extra: Extra | None = None) -> dict[str, Any]:
-    """The pairwise keys of interfaces.md for the `choice` question, correlations included.
-    The item correlations' bootstraps (compiled, without the GIL) run on a thread beside
-    the rest of the report."""
-    rows = question_rows(js, CHOICE)
-    result = majority(rows, inp.item_ids, inp.value_names, inp.min_votes)
-    labels = result.labels
+def choice_report(inp: ReportInput, questions: list[Question], extra: Extra | None = None
+                  ) -> tuple[dict[str, Any], Judgments]:
+    """(base_report plus the pairwise keys of `choice`, counted judgment rows). The item
+    correlations' bootstraps (compiled, without the GIL) start first, on a thread, and run
+    beside everything else."""
+    js = Judgments.of(inp, inp.counted())
     scores = metric_scores(inp, extra)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        correlations = pool.submit(item_correlations, inp, rows, scores)
-        picks = metric_picks(inp, scores=scores)
-        alignment = {metric: alignment_entry(metric_alignment(labels, by_item)) for metric, by_item in picks.items()}
-        comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"])}
-                       for c in compare_metrics(labels, picks)] if len(picks) >= 2 else []
-        coverage = metric_coverage(inp, picks)
-        systems_keys = systems_table(inp, labels, scores)
-        systems = system_correlations_part(inp, labels, scores)
-        keys = {
-            **majority_keys(result),
-            "tie_majority": sum(v == TIE for v in labels.values()),
-            "alignment": alignment,
-            "metric_comparisons": comparisons,
-            "win_rate": {str(k): clean(v) for k, v in sorted(win_rate(labels).items())},
-            "correlations": correlations.result(),
-            "coverage": coverage,
-            "warnings": report_warnings(alignment, coverage),
-            "systems": systems_keys,
-        }
+        correlations = pool.submit(item_correlations, inp, question_rows(js, CHOICE), scores)
+        report, _ = base_report(inp, questions, CHOICE, js)
+        report.update(choice_keys(inp, js, scores, correlations))
+    return report, js
+
+
+def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: Future[dict[str, Any]]
+                ) -> dict[str, Any]:
+    """The pairwise keys of interfaces.md for the `choice` question; the item correlations
+    come from `correlations`."""
+    rows = question_rows(js, CHOICE)
+    result = item_majority(rows, inp.n_items, inp.value_names, inp.min_votes)
+    labels = result.label
+    picks = pick_arrays(inp, scores=scores)
+    has_majority = decided(labels)
+    by_metric = {metric: marks(labels, pick, has_majority) for metric, pick in picks.items()}
+    alignment = {metric: alignment_entry(alignment_of(m)) for metric, m in by_metric.items()}
+    comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"])}
+                   for c in compare_marks(by_metric)] if len(picks) >= 2 else []
+    coverage = metric_coverage(inp, picks)
+    wins = system_wins(inp, labels)
+    systems_keys = systems_table(inp, wins, scores)
+    systems = system_correlations_part(inp, list(systems_keys), wins, scores)
+    keys = {
+        **majority_keys(result, inp.item_ids),
+        "tie_majority": int(np.count_nonzero(labels == TIE)),
+        "alignment": alignment,
+        "metric_comparisons": comparisons,
+        "win_rate": {str(k): clean(v) for k, v in sorted(win_rate_of(labels).items())},
+        "correlations": correlations.result(),
+        "coverage": coverage,
+        "warnings": report_warnings(alignment, coverage),
+        "systems": systems_keys,
+    }
     if systems is not None:
         keys["correlations_system"] = systems
     return keys
 
 
 def build(inp: ReportInput) -> dict[str, Any]:
-    report, js = base_report(inp, [Question.single(CHOICE, NOMINAL)], CHOICE)
-    report.update(choice_keys(inp, js))
-    return report
+    return choice_report(inp, [Question.single(CHOICE, NOMINAL)])[0]

@@ -18,18 +18,21 @@ from .common import clean
 from .inputs import ReportInput, codes_of, objects
 
 
-def system_wins(inp: ReportInput, labels: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
-    """({system: items won}, {system: items with a candidate majority that show it}); an
-    item showing one system twice counts twice for it, as before."""
-    position = {str(item_id): i for i, item_id in enumerate(inp.item_ids.tolist())}
-    decided_items = [position[item_id] for item_id, label in labels.items() if label not in (None, TIE)]
-    won = [str(label) for label in labels.values() if label not in (None, TIE)]
-    shown = inp.candidates[np.asarray(decided_items, dtype=np.int64)].ravel()
-    names, code = codes_of(objects([str(c) for c in shown.tolist()]))
-    decided = {str(name): int(k) for name, k in zip(names.tolist(), np.bincount(code, minlength=len(names)).tolist())}
-    names, code = codes_of(objects(won))
-    wins = {str(name): int(k) for name, k in zip(names.tolist(), np.bincount(code, minlength=len(names)).tolist())}
-    return wins, decided
+def str_counts(values: np.ndarray) -> dict[str, int]:
+    """{str(value): occurrences}, in name order (str() once per distinct value)."""
+    names, code = codes_of(values)
+    out: dict[str, int] = {}
+    for name, n in zip(names.tolist(), np.bincount(code, minlength=len(names)).tolist()):
+        out[str(name)] = out.get(str(name), 0) + n
+    return dict(sorted(out.items()))
+
+
+def system_wins(inp: ReportInput, labels: np.ndarray) -> tuple[dict[str, int], dict[str, int]]:
+    """({system: items won}, {system: items with a candidate majority that show it}) from
+    the majority label per item index; an item showing one system twice counts twice for
+    it, as before."""
+    decided = np.flatnonzero((labels != None) & (labels != TIE))  # noqa: E711 (elementwise)
+    return str_counts(labels[decided]), str_counts(inp.candidates[decided].ravel())
 
 
 def mean_ci(values: list[float] | np.ndarray) -> dict[str, Any]:
@@ -44,23 +47,33 @@ def mean_ci(values: list[float] | np.ndarray) -> dict[str, Any]:
     return {"mean": clean(mean), "ci95": [clean(mean - half), clean(mean + half)], "n": n}
 
 
-def systems_table(inp: ReportInput, labels: dict[str, Any],
-                  scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
-    """{system: {"n_items", "metrics": {metric: {"mean", "ci95", "n"}}, "wins", "decided",
-    "win_rate"}} for every candidate id of the non-gold items. A system's values of a metric
-    are its first-candidate scores then its second-candidate ones, in item order (grouped
-    with one stable sort, so every mean and sd sums in the same order as a plain loop)."""
-    counted = ~inp.is_gold
-    ids = inp.candidates[counted]
+def system_codes(inp: ReportInput) -> tuple[np.ndarray, np.ndarray]:
+    """(systems: the sorted candidate ids of the non-gold items as strings, the code of
+    each non-gold item's candidates in them, -1 for none)."""
+    ids = inp.candidates[~inp.is_gold]
     present = ids != None  # noqa: E711 (elementwise)
-    systems, code = codes_of(objects([str(c) for c in ids[present].tolist()]))
+    systems, code = codes_of(ids[present])
+    if not all(type(s) is str for s in systems.tolist()):  # ids are strings, as a rule
+        systems, code = codes_of(objects([str(c) for c in ids[present].tolist()]))
     system_of = np.full(ids.shape, -1, dtype=np.int64)
     system_of[present] = code
+    return systems, system_of
+
+
+def systems_table(inp: ReportInput, wins_decided: tuple[dict[str, int], dict[str, int]],
+                  scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+    """{system: {"n_items", "metrics": {metric: {"mean", "ci95", "n"}}, "wins", "decided",
+    "win_rate"}} for every candidate id of the non-gold items (`wins_decided`: system_wins).
+    A system's values of a metric are its first-candidate scores then its second-candidate
+    ones, in item order (grouped with one stable sort, so every mean and sd sums in the same
+    order as a plain loop)."""
+    counted = ~inp.is_gold
+    systems, system_of = system_codes(inp)
     # An item counts once for a system even when it shows it twice.
     shown = np.bincount(system_of[:, 0][system_of[:, 0] >= 0], minlength=len(systems))
     other = (system_of[:, 1] >= 0) & (system_of[:, 1] != system_of[:, 0])
     shown += np.bincount(system_of[:, 1][other], minlength=len(systems))
-    wins, decided = system_wins(inp, labels)
+    wins, decided = wins_decided
     metrics: dict[str, list[dict[str, Any]]] = {}
     for metric, columns in sorted(scores.items()):
         values = [column[counted] for column in columns]
