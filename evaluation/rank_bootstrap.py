@@ -89,9 +89,16 @@ def _draw(seed: int, r: int, mult: np.ndarray, cum: np.ndarray, prob: np.ndarray
     `units` (each unit's profile) is given, else Poissonized and corrected to exactly
     n = cum[-1] units (see the module docstring)."""
     state = _mix(np.uint64(seed) * np.uint64(1 << 32) + np.uint64(r))
-    if len(units):
-        _draw_units(state, units, counts)
-        return
+    if len(units):  # two separately compiled paths: with both inlined here, LLVM made the
+        _draw_units(state, units, counts)  # unit draws 5x slower (1.8 vs 0.35 ms at n = 327,000)
+    else:
+        _draw_poisson(state, mult, cum, prob, alias, size, counts, tree)
+
+
+@njit(nogil=True, cache=True)
+def _draw_poisson(state: np.uint64, mult: np.ndarray, cum: np.ndarray, prob: np.ndarray, alias: np.ndarray,
+                  size: np.ndarray, counts: np.ndarray, tree: np.ndarray) -> None:
+    """counts[p] ~ Poisson(mult[p]), corrected to exactly n = cum[-1] units."""
     total = 0
     for p in range(len(mult)):
         c = 0
@@ -112,7 +119,7 @@ def _draw(seed: int, r: int, mult: np.ndarray, cum: np.ndarray, prob: np.ndarray
         _remove(state, total - cum[-1], counts, tree)
 
 
-@njit(inline="always")
+@njit(nogil=True, cache=True)
 def _draw_units(state: np.uint64, units: np.ndarray, counts: np.ndarray) -> None:
     """counts of n uniform unit indices, two per 64-bit output (a rejected half skipped)."""
     counts[:] = 0
