@@ -45,15 +45,19 @@ def texts(text, n):
     return [None if p == NULL else p for p in parts]
 
 
-def _grouped(groups, width):
-    """(row order by id, group index of each row, per group column texts parsed by the
-    caller) of grouped string_agg rows whose first aggregated column is the row ids."""
-    counts = [t.count(",") + 1 for t in (g[width] for g in groups)]
-    ids = np.concatenate([numbers(g[width], c, np.int64) for g, c in zip(groups, counts)]) if groups else \
-        np.zeros(0, np.int64)
-    order = np.argsort(ids, kind="stable")
-    group = np.repeat(np.arange(len(groups)), counts)[order]
-    return order, group, counts
+def _grouped(groups, ids_at):
+    """(group index of each row, column(k, dtype)) of grouped string_agg rows whose column
+    `ids_at` holds the rows' ids: rows are put in id order, and column(k) parses group
+    column k into one array in that order (Unreadable when a text does not parse)."""
+    counts = [g[ids_at].count(",") + 1 for g in groups]
+
+    def parsed(k, dtype):
+        if not groups:
+            return np.zeros(0, dtype=dtype)
+        return np.concatenate([numbers(g[k], c, dtype) for g, c in zip(groups, counts)])
+
+    order = np.argsort(parsed(ids_at, np.int64), kind="stable")
+    return np.repeat(np.arange(len(groups)), counts)[order], lambda k, dtype=float: parsed(k, dtype)[order]
 
 
 def _labelled(keys, group):
@@ -92,13 +96,7 @@ def judgment_columns(study, want_time, excluded_ids, username_of):
                        [study.pk, list(excluded_ids)])
         groups = cursor.fetchall()
     try:
-        order, group, counts = _grouped(groups, 4)
-
-        def column(k, dtype=float):
-            if not groups:
-                return np.zeros(0, dtype=dtype)
-            return np.concatenate([numbers(g[k], c, dtype) for g, c in zip(groups, counts)])[order]
-
+        group, column = _grouped(groups, 4)
         item_pk, seconds = column(5, np.int64), column(6)
         time = column(7) if want_time else None
     except Unreadable:
@@ -168,9 +166,8 @@ def prediction_columns(study):
         cursor.execute(PG_PREDICTIONS, [study.pk])
         groups = cursor.fetchall()
     try:
-        order, group, counts = _grouped(groups, 4)
-        item_pk = np.concatenate([numbers(g[5], c, np.int64) for g, c in zip(groups, counts)])[order] \
-            if groups else np.zeros(0, np.int64)
+        group, column = _grouped(groups, 4)
+        item_pk = column(5, np.int64)
     except Unreadable:
         return None
     return (item_pk, *(_labelled([g[k] for g in groups], group) for k in range(4)))
@@ -249,13 +246,13 @@ def start_scores(study):
     return future.result
 
 
-def score_arrays(texts, index, candidates):
-    """annotate/report_data.py `_score_arrays` computed by PostgreSQL from `texts` (what
+def score_arrays(fetched, index, candidates):
+    """annotate/report_data.py `_score_arrays` computed by PostgreSQL from `fetched` (what
     `start_scores` returns): per metric (in name order) its items and the two candidates'
     scores, so no item's JSON is parsed in Python. Scores written as strings (rare) are
     read row by row."""
-    groups, strings = texts
-    items, metrics, cands, values = [], [], [], []
+    groups, strings = fetched
+    per_metric = []
     for key, pk, first, second, has_strings in groups:
         order = np.argsort(pk, kind="stable")
         pk, first, second = pk[order], first[order], second[order]
@@ -265,7 +262,15 @@ def score_arrays(texts, index, candidates):
                 first[row], second[row] = to_float([a, b])
         item = index(pk)
         order = np.argsort(item, kind="stable")  # item order (import position), as the generic path
-        item, first, second = item[order], first[order], second[order]
+        per_metric.append((key, item[order], first[order], second[order]))
+    return long_scores(per_metric, candidates)
+
+
+def long_scores(per_metric, candidates):
+    """The report's long score arrays (item index, metric, candidate id, value) from
+    [(metric, item indices, first candidate's scores, second's)]; Nones without any."""
+    items, metrics, cands, values = [], [], [], []
+    for key, item, first, second in per_metric:
         items += [item, item]
         metrics.append(np.full(2 * len(item), key, dtype=object))
         cands += [candidates[item, 0], candidates[item, 1]]

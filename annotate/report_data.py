@@ -71,16 +71,8 @@ def _score_arrays(candidates, metric_scores):
                 rows[0].append(index)
                 rows[1].append(by_candidate.get(first))
                 rows[2].append(by_candidate.get(second))
-    items, metrics, cands, values = [], [], [], []
-    for metric, (index, first, second) in by_metric.items():
-        index = np.asarray(index, dtype=np.int64)
-        items += [index, index]
-        metrics.append(np.full(2 * len(index), metric, dtype=object))
-        cands += [candidates[index, 0], candidates[index, 1]]
-        values += [to_float(first), to_float(second)]
-    if not items:
-        return None, None, None, None
-    return np.concatenate(items), np.concatenate(metrics), np.concatenate(cands), np.concatenate(values)
+    return report_columns.long_scores([(metric, np.asarray(index, dtype=np.int64), to_float(first), to_float(second))
+                                       for metric, (index, first, second) in by_metric.items()], candidates)
 
 
 class _Index:
@@ -203,6 +195,15 @@ def _items(study, needs):
     return _items_generic(study, needs)
 
 
+def _judgments(study, want_time, excluded_ids):
+    """`_judgment_rows`, or on PostgreSQL report_columns.judgment_columns."""
+    if connection.vendor == "postgresql":
+        cols = report_columns.judgment_columns(study, want_time, excluded_ids, _usernames)
+        if cols is not None:
+            return cols
+    return _judgment_rows(study, want_time, excluded_ids)
+
+
 def _predictions(study):
     """(item pk, evaluator, annotator, question, value) of the study's predictions."""
     if connection.vendor == "postgresql":
@@ -224,14 +225,12 @@ def fetch_report_input(study, min_votes=None, include_flagged=False):
     needs = kind.report_needs
     excluded = {} if include_flagged else flagged_annotators(study)
     excluded_ids = list(get_user_model().objects.filter(username__in=list(excluded)).values_list("id", flat=True))
-    pg = connection.vendor == "postgresql"
-    pg_scores = report_columns.start_scores(study) if pg and NEEDS_METRIC_SCORES in needs else None
+    pg_scores = None  # started first: PostgreSQL reads every item's JSON while the rest is fetched
+    if connection.vendor == "postgresql" and NEEDS_METRIC_SCORES in needs:
+        pg_scores = report_columns.start_scores(study)
     pks, item_ids, is_gold, candidates, item_data, expert, score_texts = _items(study, needs)
     index = _Index(pks)
-    want_time = NEEDS_SUBMIT_TIMES in needs
-    js = report_columns.judgment_columns(study, want_time, excluded_ids, _usernames) if pg else None
-    if js is None:
-        js = _judgment_rows(study, want_time, excluded_ids)
+    js = _judgments(study, NEEDS_SUBMIT_TIMES in needs, excluded_ids)
     p_item, p_evaluator, p_annotator, p_question, p_value = _predictions(study)
     if pg_scores is not None:
         scores = report_columns.score_arrays(pg_scores(), index, candidates)
