@@ -3,7 +3,7 @@
 An item: a `premise` and two `candidates` (story plots); optional `metric_scores`. The
 annotator reads the premise and "Plot A"/"Plot B" (counterbalanced) and answers one
 choice per aspect: question id = aspect key, value = candidate id (or `tie`). Header
-`aspects` [{key, question}] replaces the Per-DOC five. Report: evaluation.report.aspects
+`aspects` [{key, question}] replaces the Per-DOC five. Report: evaluation.report.kinds.aspect_pairwise
 (which needs the judgments' submit order for the reviewer_prior baseline).
 """
 from annotate.answers import shown

@@ -3,7 +3,7 @@
 Items as pairwise_alignment plus `explanations` {candidate id: ExPerT explanation}. The
 annotator sees only the two explanations (aspects, evidence, matches and reasons; never
 the score) and answers `choice` and `usefulness` (header `usefulness_scale`, default 1-5).
-Report: evaluation.report.explanation.
+Report: evaluation.report.kinds.explanation_choice.
 """
 from evaluation.vocabulary import EXPLANATION_CHOICE, USEFULNESS_QUESTION
 

@@ -3,7 +3,7 @@
 An item: the user's request (`input`), the user's own text (`reference`) and two
 `candidates`; optional `metric_scores`. The annotator reads the request, the reference
 and "Response A"/"Response B" (counterbalanced) and answers `choice`: the candidate id
-closer to the reference in content and style (or `tie`). Report: evaluation.report.pairwise.
+closer to the reference in content and style (or `tie`). Report: evaluation.report.kinds.pairwise_alignment.
 """
 from evaluation.vocabulary import CHOICE_QUESTION, PAIRWISE_ALIGNMENT
 

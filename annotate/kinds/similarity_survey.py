@@ -4,7 +4,7 @@ An item: a `document`, two `users`, and `pairs` {id, source, texts: [for users[0
 users[1]], model?, prompt_style?}, exactly one with source `reference`. The annotator is
 not told what the texts are: each pair is "Text 1 / Text 2" (pair order and text order
 shuffled per annotator, seeded) rated on `scale` (default 1-6). Question ids are the pair
-ids. The document is not shown. Report: evaluation.report.similarity.
+ids. The document is not shown. Report: evaluation.report.kinds.similarity_survey.
 shown_order: {"pair_order": [pair ids], <pair id>: ["0", "1"] or ["1", "0"]}.
 """
 from evaluation.vocabulary import SIMILARITY_SURVEY

@@ -2,18 +2,11 @@
 import json
 from typing import Any
 
-from evaluation.vocabulary import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
-
-from . import aspects, explanation, pairwise, similarity
 from .inputs import ReportInput
+from .kinds import REPORT_MODULES
 
 # The report function of each study kind (annotate.kinds: StudyKind.report_builder).
-BUILDERS = {
-    PAIRWISE_ALIGNMENT: pairwise.build,
-    EXPLANATION_CHOICE: explanation.build,
-    SIMILARITY_SURVEY: similarity.build,
-    ASPECT_PAIRWISE: aspects.build,
-}
+BUILDERS = {kind: module.build for kind, module in REPORT_MODULES.items()}
 FORMATS = ("json", "csv", "html")
 
 

@@ -12,9 +12,9 @@ from evaluation.csv_cells import SafeWriter
 from evaluation.majority import majority_labels
 from evaluation.vocabulary import EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT
 
-from .explanation import expert_extra
 from .inputs import ReportInput
-from .pairwise import CHOICE, metric_picks
+from .kinds.explanation_choice import expert_extra
+from .kinds.pairwise_alignment import CHOICE, metric_picks
 
 # Kinds whose table has a pick_<metric> column per metric: the extra scores each adds.
 METRIC_PICKS = {PAIRWISE_ALIGNMENT: lambda inp: None, EXPLANATION_CHOICE: expert_extra}

@@ -9,11 +9,11 @@ import numpy as np
 from evaluation.alignment import TIE, alignment_of, compare_marks, decided, marks, win_rate_of
 from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
 
-from .common import NOMINAL, Question, base_report, clean, clean_list, item_majority, majority_keys, question_rows
-from .correlations import item_correlations, system_correlations_part
-from .coverage import metric_coverage, report_warnings
-from .inputs import Judgments, ReportInput, codes_of, to_float
-from .systems import system_wins, systems_table
+from ..common import NOMINAL, Question, base_report, clean, clean_list, item_majority, majority_keys, question_rows
+from ..correlations import item_correlations, system_correlations_part
+from ..coverage import metric_coverage, report_warnings
+from ..inputs import Judgments, ReportInput, codes_of, to_float
+from ..systems import system_wins, systems_table
 
 MISSING_PICKS = ("", "N/A")
 # {metric: (item index, candidate id, value)}: scores from outside the item (ExPerT).

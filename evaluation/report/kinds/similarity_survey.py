@@ -15,9 +15,9 @@ import numpy as np
 from evaluation.paradoxes import STYLES, paradoxes
 from evaluation.text import preprocess
 
-from .common import INTERVAL, Question, base_report, clean
-from .correlations import similarity_correlations
-from .inputs import Judgments, ReportInput, to_float
+from ..common import INTERVAL, Question, base_report, clean
+from ..correlations import similarity_correlations
+from ..inputs import Judgments, ReportInput, to_float
 
 REFERENCE = "reference"
 SURVEY_QUESTION = "similarity"

@@ -7,8 +7,8 @@ import numpy as np
 
 from evaluation.vocabulary import DEFAULT_ASPECT_KEYS
 
-from .common import NOMINAL, Question, base_report, clean, majority, question_rows
-from .inputs import Judgments, ReportInput
+from ..common import NOMINAL, Question, base_report, clean, majority, question_rows
+from ..inputs import Judgments, ReportInput
 
 REVIEWER_PRIOR = "reviewer_prior"
 

@@ -7,10 +7,10 @@ import numpy as np
 
 from evaluation.vocabulary import USEFULNESS_QUESTION as USEFULNESS
 
-from .common import INTERVAL, NOMINAL, Question, clean, question_rows
-from .correlations import EXPERT_USEFULNESS, expert_usefulness
-from .inputs import Judgments, ReportInput, to_float
-from .pairwise import CHOICE, TIE, Extra, choice_report, picks_from_scores
+from ..common import INTERVAL, NOMINAL, Question, clean, question_rows
+from ..correlations import EXPERT_USEFULNESS, expert_usefulness
+from ..inputs import Judgments, ReportInput, to_float
+from .pairwise_alignment import CHOICE, TIE, Extra, choice_report, picks_from_scores
 
 EXPERT_METRIC = "expert"
 
