@@ -10,7 +10,7 @@ import importlib
 
 _METRICS = {}
 # Modules whose import registers metrics; imported lazily on first lookup.
-METRIC_MODULES = ["models_runtime.metrics.classic", "models_runtime.judges"]
+METRIC_MODULES = ["models_runtime.metrics.classic", "models_runtime.metrics.lamp", "models_runtime.judges"]
 
 
 class UnknownMetric(KeyError):
@@ -37,11 +37,18 @@ def _load_modules():
                 raise
 
 
+# Computed by the score job over a whole study, not a registered per-record function.
+STUDY_METRIC_NAMES = ("egises_jsd",)
+
+
 def get_metric(name):
     if name not in _METRICS:
         _load_modules()
     if name not in _METRICS:
-        raise UnknownMetric(f"unknown metric {name!r} (known: {', '.join(available_metrics())})")
+        from ..suggest import did_you_mean
+
+        known = sorted(set(available_metrics()) | set(STUDY_METRIC_NAMES))
+        raise UnknownMetric(f"unknown metric {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})")
     return _METRICS[name]
 
 
