@@ -1,7 +1,8 @@
 """POST /api/pipelines/ and the "New study from a plan" page: admins only, the plan's
-input names are the uploaded files (never server paths), a bad plan answers 400 with its
-reason, the same upload twice is the same job. With a broker configured the job is
-queued (the test transaction never commits, so nothing is sent)."""
+input names are the uploaded files (never server paths, and none in the answers), a bad
+plan answers 400 with its reasons, the same upload twice is the same job, and the chain is
+queued (202), never run inside the request. With a broker configured the job is queued
+(the test transaction never commits, so nothing is sent)."""
 import json
 from pathlib import Path
 
@@ -42,15 +43,18 @@ def api_as(role):
 def test_api_queues_the_plan_on_the_uploaded_files(queued):
     client = api_as("admins")
     response = client.post("/api/pipelines/", uploads(), format="multipart")
-    assert response.status_code == 201, response.content
+    assert response.status_code == 202, response.content
     body = response.json()
     assert (body["kind"], body["state"], body["params"]["study"]) == ("pipeline", "queued", "lamp5-pilot")
-    questions = Path(body["params"]["input"]["questions"])
+    # the answer names the files, never where the server keeps them
+    assert body["params"]["input"]["questions"] == "dev_questions.json"
+    assert body["params"]["workdir"] == "work" and str(queued) not in response.content.decode()
+    questions = Path(Job.objects.get(pk=body["id"]).params["input"]["questions"])
     assert questions.is_relative_to(queued / "work" / "uploads") and questions.name == "dev_questions.json"
     assert json.loads(questions.read_text()) == QUESTIONS
     assert [s["id"] for s in body["params"]["systems"]] == ["bm25-k2", "no-profile"]
     again = client.post("/api/pipelines/", uploads(), format="multipart")
-    assert again.status_code == 201 and again.json()["id"] == body["id"]
+    assert again.status_code == 202 and again.json()["id"] == body["id"]
     assert Job.objects.filter(kind="pipeline").count() == 1
 
 
@@ -60,8 +64,9 @@ def test_api_refuses_server_paths_bad_plans_and_non_admins(queued):
     sneaky["input"]["questions"] = "/etc/passwd"
     response = client.post("/api/pipelines/", uploads(sneaky), format="multipart")
     assert response.status_code == 400
-    assert response.json() == {"error": "input file '/etc/passwd' was not uploaded (uploaded: dev_outputs.json, "
-                                        "dev_questions.json)"}
+    why = ("input.questions: 'passwd' was not uploaded (uploaded: dev_outputs.json, dev_questions.json): upload it "
+           "with the plan, under its name")
+    assert response.json() == {"error": why, "errors": [why]}
     bad = {"plan": SimpleUploadedFile("plan.json", b"{not json")}
     response = client.post("/api/pipelines/", bad, format="multipart")
     assert response.status_code == 400 and response.json()["error"].startswith("the plan is not valid JSON")
