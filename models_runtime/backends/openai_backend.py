@@ -20,9 +20,11 @@ from .config import ModelNotAvailable
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
-class OpenAIError(RuntimeError):
-    """The server refused a request for a reason retrying will not fix, or retries ran out
-    (then `transient` is True: the job runner retries the chunk later, jobs.is_transient)."""
+class OpenAIError(ModelNotAvailable):
+    """The server refused a request for a reason retrying will not fix (a job fails with
+    this message, no traceback: it is the server's or the configuration's, not a bug), or
+    retries ran out (then `transient` is True: the job runner retries the chunk later,
+    jobs.is_transient, and a re-run resumes)."""
 
     def __init__(self, message, transient=False):
         super().__init__(message)

@@ -16,6 +16,7 @@ from tests.factories import make_user
 
 from .helpers import make_study
 from .test_pipeline import OUTPUTS, QUESTIONS, plan
+from .test_worker import groups_back  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -93,3 +94,52 @@ def test_page_is_for_admins_and_goes_to_the_dashboard(queued):
     assert (response.status_code, response["Location"]) == (302, "/studies/lamp5-pilot/")
     response = web.post("/plans/new/", {"files": uploads()["files"]})
     assert response.status_code == 400 and "Choose the plan file" in response.content.decode()
+
+
+@pytest.mark.postgres("the background thread needs the committed rows of a shared database")
+@pytest.mark.usefixtures("groups_back")
+def test_without_a_broker_the_web_answers_202_at_once_and_the_chain_runs_in_the_background(
+        fake_llm, transactional_db, settings, plain_http):
+    """Each answer of the test server takes 0.4 s: the chain needs several seconds, the
+    request answers in under one, and the chain finishes in a thread of this process."""
+    import time
+
+    from models_runtime.jobs import BACKGROUND_THREADS
+    from tests.runtime.test_plans import OUTPUTS as LAMP4_OUTPUTS
+    from tests.runtime.test_plans import QUESTIONS as LAMP4_QUESTIONS
+    from tests.runtime.test_plans import plan as lamp4_plan
+
+    fake_llm.on_request = lambda prompt: time.sleep(0.4)
+    client = api_as("admins")
+    files = {"plan": SimpleUploadedFile("plan.json", json.dumps(lamp4_plan()).encode()),
+             "files": [SimpleUploadedFile("dev_questions.json", json.dumps(LAMP4_QUESTIONS).encode()),
+                       SimpleUploadedFile("dev_outputs.json", json.dumps(LAMP4_OUTPUTS).encode())]}
+    started = time.monotonic()
+    response = client.post("/api/pipelines/", files, format="multipart")
+    answered = time.monotonic() - started
+    assert response.status_code == 202, response.content
+    assert answered < 1.0 and response.json()["state"] == "queued"
+    BACKGROUND_THREADS[response.json()["id"]].join(60)
+    job = Job.objects.get(pk=response.json()["id"])
+    assert (job.state, job.done, job.total) == ("done", 4, 4)
+    assert time.monotonic() - started > 4 * 0.4
+    from annotate.models import Item
+
+    assert Item.objects.filter(study__slug="lamp4-pilot").count() == 2
+
+
+def test_a_hostile_plan_answers_400_not_500(queued):
+    client = api_as("admins")
+    deep = {"plan": SimpleUploadedFile("plan.json", b"[" * 3000 + b"]" * 3000)}
+    response = client.post("/api/pipelines/", deep, format="multipart")
+    assert response.status_code == 400
+    assert response.json() == {"error": "the plan is not a plan: JSON nested more than 32 levels deep (a plan needs 4)"}
+    huge = {"plan": SimpleUploadedFile("plan.json", b'{"study": {"annotations_per_item": ' + b"9" * 5000 + b"}}")}
+    response = client.post("/api/pipelines/", huge, format="multipart")
+    assert response.status_code == 400
+    assert response.json() == {"error": "the plan is not a plan: a number of 5000 digits (at most 30)"}
+    web = Client()
+    web.force_login(make_user("deep-admin", role="admins"))
+    page = web.post("/plans/new/", {"plan": SimpleUploadedFile("plan.json", b"[" * 3000 + b"]" * 3000)})
+    assert page.status_code == 400 and "nested more than 32 levels deep" in page.content.decode()
+    assert not Job.objects.exists()
