@@ -27,7 +27,18 @@ from .jobs import (
 from .models import Job, study_slug
 
 # An absolute path in a text: a '/' that starts a word (not a URL's or a path's inner '/').
-_SERVER_PATH = re.compile(r"(?<![\w.:/~%-])/[^\s'\"(),;]+")
+_SERVER_PATH = re.compile(r"(?<![\w.:/~%-])/([^\s/'\"(),;]+)[^\s'\"(),;]*")
+_ROOT_DIRS: set[str] = set()
+
+
+def _shorten(match: re.Match) -> str:
+    """A path under one of the server's top folders (/srv, /tmp, /home, ...) -> its last
+    part; anything else (an API route such as /api/jobs/1/) stays."""
+    if not _ROOT_DIRS:
+        _ROOT_DIRS.update(name for name in os.listdir("/") if os.path.isdir(os.path.join("/", name)))
+    if match.group(1) not in _ROOT_DIRS:
+        return match.group(0)
+    return match.group(0).rstrip("/").rsplit("/", 1)[-1] or "/"
 
 
 def redact(value):
@@ -35,7 +46,7 @@ def redact(value):
     server path replaced by its last part (`/srv/humeval/var/pipelines/x/batch.jsonl` ->
     `batch.jsonl`): the web and the API never show where the server keeps its files."""
     if isinstance(value, str):
-        return _SERVER_PATH.sub(lambda m: m.group(0).rstrip("/").rsplit("/", 1)[-1] or "/", value)
+        return _SERVER_PATH.sub(_shorten, value)
     if isinstance(value, dict):
         return {key: redact(v) for key, v in value.items()}
     if isinstance(value, list):

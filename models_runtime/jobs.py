@@ -642,8 +642,8 @@ def _run_chunk(job, kind, chunk, position, worker):
                 raise
             why = f"{exc.__class__.__name__}: {exc}"
             if attempt == retries:
-                raise ChunkGaveUp(f"{why} (chunk of {len(chunk)} items from {chunk[0]!r}, {retries + 1} attempts); "
-                                  "re-run the same command to resume") from exc
+                raise ChunkGaveUp(f"{why} (chunk of {len(chunk)} items from {chunk[0]!r}, {retries + 1} attempts)") \
+                    from exc
             wait = delay * (2 ** attempt)
             logger.warning("job %d %s: chunk of %d items from %r retried in %.1f s (attempt %d of %d): %s",
                            job.pk, job.kind, len(chunk), chunk[0], wait, attempt + 2, retries + 1, why)

@@ -228,7 +228,7 @@ def index_jsonl(path: str, task: str | None) -> Records:
     """Check our JSONL records (`line N: ...`) and index them by line."""
     from .rag import LAMP_HINT, record_errors
 
-    name, spans, errors, total, offset = Path(path).name, {}, [], 0, 0
+    name, spans, errors, total, offset, seen = Path(path).name, {}, [], 0, 0, set()
     with open(path, "rb") as handle:
         head = handle.read(4096).lstrip()
         if head.startswith(b"[") or (head.startswith(b"{") and b'"golds"' in head):
@@ -243,7 +243,9 @@ def index_jsonl(path: str, task: str | None) -> Records:
             except (ValueError, UnicodeDecodeError) as exc:
                 reasons = [f"not valid JSON ({exc})"]
             else:
-                reasons = record_errors(record, seen=spans)
+                reasons = record_errors(record, seen=seen)
+                if isinstance(record, dict) and isinstance(record.get("id"), (str, int)):
+                    seen.add(str(record["id"]))
             if reasons:
                 total += len(reasons)
                 errors.extend(f"{name} line {number}: {r}" for r in reasons[:MAX_ERRORS_SHOWN - len(errors)])
