@@ -105,11 +105,23 @@ def check_outcome(command, job: Job) -> None:
                 "fix what the message says, then run the command again")
         raise CommandError(f"job {job.pk} ({job.kind}) failed: {last.get('error', 'unknown error')}"
                            f"{imported_note(job)} ({hint})")
+    for metric, counts in sample_counts_of(job).items():
+        if counts.get("unparsed_samples"):
+            command.stderr.write(f"warning: {metric}: {counts['unparsed_samples']} of {counts['samples']} samples had "
+                                 "no score in them and were left out of the means (the result's \"samples\")")
     if job.state == Job.DONE_WITH_ERRORS:
         first = next((e for e in job_errors(job, limit=1) if "item" in e), None)
         example = f" (first: item {first['item']}: {first['error']})" if first else ""
         command.stderr.write(f"warning: job {job.pk} finished with {job.n_errors} of {job.total} items failed"
                              f"{example}; all errors: GET /api/jobs/{job.pk}/")
+
+
+def sample_counts_of(job: Job) -> dict:
+    """The score job's `samples` (also inside a pipeline's score step)."""
+    result = job.result if isinstance(job.result, dict) else {}
+    if job.kind == "pipeline":
+        result = ((result.get("steps") or {}).get("score") or {}).get("result") or {}
+    return result.get("samples") or {}
 
 
 def job_summary(job: Job) -> dict:

@@ -94,10 +94,14 @@ def score_chunk(job, keys):
         scores = fn(records, model=model or None, device=job.params.get("device"))
         if len(scores) != len(records):
             raise RuntimeError(f"metric {metric} returned {len(scores)} scores for {len(records)} records")
-        for record, key, score in zip(records, owners, scores):
+        notes = getattr(scores, "notes", None) or [{}] * len(records)
+        for record, key, score, note in zip(records, owners, scores, notes):
             rows.append(services.PredictionRow(item_key=key, evaluator=metric, question=record["candidate_id"],
                                                value=format_score(score)))
             per_item[key].setdefault(metric, {})[record["candidate_id"]] = score
+            for name, count in note.items():  # e.g. G-Eval's unparsed samples, summed in score_finish
+                sums = per_item[key].setdefault("_samples", {}).setdefault(metric, {})
+                sums[name] = sums.get(name, 0) + count
     services.upsert_predictions(slug, rows)
     return per_item
 
@@ -134,6 +138,19 @@ def store_lamp_f1(study_slug, task=None):
     return summary
 
 
+def sample_counts(job) -> dict[str, dict[str, int]]:
+    """{metric: {"samples", "unparsed_samples"}} summed over the job's items (G-Eval)."""
+    from .models import JobItem
+
+    out: dict[str, dict[str, int]] = {}
+    for result in JobItem.objects.filter(job=job).exclude(result=None).values_list("result", flat=True):
+        for metric, counts in (result.get("_samples") or {}).items():
+            for name, count in counts.items():
+                out.setdefault(metric, {}).setdefault(name, 0)
+                out[metric][name] += count
+    return out
+
+
 def score_finish(job):
     extra = store_egises(job.params["study"]) if EGISES in job.params["metrics"] else None
     if LAMP_F1 in job.params["metrics"]:
@@ -148,6 +165,9 @@ def score_finish(job):
                                                    [m for m in job.params["metrics"] if m not in STUDY_METRICS])}
     if extra is not None:
         result[EGISES] = extra
+    samples = sample_counts(job)
+    if samples:
+        result["samples"] = samples
     if lamp:  # the corpus values LaMP's eval/evaluation.py prints, per system
         result["lamp"] = lamp_summary([r for _, r in study_records(job.params["study"], job.params.get("task"))], lamp)
     return result

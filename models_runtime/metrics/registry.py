@@ -13,6 +13,16 @@ _METRICS = {}
 METRIC_MODULES = ["models_runtime.metrics.classic", "models_runtime.metrics.lamp", "models_runtime.judges"]
 
 
+class Scores(list):
+    """A metric's scores with what it dropped on the way, per record (`samples`,
+    `unparsed_samples`: G-Eval averages the parsable ones of its samples): the score job
+    sums them into its result, so a mean over 3 of 20 samples is never hidden."""
+
+    def __init__(self, scores, notes: list[dict]):
+        super().__init__(scores)
+        self.notes = notes
+
+
 class UnknownMetric(KeyError):
     def __str__(self):
         return self.args[0]

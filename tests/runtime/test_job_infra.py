@@ -337,3 +337,9 @@ def test_model_loading_is_quiet_off_a_terminal():
     assert quiet_loading(Tty()) is False
     assert quiet_loading(StringIO()) is True
     assert hf_logging.get_verbosity() == logging.ERROR and not hf_logging.is_progress_bar_enabled()
+    # a bar made with tqdm directly, as transformers' GGUF loader does, prints nothing
+    from tqdm.auto import tqdm
+
+    out = StringIO()
+    assert list(tqdm(range(3), desc="Converting and de-quantizing GGUF tensors...", file=out)) == [0, 1, 2]
+    assert out.getvalue() == ""
