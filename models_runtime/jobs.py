@@ -517,7 +517,11 @@ def _give_back(job: Job, now, send: bool) -> None:
 
 def requeue_job(job: Job) -> Job:
     """`jobs requeue ID`: a failed, cancelled or stale job back to work (the workers, or
-    this process without a broker), resuming at its checkpoints."""
+    this process without a broker), resuming at its checkpoints. A step of a chain is
+    requeued through its chain (its pipeline runs it again inline), never on its own."""
+    root = chain_root(job)
+    if root.pk != job.pk:
+        job = root
     if job.state not in (Job.FAILED, Job.CANCELLED, Job.QUEUED, Job.RUNNING):
         raise JobParamsError(f"job {job.pk} is {job.state}: only failed, cancelled, queued or stale jobs are requeued")
     if job.state == Job.RUNNING and not stale_jobs().filter(pk=job.pk).exists():
