@@ -127,8 +127,8 @@ def bench_upload(db_url: str, upload_mb: int) -> dict:
     token = Token.objects.create(user=admin).key
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        # ~1,500 words of profile per question (100 articles of ~12 words + titles): LaMP-4's long profiles
-        per_question = 100 * (6 + 12) * 7 + 500
+        # 100 profile items (a title and ~12 words each) per question: LaMP-4's long profiles
+        per_question = 15_400  # bytes: measured on this generator
         n_questions = max(1, upload_mb * 1_000_000 // per_question)
         questions, outputs = write_lamp(folder, n_questions, 100, 12, seed=1)
         (folder / "plan.json").write_text(json.dumps(plan()))

@@ -8,7 +8,6 @@ chain is requeued once, through its pipeline: every prompt reaches the model ser
 The model is an OpenAI-compatible test server in this process (tests/runtime/fake_llm.py)
 that counts prompts; the generation cache is off, so a repeat would be sent again."""
 import json
-import signal
 import uuid
 from collections import Counter
 from datetime import timedelta
@@ -24,7 +23,7 @@ from models_runtime.plans import validate_plan
 
 from .fake_llm import FakeLLM
 from .test_plans import plan
-from .test_worker import BROKER, groups_back, start_worker, wait_until  # noqa: F401 - fixture
+from .test_worker import BROKER, groups_back, start_worker, stop_workers, wait_until  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow]
 
@@ -61,12 +60,12 @@ def test_a_stale_chain_is_requeued_once_and_two_workers_generate_every_prompt_on
     redis.Redis.from_url(BROKER).ping()
     server = FakeLLM()
     try:
-        run_the_scenario(server, settings, tmp_path, monkeypatch, Celery, redis)
+        run_the_scenario(server, settings, tmp_path, monkeypatch, Celery)
     finally:
         server.close()
 
 
-def run_the_scenario(server, settings, tmp_path, monkeypatch, Celery, redis):
+def run_the_scenario(server, settings, tmp_path, monkeypatch, Celery):
     (tmp_path / "dev_questions.json").write_text(json.dumps(QUESTIONS))
     (tmp_path / "dev_outputs.json").write_text(json.dumps(OUTPUTS))
     models = server.models_json()
@@ -109,13 +108,7 @@ def run_the_scenario(server, settings, tmp_path, monkeypatch, Celery, redis):
         assert sent == [root.pk]  # one message for the chain
         wait_until(lambda: Job.objects.get(pk=root.pk).state in Job.FINISHED_STATES, 300, "the chain to finish")
     finally:
-        for w in workers:
-            if w.poll() is None:
-                w.send_signal(signal.SIGKILL)
-                w.wait(30)
-        for log in logs:
-            log.close()
-        redis.Redis.from_url(BROKER).delete(queue)
+        stop_workers(workers, logs, queue)
     text = "".join((tmp_path / f"worker{n}.log").read_text() for n in (1, 2))
     root.refresh_from_db()
     generate.refresh_from_db()
