@@ -6,9 +6,12 @@ timeout let several worker processes share it.
 """
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS generations (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, texts TEXT NOT NULL,
@@ -61,9 +64,13 @@ class GenerationCache:
         if not rows:
             return
         with self._lock:
-            conn = self._connection()
-            conn.executemany("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?, ?)", rows)
-            conn.commit()
+            try:
+                conn = self._connection()
+                conn.executemany("INSERT OR REPLACE INTO generations VALUES (?, ?, ?, ?, ?, ?)", rows)
+                conn.commit()
+            except (sqlite3.OperationalError, OSError) as exc:  # a full disk: the answers are kept, not cached
+                logger.warning("generation cache %s not written (%s): %d answers will be generated again on a "
+                               "re-run; free disk space or set HUMEVAL_GENERATION_CACHE", self.path, exc, len(rows))
 
     def __len__(self):
         with self._lock:

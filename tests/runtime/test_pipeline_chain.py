@@ -256,3 +256,40 @@ def test_runner_params_are_bounded(settings):
     assert response.status_code == 400
     assert response.json() == {"error": "chunk_size must be an integer from 1 to 10000, got 0; throttle_seconds must "
                                         "be a number from 0 to 600, got 1000000000.0"}
+
+
+def test_a_full_disk_names_the_file_and_what_to_do(fake_llm, plan_file, monkeypatch):
+    import errno
+
+    from models_runtime import job_files
+
+    def full(path, *args, **kwargs):
+        if str(path).endswith(".part"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return open(path, *args, **kwargs)
+    monkeypatch.setattr(job_files, "open", full, raising=False)
+    with pytest.raises(CommandError) as caught:
+        run_plan(plan_file())
+    assert str(caught.value) == (f"job {Job.objects.get(kind='pipeline').pk} (pipeline) failed: could not write "
+                                 "batch.jsonl: No space left on device (free disk space in its folder, then re-run: "
+                                 "finished items are not generated again); nothing was imported (fix what the "
+                                 "message says, then run the command again)")
+    monkeypatch.undo()
+    assert run_plan(plan_file())[0]["state"] == "done"
+    assert len(fake_llm.prompts) == 4  # the re-run generated nothing again
+
+
+def test_a_cache_on_a_full_disk_keeps_the_answers(tmp_path, caplog):
+    """SQLite's own message for a full disk; the answers already paid for are returned."""
+    import sqlite3
+
+    from models_runtime.backends.cache import GenerationCache
+
+    class FullDisk:
+        def executemany(self, *args):
+            raise sqlite3.OperationalError("database or disk is full")
+
+    cache = GenerationCache(tmp_path / "cache.sqlite3")
+    cache._conn = FullDisk()
+    cache.put_many([("k", "m", ["an answer"], 3, [4], [0.1])])
+    assert "cache.sqlite3 not written (database or disk is full): 1 answers will be generated again" in caplog.text
