@@ -76,6 +76,29 @@ def test_the_chain_stores_prompts_and_the_task_and_warns_of_questions_left_out(f
                enumerate(zip(prompts, [items[0], items[0], items[1], items[1]])))
     assert Job.objects.get(pk=report["job"]).files == ["batch.jsonl", "prompts.jsonl"]
     assert Item.objects.filter(study__slug="lamp4-pilot").count() == 2
+    # the generation cache keeps each prompt with its answer (every model call: judges' too)
+    import sqlite3
+
+    with sqlite3.connect(settings.HUMEVAL_GENERATION_CACHE) as db:
+        cached = sorted(json.loads(p) for (p,) in db.execute("SELECT prompt FROM generations"))
+    assert cached == sorted(p["prompt"] for p in prompts)
+
+
+def test_a_cache_file_from_before_gets_the_prompt_column(tmp_path):
+    import sqlite3
+
+    from models_runtime.backends.cache import GenerationCache
+
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE generations (key TEXT PRIMARY KEY, model TEXT NOT NULL, texts TEXT NOT NULL, "
+                   "tokens_in INTEGER NOT NULL, tokens_out TEXT NOT NULL, seconds TEXT NOT NULL)")
+        db.execute("INSERT INTO generations VALUES ('old', 'm', '[\"kept\"]', 1, '[1]', '[0.1]')")
+    cache = GenerationCache(path)
+    cache.put_many([("new", "m", ["fresh"], 2, [1], [0.2], "the prompt")])
+    assert cache.get_many(["old", "new"]) == {"old": (["kept"], 1, [1], [0.1]), "new": (["fresh"], 2, [1], [0.2])}
+    with sqlite3.connect(path) as db:
+        assert dict(db.execute("SELECT key, prompt FROM generations")) == {"old": "", "new": '"the prompt"'}
 
 
 def test_three_systems_make_items_carrying_every_candidate(fake_llm, plan_file, settings, tmp_path):
