@@ -358,13 +358,13 @@ def run_job_chunks(job: Job, began: float, worker: str, on_progress) -> Job:
         throttle = float(job.params.get("throttle_seconds") or 0)
         if on_progress:
             on_progress(done, len(keys))
-        for chunk in _chunks(todo, size):
+        for n, chunk in enumerate(_chunks(todo, size)):
+            if n and throttle:  # between chunks, never after the last
+                pause(job, throttle)
             check_cancel(job)
             done += _run_chunk(job, kind, chunk, position, worker)
             if on_progress:
                 on_progress(done, len(keys))
-            if throttle:
-                pause(job, throttle)
         finished = set(JobItem.objects.filter(job=job).values_list("key", flat=True))
         missing = sum(1 for k in keys if k not in finished)
         if missing:  # never report a job done that is not
