@@ -276,8 +276,8 @@ def run_in_thread(job_id: int) -> threading.Thread:
     """Run a job in a daemon thread with its own database connection. If the process dies,
     the heartbeat stops and the stale-job detector marks the job failed (resumable)."""
     def main():
-        try:
-            run_job(job_id)
+        try:  # a worker name per thread: two threads never run one job at once (run_job's claim)
+            run_job(job_id, worker=f"{worker_name()}:{threading.get_ident()}")
         except Exception:  # run_job records its own failures; this is a database outage
             logger.exception("job %d: background thread failed", job_id)
         finally:

@@ -119,7 +119,16 @@ def test_without_a_broker_the_web_answers_202_at_once_and_the_chain_runs_in_the_
     answered = time.monotonic() - started
     assert response.status_code == 202, response.content
     assert answered < 1.0 and response.json()["state"] == "queued"
+    first = BACKGROUND_THREADS[response.json()["id"]]
+    time.sleep(0.5)  # the chain is generating; the same upload again is the same job, not run twice
+    files = {"plan": SimpleUploadedFile("plan.json", json.dumps(lamp4_plan()).encode()),
+             "files": [SimpleUploadedFile("dev_questions.json", json.dumps(LAMP4_QUESTIONS).encode()),
+                       SimpleUploadedFile("dev_outputs.json", json.dumps(LAMP4_OUTPUTS).encode())]}
+    again = client.post("/api/pipelines/", files, format="multipart")
+    assert again.status_code == 202 and again.json()["id"] == response.json()["id"]
+    first.join(60)
     BACKGROUND_THREADS[response.json()["id"]].join(60)
+    assert len(fake_llm.prompts) == 4  # 2 questions x 2 systems, each sent once
     job = Job.objects.get(pk=response.json()["id"])
     assert (job.state, job.done, job.total) == ("done", 4, 4)
     assert time.monotonic() - started > 1.5
