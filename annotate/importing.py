@@ -109,6 +109,21 @@ def import_batch(binary_file, *, source="", user=None, expected_slug=None, allow
     return ImportResult(study=study, batch=batch, created=created, skipped=len(to_skip))
 
 
+def batch_errors(binary_file, *, expected_slug=None):
+    """The `line N: ...` errors import_batch would refuse this file with (its header, its
+    items, the existing study's kind and settings), writing nothing. [] = it would load."""
+    errors = ErrorList()
+    with transaction.atomic():
+        binary_file.seek(0)
+        lines = iter_lines(binary_file)
+        header_line, header, header_errors = read_header(lines)
+        errors.extend_from(header_errors)
+        if header is not None:
+            _study, header = _resolve_study(header, header_line, expected_slug, errors)
+        _validate_items(lines, header, errors)
+    return list(errors.final())
+
+
 def _who(user):
     return user.get_username() if user is not None else "-"
 

@@ -224,6 +224,26 @@ class BatchRefused(ValueError):
         self.errors = errors
 
 
+def batch_errors(lines: list[dict]) -> list[str]:
+    """Why the importer would refuse a batch made of these JSON lines (header first), as
+    `line N: ...`, writing nothing: the runtime checks the batch it will write before it
+    generates anything. [] = it would load."""
+    import io
+    import json
+
+    from .importing import batch_errors as check
+
+    data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
+    return check(io.BytesIO(data))
+
+
+def batch_header_keys() -> tuple[str, ...]:
+    """The keys a batch header's `study` object may hold."""
+    from .batch_format import HEADER_KEYS
+
+    return tuple(HEADER_KEYS)
+
+
 def import_batch_file(path: str, *, expected_slug: str | None = None) -> dict:
     """Import a batch file written by the runtime (all or nothing; items already in the
     study with the same content are skipped, so a re-run imports nothing twice).

@@ -47,3 +47,10 @@ SKIP_REASONS = (
     ("other", "Other reason"),
 )
 SKIP_REASON_IDS = tuple(key for key, _ in SKIP_REASONS)
+
+# Metric scores where a lower value is the better output (LaMP-3's errors): the report's
+# metric picks, alignment and correlations read them negated; the per-system table shows
+# them as they are. Scores of ROOT_OF_MEAN metrics are squared errors: the per-system
+# table shows the root of their mean (RMSE) and of its interval's ends.
+LOWER_IS_BETTER = frozenset({"lamp_mae", "lamp_rmse"})
+ROOT_OF_MEAN = frozenset({"lamp_rmse"})

@@ -16,15 +16,17 @@ RETRY_AFTER_SECONDS = 2
 
 
 class UploadSizeLimitMiddleware:
-    """413 for a request whose declared body is over its view's limit, before any byte is
-    read (so a 100 MiB anonymous login post costs nothing).
+    """413 for a request whose declared body is over its view's limit, and 403 for a large
+    upload from anyone but a signed-in admin, before any byte is read (so a 100 MiB
+    anonymous post costs nothing: no temporary file, no parsing).
 
     The limit is Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) for every view, except the
-    views named in HUMEVAL_LARGE_UPLOAD_URLS (batch and predictions uploads), which stream
-    the body to disk and take up to HUMEVAL_MAX_UPLOAD_BYTES. The whole body counts, file
-    parts of multipart uploads included (Django's own setting does not count those).
-    Checked in process_view, where the URL is resolved: this middleware comes before
-    CsrfViewMiddleware, whose process_view reads form bodies."""
+    views named in HUMEVAL_LARGE_UPLOAD_URLS (batch, predictions, job and plan uploads),
+    which stream the body to disk and take up to HUMEVAL_MAX_UPLOAD_BYTES, from admins only
+    (session or API token): every one of those views is an admin's. The whole body counts,
+    file parts of multipart uploads included (Django's own setting does not count those).
+    Checked in process_view, where the URL is resolved and the session's user is known:
+    this middleware comes before CsrfViewMiddleware, whose process_view reads form bodies."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -40,6 +42,10 @@ class UploadSizeLimitMiddleware:
         match = request.resolver_match
         if match is not None and match.url_name in settings.HUMEVAL_LARGE_UPLOAD_URLS:
             limit, setting = settings.HUMEVAL_MAX_UPLOAD_BYTES, "HUMEVAL_MAX_UPLOAD_BYTES"
+            if length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE and not _uploader_is_admin(request):
+                return JsonResponse({"detail": "sign in as an admin (session or API token) before uploading a "
+                                               f"body over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes"},
+                                    status=403)
         else:
             limit, setting = settings.DATA_UPLOAD_MAX_MEMORY_SIZE, "DATA_UPLOAD_MAX_MEMORY_SIZE"
         if limit is not None and length > limit:
@@ -48,6 +54,27 @@ class UploadSizeLimitMiddleware:
                 status=413,
             )
         return None
+
+
+def _uploader_is_admin(request) -> bool:
+    """Whether the request comes from an admin, by its session or its API token (read from
+    the headers: nothing of the body)."""
+    from annotate.roles import is_admin
+
+    if is_admin(getattr(request, "user", None)):
+        return True
+    auth = request.META.get("HTTP_AUTHORIZATION", "").split()
+    if len(auth) != 2 or auth[0].lower() != "token":
+        return False
+    from rest_framework.exceptions import AuthenticationFailed
+
+    from annotate.api.authentication import ExpiringTokenAuthentication
+
+    try:
+        user, _ = ExpiringTokenAuthentication().authenticate_credentials(auth[1])
+    except AuthenticationFailed:
+        return False
+    return is_admin(user)
 
 
 def _is_connection_loss(exc):

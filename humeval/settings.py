@@ -152,11 +152,13 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
 # Request bodies (humeval.middleware.UploadSizeLimitMiddleware): Django's default 2.5 MiB
-# for every view, except the upload views named here, which stream to disk and take up to
-# HUMEVAL_MAX_UPLOAD_BYTES.
+# for every view, except the upload views named here (all of them admins'), which stream to
+# disk and take up to HUMEVAL_MAX_UPLOAD_BYTES from a signed-in admin (LaMP files run to
+# hundreds of MB: raise it for LaMP-4's train set).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2621440
 HUMEVAL_MAX_UPLOAD_BYTES = int(os.environ.get("HUMEVAL_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024)))
-HUMEVAL_LARGE_UPLOAD_URLS = {"batch-upload", "study-upload", "api-study-batches", "api-study-predictions", "api-jobs"}
+HUMEVAL_LARGE_UPLOAD_URLS = {"batch-upload", "study-upload", "api-study-batches", "api-study-predictions", "api-jobs",
+                             "api-pipelines", "plan-new"}
 FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
 
 REST_FRAMEWORK = {
@@ -201,6 +203,8 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Workers log through LOGGING below (HUMEVAL_LOG_LEVEL), so their log holds the job lines.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "humeval")
 # Queue of the report refreshes (annotate/report_cache.py): give it its own worker so that
 # refreshes never wait behind a long model job.
@@ -275,7 +279,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"line": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "line"}},  # StreamHandler: stderr
+    # StreamHandler: stderr. A refused request (403, 404) is one line, without the traceback
+    # Django attaches to it (humeval/log_filters.py).
+    "filters": {"no_client_tracebacks": {"()": "humeval.log_filters.NoClientErrorTracebacks"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "line",
+                            "filters": ["no_client_tracebacks"]}},
     "root": {"handlers": ["stderr"], "level": HUMEVAL_LOG_LEVEL},
     "loggers": {name: {"level": max(HUMEVAL_LOG_LEVEL, "WARNING", key=logging.getLevelName)}
                 for name in ("django", "axes")},

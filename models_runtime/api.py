@@ -32,8 +32,8 @@ from annotate.services import (
 )
 
 from .backends.config import ModelNotAvailable
-from .job_files import submit_web_job
-from .jobs import JobParamsError, job_dir, job_json, job_kinds
+from .job_files import job_file_path, redact, submit_web_job
+from .jobs import JobParamsError, job_json, job_kinds
 from .metrics.registry import UnknownMetric
 from .models import Job
 from .plans import start_uploaded_plan
@@ -96,11 +96,22 @@ class JobListSerializer(serializers.Serializer):
 
 
 def job_body(job):
-    return JobSerializer(job_json(job)).data
+    return JobSerializer(redact(job_json(job))).data
+
+
+def refusal(exc) -> Response:
+    """400 with why a job or plan was refused (every problem of a plan in `errors`), no
+    server path in it."""
+    body = {"error": redact(str(exc))}
+    if getattr(exc, "errors", None):
+        body["errors"] = redact(list(exc.errors))
+    return Response(body, status=status.HTTP_400_BAD_REQUEST)
 
 
 class JobErrorBody(serializers.Serializer):
     error = serializers.CharField(help_text="Why the job was not started.")
+    errors = serializers.ListField(child=serializers.CharField(), required=False,
+                                   help_text="A plan's problems, one `where: what` each (all of them at once).")
 
 
 class JobListView(APIView):
@@ -134,14 +145,14 @@ class JobListView(APIView):
         try:
             job = submit_web_job(kind, params, uploads, user=request.user)
         except (ValueError, TypeError, ModelNotAvailable, UnknownMetric, OSError) as exc:
-            return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+            return refusal(exc)
         return Response(job_body(job), status=status.HTTP_201_CREATED)
 
     @extend_schema(operation_id="jobs_list", responses={200: JobListSerializer, 403: DetailSerializer},
                    summary="The latest 50 jobs (admins).")
     def get(self, request):
         jobs = Job.objects.all()[:50]
-        return Response(JobListSerializer({"jobs": [job_json(j) for j in jobs]}).data)
+        return Response(JobListSerializer({"jobs": [redact(job_json(j)) for j in jobs]}).data)
 
 
 def may_read_job(user, job) -> bool:
@@ -175,7 +186,7 @@ class JobFileView(APIView):
         if (job is None or not (is_admin(request.user) or is_researcher(request.user))
                 or not may_read_job(request.user, job) or name not in (job.files or [])):
             raise Http404("No such file.")
-        path = job_dir(job.pk) / name
+        path = job_file_path(job, name)
         if not path.is_file():
             raise Http404("The job has not written this file (yet).")
         return FileResponse(open(path, "rb"), as_attachment=True, filename=name)  # noqa: SIM115 - FileResponse closes it
@@ -192,8 +203,8 @@ class PipelineView(APIView):
     permission_classes = [IsAdminRole]
 
     @extend_schema(request={"multipart/form-data": PipelineCreateSerializer},
-                   responses={201: JobSerializer, 400: JobErrorBody, 403: DetailSerializer},
-                   summary="Run a study plan on uploaded files (admins).")
+                   responses={202: JobSerializer, 400: JobErrorBody, 403: DetailSerializer},
+                   summary="Run a study plan on uploaded files (admins): 202 with the queued chain.")
     def post(self, request):
         plan = request.FILES.get("plan") or request.data.get("plan")
         if plan is None:
@@ -202,5 +213,5 @@ class PipelineView(APIView):
         try:
             job = start_uploaded_plan(plan, uploads, request.user)
         except (JobParamsError, ModelNotAvailable, UnknownMetric) as exc:
-            return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(job_body(job), status=status.HTTP_201_CREATED)
+            return refusal(exc)
+        return Response(job_body(job), status=status.HTTP_202_ACCEPTED)

@@ -16,7 +16,7 @@ import json
 from django.core.management.base import CommandError
 
 from .backends.config import ModelNotAvailable
-from .jobs import get_job_kind, job_errors, prepare_job, run_job, start_job, uses_broker
+from .jobs import get_job_kind, interrupt_job, job_errors, prepare_job, run_job, start_job, uses_broker
 from .metrics.registry import UnknownMetric
 from .models import Job
 from .progress import ProgressBar, wait_for_job
@@ -64,28 +64,64 @@ def run_command_job(command, kind: str, params: dict, *, desc: str, no_wait: boo
             job = wait_for_job(job, on_progress=bar)
         else:
             job = run_job(job.pk, on_progress=bar)
+    except KeyboardInterrupt:
+        job.refresh_from_db()
+        if not (uses_broker() and (on_workers or not local)):  # this process ran it: stop it cleanly
+            interrupt_job(job, f"interrupted (Ctrl-C) at {job.done}/{job.total} items")
+            raise CommandError(f"interrupted: job {job.pk} ({kind}) stopped at {job.done}/{job.total} items; "
+                               "re-running the same command resumes it") from None
+        raise CommandError(f"stopped waiting: job {job.pk} ({kind}) goes on on the workers "
+                           f"(manage.py jobs cancel {job.pk} stops it)") from None
     finally:
         bar.close()
     return job
 
 
+def imported_note(job: Job) -> str:
+    """What a stopped chain leaves in its study (pipeline_stopped's `imported`)."""
+    if job.kind != "pipeline" or not isinstance(job.result, dict):
+        return ""
+    ids = job.result.get("imported") or []
+    if not ids:
+        return "; nothing was imported"
+    shown = ", ".join(str(i) for i in ids[:10]) + (f", ... ({len(ids) - 10} more)" if len(ids) > 10 else "")
+    return f"; {len(ids)} items were imported into study {job.result.get('study')} and stay there: {shown}"
+
+
 def check_outcome(command, job: Job) -> None:
-    """CommandError for a failed job (its traceback first, on stderr); a warning line on
+    """CommandError for a failed or cancelled job (a bug's traceback first, on stderr),
+    saying whether re-running resumes it or what must change first; a warning line on
     stderr for one that finished with failed items."""
+    units = "steps" if job.kind == "pipeline" else "items"
     if job.state == Job.CANCELLED:
-        raise CommandError(f"job {job.pk} was cancelled at {job.done}/{job.total} items "
-                           "(re-running the same command resumes it)")
+        raise CommandError(f"job {job.pk} ({job.kind}) was cancelled at {job.done}/{job.total} {units}"
+                           f"{imported_note(job)} (re-running the same command resumes it)")
     if job.state == Job.FAILED:
         last = (job.errors or [{}])[-1]
         if last.get("traceback"):
             command.stderr.write(last["traceback"].rstrip())
-        raise CommandError(f"job {job.pk} failed: {last.get('error', 'unknown error')} "
-                           "(re-running the same command resumes it)")
+        hint = ("re-running the same command resumes it" if last.get("resumable") else
+                "a bug: the traceback is above; please report it" if last.get("traceback") else
+                "fix what the message says, then run the command again")
+        raise CommandError(f"job {job.pk} ({job.kind}) failed: {last.get('error', 'unknown error')}"
+                           f"{imported_note(job)} ({hint})")
+    for metric, counts in sample_counts_of(job).items():
+        if counts.get("unparsed_samples"):
+            command.stderr.write(f"warning: {metric}: {counts['unparsed_samples']} of {counts['samples']} samples had "
+                                 "no score in them and were left out of the means (the result's \"samples\")")
     if job.state == Job.DONE_WITH_ERRORS:
         first = next((e for e in job_errors(job, limit=1) if "item" in e), None)
         example = f" (first: item {first['item']}: {first['error']})" if first else ""
         command.stderr.write(f"warning: job {job.pk} finished with {job.n_errors} of {job.total} items failed"
                              f"{example}; all errors: GET /api/jobs/{job.pk}/")
+
+
+def sample_counts_of(job: Job) -> dict:
+    """The score job's `samples` (also inside a pipeline's score step)."""
+    result = job.result if isinstance(job.result, dict) else {}
+    if job.kind == "pipeline":
+        result = ((result.get("steps") or {}).get("score") or {}).get("result") or {}
+    return result.get("samples") or {}
 
 
 def job_summary(job: Job) -> dict:

@@ -7,7 +7,11 @@ chooses (`input.jsonl`); their outputs are written there too (the kind's `output
 one of the job's own `files`. Server paths stay a feature of the management commands
 (`server_paths` in the params, job_commands.py).
 """
+import json
+import os
+import re
 import shutil
+from pathlib import Path
 
 from django.db import transaction
 
@@ -21,6 +25,56 @@ from .jobs import (
     validate_params,
 )
 from .models import Job, study_slug
+
+# An absolute path in a text: a '/' that starts a word (not a URL's or a path's inner '/').
+_SERVER_PATH = re.compile(r"(?<![\w.:/~%-])/([^\s/'\"(),;]+)[^\s'\"(),;]*")
+_ROOT_DIRS: set[str] = set()
+
+
+def _shorten(match: re.Match) -> str:
+    """A path under one of the server's top folders (/srv, /tmp, /home, ...) -> its last
+    part; anything else (an API route such as /api/jobs/1/) stays."""
+    if not _ROOT_DIRS:
+        _ROOT_DIRS.update(name for name in os.listdir("/") if os.path.isdir(os.path.join("/", name)))
+    if match.group(1) not in _ROOT_DIRS:
+        return match.group(0)
+    return match.group(0).rstrip("/").rsplit("/", 1)[-1] or "/"
+
+
+def redact(value):
+    """`value` (JSON: a job's params, result or errors; a message) with every absolute
+    server path replaced by its last part (`/srv/humeval/var/pipelines/x/batch.jsonl` ->
+    `batch.jsonl`): the web and the API never show where the server keeps its files."""
+    if isinstance(value, str):
+        return _SERVER_PATH.sub(_shorten, value)
+    if isinstance(value, dict):
+        return {key: redact(v) for key, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def job_file_path(job: Job, name: str) -> Path:
+    """Where one of a job's own `files` lies: a pipeline's in its study's folder
+    (HUMEVAL_PIPELINE_DIR/<slug>/), any other job's in HUMEVAL_JOBS_DIR/<job id>/."""
+    if job.kind == "pipeline" and isinstance(job.params, dict) and job.params.get("workdir"):
+        return Path(job.params["workdir"]) / job.params["study"] / name
+    return job_dir(job.pk) / name
+
+
+def write_lines(path: str, lines) -> None:
+    """Write JSON lines to `path` whole or not at all (a `.part` file renamed into place);
+    a full disk or a missing folder is a JobParamsError naming the file and what to do."""
+    tmp = f"{path}.part"
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            for line in lines:
+                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise JobParamsError(f"could not write {Path(path).name}: {exc.strerror or exc} (free disk space in its "
+                             "folder, then re-run: finished items are not generated again)") from None
 
 
 def input_file_name(param: str) -> str:

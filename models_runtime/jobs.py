@@ -106,6 +106,9 @@ class JobKind:
     # False: process_chunk runs outside the checkpoint transaction, so what it commits
     # (the pipeline's steps run their own jobs) is visible and kept as it goes.
     atomic: bool = True
+    # The result of a job that stopped (cancelled or failed) before `finish`: what it did
+    # so far (a pipeline lists the items it already imported).
+    stopped: Callable[[Job], Any] | None = None
 
 
 _KINDS: dict[str, JobKind] = {}
@@ -176,11 +179,33 @@ def uses_broker() -> bool:
     return bool(getattr(settings, "CELERY_BROKER_URL", "")) and not getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False)
 
 
+# The runner's own params, taken by every kind: (low, high, integer?).
+RUNNER_PARAMS = {"chunk_size": (1, 10_000, True), "retries": (0, 20, True),
+                 "retry_delay_seconds": (0, 600, False), "throttle_seconds": (0, 600, False)}
+
+
+def check_runner_params(params: dict) -> None:
+    """Bounds of the runner's params (`throttle_seconds: 1e9` would leave a job running
+    for ever); JobParamsError naming each bad one."""
+    bad = []
+    for name, (low, high, integer) in RUNNER_PARAMS.items():
+        value = params.get(name)
+        if value is None:
+            continue
+        kind = (int,) if integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kind) or not low <= value <= high:
+            bad.append(f"{name} must be {'an integer' if integer else 'a number'} from {low} to {high}, "
+                       f"got {value!r}"[:120])
+    if bad:
+        raise JobParamsError("; ".join(bad))
+
+
 def validate_params(kind: str, params: dict | None) -> dict:
     """The kind's normalised params (JobParamsError and friends when they are bad)."""
     job_kind = get_job_kind(kind)
     params = dict(params or {})
     check_server_paths(job_kind, params)
+    check_runner_params(params)
     return job_kind.validate(params) if job_kind.validate else params
 
 
@@ -251,8 +276,8 @@ def run_in_thread(job_id: int) -> threading.Thread:
     """Run a job in a daemon thread with its own database connection. If the process dies,
     the heartbeat stops and the stale-job detector marks the job failed (resumable)."""
     def main():
-        try:
-            run_job(job_id)
+        try:  # a worker name per thread: two threads never run one job at once (run_job's claim)
+            run_job(job_id, worker=f"{worker_name()}:{threading.get_ident()}")
         except Exception:  # run_job records its own failures; this is a database outage
             logger.exception("job %d: background thread failed", job_id)
         finally:
@@ -295,8 +320,18 @@ def run_job(job_id: int, on_progress=None, worker: str | None = None) -> Job:
         return job
     began = time.monotonic()
     now = timezone.now()
-    Job.objects.filter(pk=job.pk).update(state=Job.RUNNING, attempts=F("attempts") + 1, updated_at=now,
-                                         heartbeat_at=now, worker=worker[:200])
+    # Claim it, unless another process beat for it within the last three heartbeats: a
+    # message redelivered while its job still runs (a job longer than the broker's
+    # visibility timeout) must not run it twice at once.
+    beat = float(settings.HUMEVAL_JOB_HEARTBEAT_SECONDS)
+    busy = Q(state=Job.RUNNING, heartbeat_at__gte=now - timedelta(seconds=3 * beat)) & ~Q(worker=worker[:200])
+    claimed = (Job.objects.filter(pk=job.pk).exclude(busy if beat > 0 else Q(pk=None))
+               .update(state=Job.RUNNING, attempts=F("attempts") + 1, updated_at=now, heartbeat_at=now,
+                       worker=worker[:200]))
+    if not claimed:
+        logger.info("job %d %s is running on %s (fresh heartbeat): not run again by %s", job.pk, job.kind,
+                    job.worker, worker)
+        return job
     Job.objects.filter(pk=job.pk, started_at__isnull=True).update(started_at=now)
     job.refresh_from_db()
     with Heartbeat(job.pk, on_step=getattr(on_progress, "show_step", None)):
@@ -305,6 +340,7 @@ def run_job(job_id: int, on_progress=None, worker: str | None = None) -> Job:
 
 def run_job_chunks(job: Job, began: float, worker: str, on_progress) -> Job:
     """run_job's work once the job is marked running: every outcome is recorded on the job."""
+    kind = None
     try:
         kind = get_job_kind(job.kind)
         validate_params(job.kind, job.params)  # in the worker's own environment (its models, files)
@@ -322,32 +358,63 @@ def run_job_chunks(job: Job, began: float, worker: str, on_progress) -> Job:
         throttle = float(job.params.get("throttle_seconds") or 0)
         if on_progress:
             on_progress(done, len(keys))
-        for chunk in _chunks(todo, size):
-            if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
-                raise JobCancelled()
+        for n, chunk in enumerate(_chunks(todo, size)):
+            if n and throttle:  # between chunks, never after the last
+                pause(job, throttle)
+            check_cancel(job)
             done += _run_chunk(job, kind, chunk, position, worker)
             if on_progress:
                 on_progress(done, len(keys))
-            if throttle:
-                time.sleep(throttle)
         finished = set(JobItem.objects.filter(job=job).values_list("key", flat=True))
         missing = sum(1 for k in keys if k not in finished)
         if missing:  # never report a job done that is not
             raise RuntimeError(f"{missing} items have no checkpoint after the last chunk")
         result = kind.finish(job) if kind.finish else None
-    except JobCancelled:
+    except JobCancelled as exc:
         Job.objects.filter(pk=job.pk).update(state=Job.CANCELLED, cancel_requested=False, finished_at=timezone.now())
+        if str(exc):
+            _note_error(job, {"error": str(exc), "resumable": True})
         logger.info("job %d %s cancelled (%d/%d items done)", job.pk, job.kind, job.done, job.total)
+        _stopped(job, kind)
     except FATAL_ERRORS as exc:
-        _fail(job, str(exc) or exc.__class__.__name__, seconds=time.monotonic() - began)
+        _fail(job, str(exc) or exc.__class__.__name__, seconds=time.monotonic() - began,
+              resumable=bool(getattr(exc, "resumable", False)))
+        _stopped(job, kind)
     except ChunkGaveUp as exc:
         _fail(job, str(exc), seconds=time.monotonic() - began)
+        _stopped(job, kind)
     except Exception as exc:  # a bug: fail the job now, with the traceback in its record
-        _fail(job, f"{exc.__class__.__name__}: {exc}", traceback.format_exc(), seconds=time.monotonic() - began)
+        _fail(job, f"{exc.__class__.__name__}: {exc}", traceback.format_exc(), seconds=time.monotonic() - began,
+              resumable=False)
+        _stopped(job, kind)
     else:
         _finish(job, result, seconds=time.monotonic() - began)
     job.refresh_from_db()
     return job
+
+
+def check_cancel(job: Job) -> None:
+    """JobCancelled when `jobs cancel` asked this job (or its chain) to stop."""
+    if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
+        raise JobCancelled()
+
+
+def pause(job: Job, seconds: float) -> None:
+    """`throttle_seconds` between chunks, a second at a time so that a cancel is seen."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(min(1.0, left))
+        check_cancel(job)
+
+
+def _stopped(job: Job, kind: "JobKind | None") -> None:
+    """Record what a stopped job did so far (JobKind.stopped), never failing the stop."""
+    if kind is None or kind.stopped is None:
+        return
+    try:
+        Job.objects.filter(pk=job.pk).update(result=kind.stopped(job))
+    except Exception:  # the job is already recorded as stopped; this is a summary
+        logger.exception("job %d: could not record what it did before it stopped", job.pk)
 
 
 class Heartbeat:
@@ -370,6 +437,7 @@ class Heartbeat:
             current.on_advance = self.on_step
 
     def __enter__(self):
+        self.outer = step.listener()  # a chain's step job runs inside its pipeline's heartbeat
         step.listen(self._listen)
         if self.interval > 0:
             self.thread = threading.Thread(target=self._beat, name=f"humeval-heartbeat-{self.job_id}", daemon=True)
@@ -392,7 +460,7 @@ class Heartbeat:
             connection.close()
 
     def __exit__(self, *exc_info):
-        step.listen(None)
+        step.listen(self.outer)
         self.stop.set()
         if self.thread is not None:
             self.thread.join()
@@ -420,25 +488,40 @@ def requeue_stale_jobs(stale_seconds: float | None = None) -> list[int]:
             job = stale_jobs(stale_seconds, now).select_for_update().filter(pk=job_id).first()
             if job is None:  # it beat (or ended) meanwhile
                 continue
-            since = job.heartbeat_at or job.updated_at
-            why = (f"no heartbeat from worker {job.worker or '?'} for {(now - since).total_seconds():.0f} s: "
-                   "the worker was lost")
-            entry = {"error": why + ("; requeued" if uses_broker() else "; re-run to resume"), "attempt": job.attempts}
-            Job.objects.filter(pk=job.pk).update(errors=list(job.errors or []) + [entry])
-            if uses_broker():
-                reopen(job)
-                job.refresh_from_db()
-                start_job(job)
-            else:
-                Job.objects.filter(pk=job.pk).update(state=Job.FAILED, finished_at=now)
-            logger.warning("job %d %s: %s", job.pk, job.kind, entry["error"])
+            root = chain_root(job)
+            if root.pk != job.pk and root.state == Job.RUNNING:
+                continue  # a step of a chain: given back with its chain, through the root
+            for step in Job.objects.filter(pk__in=chain_ids(job)[1:], state=Job.RUNNING):
+                _give_back(step, now, send=False)  # the chain's worker resumes them inline
+            _give_back(job, now, send=True)
         handled.append(job_id)
     return handled
 
 
+def _give_back(job: Job, now, send: bool) -> None:
+    """A lost worker's job: queued again (with a broker; sent only if `send`), else failed."""
+    since = job.heartbeat_at or job.updated_at
+    why = f"no heartbeat from worker {job.worker or '?'} for {(now - since).total_seconds():.0f} s: the worker was lost"
+    entry = {"error": why + ("; requeued" if uses_broker() else "; re-run to resume"), "attempt": job.attempts,
+             "resumable": True}
+    Job.objects.filter(pk=job.pk).update(errors=list(job.errors or []) + [entry])
+    if uses_broker():
+        reopen(job)
+        job.refresh_from_db()
+        if send:
+            start_job(job)
+    else:
+        Job.objects.filter(pk=job.pk).update(state=Job.FAILED, finished_at=now)
+    logger.warning("job %d %s: %s", job.pk, job.kind, entry["error"])
+
+
 def requeue_job(job: Job) -> Job:
     """`jobs requeue ID`: a failed, cancelled or stale job back to work (the workers, or
-    this process without a broker), resuming at its checkpoints."""
+    this process without a broker), resuming at its checkpoints. A step of a chain is
+    requeued through its chain (its pipeline runs it again inline), never on its own."""
+    root = chain_root(job)
+    if root.pk != job.pk:
+        job = root
     if job.state not in (Job.FAILED, Job.CANCELLED, Job.QUEUED, Job.RUNNING):
         raise JobParamsError(f"job {job.pk} is {job.state}: only failed, cancelled, queued or stale jobs are requeued")
     if job.state == Job.RUNNING and not stale_jobs().filter(pk=job.pk).exists():
@@ -450,15 +533,48 @@ def requeue_job(job: Job) -> Job:
     return job
 
 
+def chain_root(job: Job) -> Job:
+    """The first job of the chain `job` is a step of (itself when it is no step)."""
+    seen = set()
+    while job.parent_id is not None and job.parent_id not in seen:
+        seen.add(job.pk)
+        job = Job.objects.get(pk=job.parent_id)
+    return job
+
+
+def chain_ids(root: Job) -> list[int]:
+    """The root and every job under it."""
+    ids, frontier = [root.pk], [root.pk]
+    while frontier:
+        frontier = list(Job.objects.filter(parent_id__in=frontier).exclude(pk__in=ids).values_list("pk", flat=True))
+        ids += frontier
+    return ids
+
+
 def cancel_job(job: Job) -> Job:
-    """A queued job is cancelled at once; a running one when its runner next checks (between
-    chunks). Finished jobs are left as they are (JobParamsError)."""
-    if job.state in Job.FINISHED_STATES:
-        raise JobParamsError(f"job {job.pk} is already {job.state}")
-    Job.objects.filter(pk=job.pk, state=Job.QUEUED).update(state=Job.CANCELLED, finished_at=timezone.now())
-    Job.objects.filter(pk=job.pk, state=Job.RUNNING).update(cancel_requested=True)
+    """Cancel the whole chain `job` belongs to (a pipeline and its steps' jobs): queued jobs
+    at once, running ones when their runner next checks (between chunks). A job whose chain
+    has finished is left as it is (JobParamsError)."""
+    root = chain_root(job)
+    ids = chain_ids(root)
+    live = Job.objects.filter(pk__in=ids).exclude(state__in=Job.FINISHED_STATES)
+    if not live.exists():
+        raise JobParamsError(f"job {job.pk} is already {job.state}" + (
+            f" (its chain, job {root.pk}, is {root.state})" if root.pk != job.pk else ""))
+    live.filter(state=Job.QUEUED).update(state=Job.CANCELLED, finished_at=timezone.now())
+    live.filter(state=Job.RUNNING).update(cancel_requested=True)
     job.refresh_from_db()
     return job
+
+
+def interrupt_job(job: Job, why: str) -> None:
+    """The process running `job` is stopping (Ctrl-C): its chain's running jobs become
+    cancelled with `why`, resumable, instead of staying `running` until the stale check."""
+    now = timezone.now()
+    for running in Job.objects.filter(pk__in=chain_ids(chain_root(job)), state=Job.RUNNING):
+        Job.objects.filter(pk=running.pk).update(
+            state=Job.CANCELLED, finished_at=now, cancel_requested=False, step={},
+            errors=list(running.errors or []) + [{"error": why, "attempt": running.attempts, "resumable": True}])
 
 
 def _finish(job, result, seconds):
@@ -475,10 +591,17 @@ def _finish(job, result, seconds):
                 job.total, n_errors, seconds)
 
 
-def _fail(job, message, trace=None, seconds=None):
-    """State failed; the error (with the traceback of a bug) appended to the job's record."""
+def _note_error(job, entry):
     job.refresh_from_db()
-    entry = {"error": message, "attempt": job.attempts}
+    Job.objects.filter(pk=job.pk).update(errors=list(job.errors or []) + [dict(entry, attempt=job.attempts)])
+
+
+def _fail(job, message, trace=None, seconds=None, resumable=True):
+    """State failed; the error (with the traceback of a bug) appended to the job's record.
+    `resumable`: whether running it again can succeed as it is (a lost server, a full
+    disk), or something must be fixed first (a bad parameter, a bug)."""
+    job.refresh_from_db()
+    entry = {"error": message, "attempt": job.attempts, "resumable": resumable}
     if trace:
         entry["traceback"] = trace
     Job.objects.filter(pk=job.pk).update(state=Job.FAILED, errors=list(job.errors or []) + [entry],
@@ -523,8 +646,8 @@ def _run_chunk(job, kind, chunk, position, worker):
                 raise
             why = f"{exc.__class__.__name__}: {exc}"
             if attempt == retries:
-                raise ChunkGaveUp(f"{why} (chunk of {len(chunk)} items from {chunk[0]!r}, {retries + 1} attempts); "
-                                  "re-run the same command to resume") from exc
+                raise ChunkGaveUp(f"{why} (chunk of {len(chunk)} items from {chunk[0]!r}, {retries + 1} attempts)") \
+                    from exc
             wait = delay * (2 ** attempt)
             logger.warning("job %d %s: chunk of %d items from %r retried in %.1f s (attempt %d of %d): %s",
                            job.pk, job.kind, len(chunk), chunk[0], wait, attempt + 2, retries + 1, why)

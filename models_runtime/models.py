@@ -45,6 +45,9 @@ class Job(models.Model):
     # the only names GET /api/jobs/{id}/files/<name> serves.
     files = models.JSONField(default=list, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # The job of the chain this one is a step of (a pipeline's generate and score jobs): a
+    # chain is cancelled and requeued as one, through its root.
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

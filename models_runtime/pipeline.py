@@ -2,35 +2,47 @@
 plan run as one chain of resumable steps.
 
     generate  -> a `plan_generate` job: every system's candidate for every question
-    batch     -> the pairwise_alignment batch file (items left out are listed, with why)
+    batch     -> the study's batch file (plan_kinds.py: one item per question with every
+                 system's candidate for the pairwise kinds), the prompts file, and the
+                 questions left out, with why
     import    -> the batch into the study, through annotate.services
     score     -> a `score` job: every metric and judge into the study's predictions
 
 The pipeline's items are its steps, processed outside the checkpoint transaction
-(JobKind.atomic False): a step runs its own job in this process, whose checkpoints commit
-as they go, so a worker killed mid-step resumes that step's job where it stopped. The
-running pipeline's `result` shows each step's job and progress (the study dashboard).
-Re-running a finished plan starts new step jobs whose generations come from the cache.
+(JobKind.atomic False): a step runs its own job (a child: `Job.parent`) in this process,
+whose checkpoints commit as they go, so a worker killed mid-step resumes that step's job
+where it stopped. The chain is one unit: cancelling any of its jobs cancels it (state
+`cancelled`, what was imported stays and is listed in the result), and a lost worker's
+chain is requeued once, through the pipeline. The running pipeline shows each step's job,
+state and progress in its `result`, and the step's own count (generations) in `step`.
 """
-import json
-import os
+import time
 from pathlib import Path
 
 from annotate import services
 
 from .backends.base import SamplingParams
-from .jobs import ItemError, JobKind, JobParamsError, prepare_job, run_job
+from .job_files import write_lines
+from .jobs import ItemError, JobCancelled, JobKind, JobParamsError, prepare_job, run_job
 from .models import Job, JobItem
-from .plans import load_records
+from .plan_judges import PLAN_JUDGES
+from .plan_kinds import PLAN_KINDS
 from .rag import lamp_retrieve
+from .records import load_records
+from .step import counting
 
 STEPS = ["generate", "batch", "import", "score"]
-BATCH_NAME = "batch.jsonl"
+BATCH_NAME, PROMPTS_NAME = "batch.jsonl", "prompts.jsonl"
 
 
 class StepFailed(JobParamsError):
     """A step that cannot go on (its job failed, every item failed, an empty batch): the
-    chain fails with this message; re-running the plan resumes at this step."""
+    chain fails with this message. `resumable`: re-running can succeed as it is (the step's
+    job stopped on a lost server), or something must be fixed first."""
+
+    def __init__(self, message, resumable=False):
+        super().__init__(message)
+        self.resumable = resumable
 
 
 # ---- generate: one job, an item per question --------------------------------------------
@@ -44,8 +56,8 @@ def sampling(gen: dict) -> SamplingParams:
                           stop=tuple(gen["stop"]), postprocess=gen["postprocess"])
 
 
-def _prompts(record, systems, gen, encoder):
-    """{system id: (prompt, retrieved profile ids)}, or a reason to leave the item out."""
+def prompts_for(record, systems, gen, encoder):
+    """{system id: (prompt, retrieved profile ids)}, or why the question is left out."""
     from .lamp import build_prompt
 
     profile = record.get("profile") or []
@@ -62,60 +74,107 @@ def _prompts(record, systems, gen, encoder):
     return out
 
 
+def plan_encoder(p):
+    from .backends.registry import get_encoder
+
+    return get_encoder(device=p.get("device")) if any(s["retriever"] == "dense" for s in p["systems"]) else None
+
+
 def generate_chunk(job, keys):
-    from .backends.registry import get_backend, get_encoder
+    from .backends.registry import get_backend
 
     p = job.params
     records, systems = load_records(p["input"]), p["systems"]
-    dense = any(s["retriever"] == "dense" for s in systems)
-    encoder = get_encoder(device=p.get("device")) if dense else None
-    prompts = {key: _prompts(records[key], systems, p["generation"], encoder) for key in keys}
+    encoder = plan_encoder(p)
+    prompts = {key: prompts_for(records[key], systems, p["generation"], encoder) for key in keys}
     results = {key: {"left_out": why} for key, why in prompts.items() if isinstance(why, str)}
     todo = [key for key in keys if key not in results]
     texts = {}
-    for model in dict.fromkeys(s["model"] for s in systems):
-        wanted = [(key, s["id"]) for key in todo for s in systems if s["model"] == model]
-        if not wanted:
-            continue
-        backend = get_backend(model, device=p.get("device"))
-        outputs = backend.generate([prompts[key][sid][0] for key, sid in wanted], sampling(p["generation"]))
-        texts.update({w: gens[0].text for w, gens in zip(wanted, outputs)})
+    with counting(len(todo) * len(systems), "generations"):  # the step's progress inside the chunk
+        for model in dict.fromkeys(s["model"] for s in systems):
+            wanted = [(key, s["id"]) for key in todo for s in systems if s["model"] == model]
+            if not wanted:
+                continue
+            backend = get_backend(model, device=p.get("device"))
+            outputs = backend.generate([prompts[key][sid][0] for key, sid in wanted], sampling(p["generation"]))
+            texts.update({w: gens[0].text for w, gens in zip(wanted, outputs)})
     for key in todo:
         empty = [s["id"] for s in systems if not texts[(key, s["id"])].strip()]
         results[key] = ItemError(f"empty generation for {', '.join(empty)}") if empty else {
-            "candidates": [{"id": s["id"], "text": texts[(key, s["id"])], "retrieved": prompts[key][s["id"]][1]}
-                           for s in systems]}
+            "candidates": [{"id": s["id"], "text": texts[(key, s["id"])], "prompt": prompts[key][s["id"]][0],
+                            "retrieved": prompts[key][s["id"]][1]} for s in systems]}
     return results
 
 
 PLAN_GENERATE = JobKind("plan_generate", items=generate_items, process_chunk=generate_chunk, chunk_size=8)
 
 
+def dry_run(params, n: int = 2) -> dict:
+    """The first `n` prompts of each system, built as the generate step would (retrieval
+    included), without a job or a model: `pipeline --dry-run`."""
+    records = load_records(params["input"])
+    encoder = plan_encoder(params)
+    shown: dict[str, list] = {s["id"]: [] for s in params["systems"]}
+    left_out = []
+    for key in records:
+        if all(len(v) >= n for v in shown.values()):
+            break
+        built = prompts_for(records[key], params["systems"], params["generation"], encoder)
+        if isinstance(built, str):
+            left_out.append({"id": key, "why": built})
+            continue
+        for sid, (prompt, retrieved) in built.items():
+            shown[sid].append({"id": key, "prompt": prompt, "retrieved": retrieved})
+    return {"study": params["study"], "task": params["input"].get("task") or None,
+            "n_questions": len(records), "prompts": shown, "left_out": left_out}
+
+
 # ---- the chain ---------------------------------------------------------------------------
 
-def _note(job, step, child):
-    """Show a step's job and progress on the running pipeline (its `result`)."""
-    job.refresh_from_db(fields=["result"])
-    steps = dict((job.result or {}).get("steps") or {})
-    steps[step] = {"job": child.pk, "state": child.state, "done": child.done, "total": child.total}
-    Job.objects.filter(pk=job.pk).update(result={"steps": steps})
+class StepProgress:
+    """A step's job reporting to its pipeline: the step's job, state and items in the
+    pipeline's `result`, and the count inside its chunk (generations) in the pipeline's
+    `step` (written at most once a second)."""
+
+    def __init__(self, job, step, child):
+        self.job, self.step, self.child, self.written = job, step, child, 0.0
+
+    def note(self, state=None, inner=None):
+        self.job.refresh_from_db(fields=["result"])
+        steps = dict((self.job.result or {}).get("steps") or {})
+        steps[self.step] = {"job": self.child.pk, "state": state or self.child.state, "done": self.child.done,
+                            "total": self.child.total}
+        unit = f"{inner['unit']} (step {self.step})" if inner else f"items (step {self.step})"
+        count = inner or {"done": self.child.done, "total": self.child.total}
+        Job.objects.filter(pk=self.job.pk).update(result={"steps": steps},
+                                                  step={"done": count["done"], "total": count["total"], "unit": unit})
+
+    def __call__(self, done, total):
+        self.child.done, self.child.total = done, total
+        self.note(state=Job.RUNNING)
+
+    def show_step(self, current):
+        if time.monotonic() - self.written >= 1.0 or current.done == current.total:
+            self.written = time.monotonic()
+            self.note(state=Job.RUNNING, inner=current.as_json())
 
 
 def run_step_job(job, step, kind, params) -> Job:
-    """Run (or resume) the step's own job here; StepFailed unless it finished with at
-    least one item done."""
+    """Run (or resume) the step's own job here, as a child of the pipeline; StepFailed
+    unless it finished with at least one item done; JobCancelled when it was cancelled."""
     child, _ = prepare_job(kind, params, user=job.created_by)
-    _note(job, step, child)
-
-    def progress(done, total):
-        child.done, child.total = done, total
-        _note(job, step, child)
-
+    Job.objects.filter(pk=child.pk).update(parent=job)
+    progress = StepProgress(job, step, child)
+    progress.note()
     child = run_job(child.pk, on_progress=progress)
-    _note(job, step, child)
+    progress.child = child
+    progress.note()
+    if child.state == Job.CANCELLED:
+        raise JobCancelled(f"step {step}: job {child.pk} was cancelled at {child.done}/{child.total} items")
     if child.state == Job.FAILED:
-        last = (child.errors or [{}])[-1].get("error", "unknown error")
-        raise StepFailed(f"step {step}: job {child.pk} failed: {last}")
+        last = (child.errors or [{}])[-1]
+        raise StepFailed(f"step {step}: job {child.pk} failed: {last.get('error', 'unknown error')}",
+                         resumable=bool(last.get("resumable")))
     if child.total and child.n_errors == child.total:
         first = JobItem.objects.filter(job=child).exclude(error="").order_by("position").first()
         raise StepFailed(f"step {step}: every item failed (job {child.pk}; first: {first.key}: {first.error})")
@@ -140,11 +199,14 @@ def generate_job(job) -> Job:
     return Job.objects.get(pk=row.result["job"])
 
 
-def batch_items(p, checkpoints) -> tuple[list[dict], list[dict], int]:
-    """(items, left out [{"id", "why"}], failed) from the generate job's checkpoints."""
+def batch_items(p, checkpoints) -> tuple[list[dict], list[dict], list[dict], int]:
+    """(items, prompt rows, left out [{"id", "why"}], failed) from the generate job's
+    checkpoints, the items built by the study kind's builder (plan_kinds.py)."""
     records = load_records(p["input"])
-    items, left_out, failed = [], [], 0
-    for key, record in records.items():
+    build = PLAN_KINDS[p["study_header"]["kind"]].items
+    systems = {s["id"]: s for s in p["systems"]}
+    items, prompts, left_out, failed = [], [], [], 0
+    for key in records:
         row = checkpoints.get(key)
         if row is None or row.error:
             failed += 1
@@ -153,40 +215,52 @@ def batch_items(p, checkpoints) -> tuple[list[dict], list[dict], int]:
             left_out.append({"id": key, "why": row.result["left_out"]})
             continue
         cands = row.result["candidates"]
-        if cands[0]["text"].strip() == cands[1]["text"].strip():
-            left_out.append({"id": key, "why": "identical candidates"})
-            continue
-        items.append({"item_id": key, "input": record["input"], "reference": record["output"],
-                      "candidates": [{"id": c["id"], "text": c["text"]} for c in cands],
-                      "meta": {"systems": {s["id"]: s for s in p["systems"]},
-                               "retrieved": {c["id"]: c["retrieved"] for c in cands}}})
-    return items, left_out, failed
+        prompts += [{"id": key, "system": c["id"], "model": systems[c["id"]]["model"], "prompt": c["prompt"],
+                     "retrieved": c["retrieved"], "output": c["text"]} for c in cands]
+        meta = {"systems": systems, "retrieved": {c["id"]: c["retrieved"] for c in cands}}
+        if p["input"].get("task"):
+            meta["task"] = p["input"]["task"]
+        built = build(records[key], [{"id": c["id"], "text": c["text"]} for c in cands], meta)
+        if isinstance(built, str):
+            left_out.append({"id": key, "why": built})
+        else:
+            items += built
+    return items, prompts, left_out, failed
+
+
+def output_path(p, name) -> Path:
+    """A file of the plan's study folder, HUMEVAL_PIPELINE_DIR/<slug>/ (the slug is checked
+    with the plan; this refuses anything outside the folder all the same)."""
+    root = Path(p["workdir"]).resolve()
+    path = (root / p["study"] / name).resolve()
+    if not path.is_relative_to(root):
+        raise StepFailed(f"study slug {p['study']!r} would write outside the pipeline folder")
+    return path
 
 
 def batch_path(p) -> str:
-    return str(Path(p["workdir"]) / p["study"] / BATCH_NAME)
+    return str(output_path(p, BATCH_NAME))
 
 
 def step_batch(job) -> dict:
     p = job.params
     child = generate_job(job)
     checkpoints = {row.key: row for row in JobItem.objects.filter(job=child)}
-    items, left_out, failed = batch_items(p, checkpoints)
+    items, prompts, left_out, failed = batch_items(p, checkpoints)
     if not items:
         raise StepFailed(f"step batch: no item to put in the batch ({len(left_out)} left out, {failed} failed"
                          + (f"; first left out: {left_out[0]['id']}: {left_out[0]['why']}" if left_out else "") + ")")
-    header = {"study": {k: v for k, v in p["study_header"].items() if k in (
-        "slug", "kind", "title", "instructions", "annotations_per_item", "allow_tie")}}
-    header["study"].setdefault("instructions", "Read the request and the user's own expected output, then pick "
-                                               "the response that is closer to it in content and writing style.")
-    out = batch_path(p)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    with open(out + ".part", "w", encoding="utf-8") as handle:
-        for line in [header, *items]:
-            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-    os.replace(out + ".part", out)
-    return {"out": out, "n_items": len(items), "n_left_out": len(left_out), "left_out": left_out,
-            "failed": failed}
+    out = output_path(p, BATCH_NAME)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StepFailed(f"step batch: cannot make the study's folder: {exc.strerror} (HUMEVAL_PIPELINE_DIR)") \
+            from None
+    write_lines(str(out), [{"study": p["study_header"]}, *items])
+    write_lines(str(output_path(p, PROMPTS_NAME)), prompts)
+    Job.objects.filter(pk=job.pk).update(files=[BATCH_NAME, PROMPTS_NAME])
+    return {"n_items": len(items), "item_ids": [i["item_id"] for i in items], "n_left_out": len(left_out),
+            "left_out": left_out, "failed": failed, "files": [BATCH_NAME, PROMPTS_NAME]}
 
 
 def step_import(job) -> dict:
@@ -198,13 +272,19 @@ def step_import(job) -> dict:
 
 def step_score(job) -> dict:
     p = job.params
-    names = p["metrics"] + p["judges"]
-    if not names:
-        return {"skipped": "no metrics or judges in the plan"}
-    params = {"study": p["study"], "metrics": names, "model": p.get("judge_model"),
-              "device": p.get("device")}
-    child = run_step_job(job, "score", "score", params)
-    return {"job": child.pk, "result": child.result}
+    scored_by_score = [n for n in p["judges"] if PLAN_JUDGES[n].job == "score"]
+    names = p["metrics"] + scored_by_score
+    out: dict = {}
+    if names:
+        params = {"study": p["study"], "metrics": names, "model": p.get("judge_model"), "device": p.get("device")}
+        child = run_step_job(job, "score", "score", params)
+        out = {"job": child.pk, "result": child.result}
+    for name in p["judges"]:
+        judge = PLAN_JUDGES[name]
+        if judge.job != "score" and judge.params is not None:
+            child = run_step_job(job, "score", judge.job, judge.params(p))
+            out.setdefault("judges", {})[name] = {"job": child.pk, "result": child.result}
+    return out or {"skipped": "no metrics or judges in the plan"}
 
 
 STEP_FUNCTIONS = {"generate": step_generate, "batch": step_batch, "import": step_import, "score": step_score}
@@ -223,6 +303,18 @@ def pipeline_finish(job) -> dict:
     return {"study": job.params["study"], "steps": steps}
 
 
+def pipeline_stopped(job) -> dict:
+    """A chain that was cancelled or failed: the steps so far, and the items it imported
+    (they stay in the study)."""
+    job.refresh_from_db(fields=["result"])
+    steps = dict((job.result or {}).get("steps") or {})
+    finished = {row.key: row.result for row in JobItem.objects.filter(job=job)}
+    steps.update(finished)
+    imported = finished.get("batch", {}).get("item_ids", []) if "import" in finished else []
+    return {"study": job.params["study"], "steps": steps, "imported": imported,
+            "stopped_at": next((s for s in STEPS if s not in finished), None)}
+
+
 def validate_pipeline_params(params) -> dict:
     """Params come from plans.validate_plan (the command and the API check the plan)."""
     for key in ("study", "study_header", "input", "systems", "generation", "workdir"):
@@ -232,4 +324,4 @@ def validate_pipeline_params(params) -> dict:
 
 
 PIPELINE = JobKind("pipeline", items=pipeline_items, process_chunk=pipeline_chunk, finish=pipeline_finish,
-                   validate=validate_pipeline_params, chunk_size=1, atomic=False)
+                   validate=validate_pipeline_params, chunk_size=1, atomic=False, stopped=pipeline_stopped)

@@ -1,229 +1,429 @@
-"""Study plans (`manage.py pipeline PLAN.json`, `POST /api/pipelines/`): reading and
-checking a plan, and reading its input records.
+"""Study plans (`manage.py pipeline PLAN.json`, `POST /api/pipelines/`): the whole plan is
+checked before anything runs, and turned into the pipeline job's params.
+
+Checked first, every problem at once (PlanInvalid lists them): unknown keys at any level
+(with the closest valid one: `top_k` -> "did you mean `k`?"), types, the bounds of every
+number, the study slug (`[a-z0-9-]{1,50}`), the number of systems for the study kind, the
+models, metrics and judges, the LaMP task against the files' own, and the batch the plan
+will write (its header and an item shaped like the real ones go through the importer's
+own checks, so a plan the import step would refuse fails now, not after generating).
 
 A plan names its input files by name: relative to the plan file for the command, the
-names of the uploaded files for the API. `validate_plan` turns a plan into the pipeline
-job's params: absolute paths with their SHA-256 (an edited file is a new job), the systems
-and the generation options with their defaults filled in.
-
-Input formats: `lamp` (LaMP's own files: a JSON array of questions `{id, input, profile}`
-and an outputs file `{task, golds: [{id, output}]}`) and `jsonl` (our record format, one
-`{"id", "input", "profile", "output"}` a line, models_runtime/rag.py).
+names of the uploaded files for the API. The params hold absolute paths with their
+SHA-256 (an edited file is a new job). Input formats: `lamp` (LaMP's own files) and
+`jsonl` (our records); models_runtime/records.py reads them with bounded memory.
 """
+import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
-from .backends.base import POSTPROCESSORS
-from .backends.config import model_spec
-from .jobs import JobParamsError, file_sha256
-from .lamp import DEFAULT_BUDGET, TASKS
-from .retrieval import RETRIEVERS
+from annotate import services
+from evaluation.lamp_metrics import METRIC_TASKS, canonical_task
+from evaluation.vocabulary import CHOICE_QUESTION, PAIRWISE_ALIGNMENT, TIE, USEFULNESS_QUESTION
 
+from .backends.base import POSTPROCESSORS
+from .backends.config import ModelNotAvailable, model_spec
+from .jobs import JobParamsError, file_sha256
+from .lamp import DEFAULT_BUDGET
+from .metrics.registry import STUDY_METRIC_NAMES, UnknownMetric, available_metrics, get_metric
+from .plan_judges import PLAN_JUDGES
+from .plan_kinds import PLAN_KINDS
+from .records import load_records
+from .retrieval import RETRIEVERS
+from .suggest import did_you_mean
+
+SLUG_RE = re.compile(r"^[a-z0-9-]{1,50}$")
+SYSTEM_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+RESERVED_SYSTEM_IDS = {TIE, CHOICE_QUESTION, USEFULNESS_QUESTION}
 SYSTEM_RETRIEVERS = (*RETRIEVERS, "none")
 FORMATS = ("lamp", "jsonl")
-_cache: dict = {}
+PLAN_KEYS = ("study", "input", "systems", "generation", "metrics", "judges", "judge_model", "device")
+INPUT_KEYS = {"lamp": ("format", "task", "questions", "outputs"), "jsonl": ("format", "task", "records")}
+SYSTEM_KEYS = ("id", "model", "retriever", "k", "prompt")
+GENERATION_KEYS = ("max_tokens", "temperature", "stop", "postprocess", "budget")
+DEVICES = ("cpu", "cuda")
+# (low, high, default) of every number a plan takes
+BOUNDS = {"k": (1, 1000, 1), "max_tokens": (1, 8192, 64), "temperature": (0.0, 2.0, 0.0),
+          "budget": (1, 100_000, DEFAULT_BUDGET)}
+MAX_STOP, MAX_STOP_CHARS, MAX_NAMES = 16, 200, 32
+MAX_PLAN_DEPTH, MAX_INT_DIGITS = 32, 30
+MAX_PLAN_BYTES = 1 << 20  # a plan names its input files; it does not hold them
 
 
-def _need(cond, message):
-    if not cond:
-        raise JobParamsError(message)
+class PlanInvalid(JobParamsError):
+    """Everything wrong with a plan, one `where: what` line each."""
+
+    def __init__(self, errors: list[str]):
+        super().__init__("; ".join(errors))
+        self.errors = list(errors)
 
 
-def _int(value, name, low):
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise JobParamsError(f"{name} must be an integer") from None
-    _need(number >= low and not isinstance(value, bool), f"{name} must be at least {low}")
-    return number
+def shown(value) -> str:
+    """A value in a message: its type for a container, else its repr, cut short."""
+    if isinstance(value, (dict, list)):
+        return f"a {'JSON object' if isinstance(value, dict) else 'list'}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
-def validate_study(study) -> dict:
-    _need(isinstance(study, dict), 'the plan needs a "study" object')
-    _need(isinstance(study.get("slug"), str) and study["slug"].strip(), "study.slug is required")
-    _need(isinstance(study.get("title"), str) and study["title"].strip(), "study.title is required")
-    kind = study.get("kind", "pairwise_alignment")
-    _need(kind == "pairwise_alignment", f"study.kind {kind!r}: a plan builds pairwise_alignment studies")
-    return dict(study, kind=kind)
+class Check:
+    """Collects `where: what` errors while reading a plan."""
+
+    def __init__(self):
+        self.errors: list[str] = []
+
+    def add(self, where: str, what: str) -> None:
+        self.errors.append(f"{where}: {what}")
+
+    def keys(self, obj: dict, where: str, allowed) -> None:
+        for key in obj:
+            if key not in allowed:
+                self.add(f"{where}.{key}" if where else str(key),
+                         f"unknown key{did_you_mean(key, allowed)}; allowed: {', '.join(allowed)}")
+
+    def number(self, obj: dict, key: str, where: str, integer: bool = True):
+        """obj[key] within BOUNDS[key] (its default when absent); None when bad."""
+        low, high, default = BOUNDS[key]
+        value = obj.get(key, default)
+        kind = "an integer" if integer else "a number"
+        ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+        if not ok or isinstance(value, bool):
+            self.add(f"{where}.{key}", f"must be {kind} from {low} to {high}, got {shown(value)}")
+            return None
+        if not low <= value <= high or value != value:
+            self.add(f"{where}.{key}", f"must be from {low} to {high}, got {shown(value)}")
+            return None
+        return value if integer else float(value)
+
+    def names(self, value, where: str) -> list[str]:
+        if value is None:
+            return []
+        if not (isinstance(value, list) and all(isinstance(v, str) and v for v in value)) or len(value) > MAX_NAMES:
+            self.add(where, f"must be a list of at most {MAX_NAMES} names, got {shown(value)}")
+            return []
+        return list(dict.fromkeys(value))
 
 
-def validate_system(system, n) -> dict:
-    _need(isinstance(system, dict), f"systems[{n}] must be an object")
-    sid, model = system.get("id"), system.get("model")
-    _need(isinstance(sid, str) and sid.strip(), f"systems[{n}].id is required")
-    _need(isinstance(model, str) and model.strip(), f"systems[{n}] ({sid}): model is required")
-    model_spec(model)  # ModelNotAvailable names the setting
+# ---- the parts of a plan -------------------------------------------------------------------
+
+def check_study(check: Check, study) -> dict | None:
+    if not isinstance(study, dict):
+        check.add("study", "the plan needs a \"study\" object (slug, kind, title, ...)")
+        return None
+    check.keys(study, "study", services.batch_header_keys())
+    slug = study.get("slug")
+    if not (isinstance(slug, str) and SLUG_RE.match(slug)):
+        check.add("study.slug", f"must be 1-50 lowercase letters, digits or '-', got {shown(slug)}")
+    kind = study.get("kind", PAIRWISE_ALIGNMENT)
+    if kind not in PLAN_KINDS:
+        check.add("study.kind", f"a plan builds {', '.join(PLAN_KINDS)} studies, got {shown(kind)}"
+                                f"{did_you_mean(str(kind), PLAN_KINDS)}")
+        return None
+    header = dict(study, kind=kind)
+    header.setdefault("instructions", PLAN_KINDS[kind].instructions)
+    return header
+
+
+def check_system(check: Check, system, n: int) -> dict | None:
+    where = f"systems[{n}]"
+    if not isinstance(system, dict):
+        check.add(where, f"must be an object {{id, model, retriever, k}}, got {shown(system)}")
+        return None
+    sid = system.get("id")
+    if isinstance(sid, str) and sid:
+        where = f"systems[{n}] ({sid})"
+    check.keys(system, where, SYSTEM_KEYS)
+    errors = len(check.errors)
+    if not (isinstance(sid, str) and SYSTEM_ID_RE.match(sid)) or sid in RESERVED_SYSTEM_IDS:
+        check.add(f"{where}.id", "must be 1-64 letters, digits, '.', '_' or '-' (starting with a letter or digit), "
+                                 f"not {', '.join(sorted(RESERVED_SYSTEM_IDS))}; got {shown(sid)}")
+    model = system.get("model")
+    if not (isinstance(model, str) and model):
+        check.add(f"{where}.model", f"must name a model (HUMEVAL_MODELS, or smollm2), got {shown(model)}")
+    else:
+        try:
+            model_spec(model)
+        except ModelNotAvailable as exc:
+            check.add(f"{where}.model", str(exc))
     retriever = system.get("retriever", "none")
-    _need(retriever in SYSTEM_RETRIEVERS,
-          f"systems[{n}] ({sid}): retriever must be one of {', '.join(SYSTEM_RETRIEVERS)}")
-    k = 0 if retriever == "none" else _int(system.get("k", 1), f"systems[{n}] ({sid}): k", 1)
+    if retriever not in SYSTEM_RETRIEVERS:
+        check.add(f"{where}.retriever", f"must be one of {', '.join(SYSTEM_RETRIEVERS)}, got {shown(retriever)}"
+                                        f"{did_you_mean(str(retriever), SYSTEM_RETRIEVERS)}")
+    k = 0
+    if retriever == "none":
+        if "k" in system:
+            check.add(f"{where}.k", "a system with retriever \"none\" retrieves nothing: leave k out")
+    else:
+        k = check.number(system, "k", where)
     prompt = system.get("prompt", "lamp")
-    _need(prompt == "lamp", f"systems[{n}] ({sid}): prompt must be \"lamp\" (LaMP's templates)")
+    if prompt != "lamp":
+        check.add(f"{where}.prompt", f"must be \"lamp\" (LaMP's templates), got {shown(prompt)}")
+    if len(check.errors) > errors:
+        return None
     return {"id": sid, "model": model, "retriever": retriever, "k": k, "prompt": prompt}
 
 
-def validate_generation(gen) -> dict:
-    gen = gen or {}
-    _need(isinstance(gen, dict), '"generation" must be an object')
-    stop = gen.get("stop") or []
-    _need(isinstance(stop, list) and all(isinstance(s, str) and s for s in stop),
-          "generation.stop must be a list of non-empty strings")
-    post = gen.get("postprocess") or ""
-    _need(post in POSTPROCESSORS, "generation.postprocess must be first_line or title")
-    try:
-        temperature = float(gen.get("temperature", 0.0))
-    except (TypeError, ValueError):
-        raise JobParamsError("generation.temperature must be a number") from None
-    _need(temperature >= 0, "generation.temperature must be at least 0")
-    budget = _int(gen.get("budget", DEFAULT_BUDGET), "generation.budget", 1)
-    return {"max_tokens": _int(gen.get("max_tokens", 64), "generation.max_tokens", 1), "temperature": temperature,
-            "stop": stop, "postprocess": post, "budget": budget}
+def check_systems(check: Check, systems, kind: str | None) -> list[dict]:
+    low, high = ((PLAN_KINDS[kind].min_systems, PLAN_KINDS[kind].max_systems) if kind in PLAN_KINDS else (2, 8))
+    if not isinstance(systems, list) or not low <= len(systems) <= high:
+        got = f"{len(systems)}" if isinstance(systems, list) else shown(systems)
+        check.add("systems", f"a {kind or 'plan'} study takes {low} to {high} systems (a list), got {got}")
+        return []
+    out = [check_system(check, s, n) for n, s in enumerate(systems)]
+    ids = [s.get("id") for s in systems if isinstance(s, dict) and isinstance(s.get("id"), str)]
+    for sid in sorted({i for i in ids if ids.count(i) > 1}):
+        check.add("systems", f"two systems are named {sid!r}: ids must differ (they are the candidate ids)")
+    return [s for s in out if s]
 
 
-def _names(value, what) -> list[str]:
-    _need(isinstance(value, list) and all(isinstance(v, str) and v for v in value), f'"{what}" must be a list of names')
-    return list(dict.fromkeys(value))
+def check_generation(check: Check, gen, where: str = "generation") -> dict:
+    """The generation options with their defaults (also `generate rag`'s)."""
+    if gen is None:
+        gen = {}
+    if not isinstance(gen, dict):
+        check.add(where, f"must be an object {{max_tokens, temperature, stop, postprocess, budget}}, got {shown(gen)}")
+        gen = {}
+    check.keys(gen, where, GENERATION_KEYS)
+    stop = gen.get("stop", [])
+    if not (isinstance(stop, list) and len(stop) <= MAX_STOP
+            and all(isinstance(s, str) and 0 < len(s) <= MAX_STOP_CHARS for s in stop)):
+        check.add(f"{where}.stop", f"must be a list of at most {MAX_STOP} non-empty strings of at most "
+                                   f"{MAX_STOP_CHARS} characters, got {shown(stop)}")
+        stop = []
+    post = gen.get("postprocess", "")
+    if post is None:
+        post = ""
+    if post not in POSTPROCESSORS:
+        check.add(f"{where}.postprocess", f"must be first_line or title (or left out), got {shown(post)}"
+                                          f"{did_you_mean(str(post), [p for p in POSTPROCESSORS if p])}")
+        post = ""
+    return {"max_tokens": check.number(gen, "max_tokens", where),
+            "temperature": check.number(gen, "temperature", where, integer=False),
+            "stop": list(stop), "postprocess": post, "budget": check.number(gen, "budget", where)}
 
 
 def resolve_file(name, files) -> str:
     """The path of input file `name`: `files` maps uploaded names to paths, or is the
     directory the plan's names are relative to."""
-    _need(isinstance(name, str) and name, "input file names must be strings")
+    if not (isinstance(name, str) and name):
+        raise JobParamsError(f"must name an input file, got {shown(name)}")
     if isinstance(files, dict):
-        _need(name in files, f"input file {name!r} was not uploaded (uploaded: {', '.join(sorted(files)) or 'none'})")
+        if name not in files:
+            raise JobParamsError(f"{name!r} was not uploaded (uploaded: {', '.join(sorted(files)) or 'none'}): "
+                                 "upload it with the plan, under its name")
         return str(Path(files[name]).resolve())
     path = (Path(files) / name).resolve()
-    _need(path.is_file(), f"input file {path} does not exist")
+    if not path.is_file():
+        raise JobParamsError(f"input file {name} does not exist next to the plan ({Path(files)})")
     return str(path)
 
 
-def validate_input(spec, files) -> dict:
-    _need(isinstance(spec, dict), 'the plan needs an "input" object')
+def check_input(check: Check, spec, files) -> dict | None:
+    if not isinstance(spec, dict):
+        check.add("input", "the plan needs an \"input\" object ({\"format\": \"lamp\", \"questions\", \"outputs\"} "
+                           "or {\"format\": \"jsonl\", \"records\"})")
+        return None
     fmt = spec.get("format")
-    _need(fmt in FORMATS, f"input.format must be one of {', '.join(FORMATS)}")
-    keys = ("questions", "outputs") if fmt == "lamp" else ("records",)
-    out = {"format": fmt, "task": spec.get("task") or ""}
-    _need(not out["task"] or out["task"] in TASKS, f"input.task must be one of {', '.join(TASKS)}")
-    for key in keys:
-        out[key] = resolve_file(spec.get(key), files)
+    if fmt not in FORMATS:
+        check.add("input.format", f"must be lamp (LaMP's own files) or jsonl (our records), got {shown(fmt)}")
+        return None
+    check.keys(spec, "input", INPUT_KEYS[fmt])
+    out = {"format": fmt, "task": ""}
+    if spec.get("task") is not None:
+        task = canonical_task(spec["task"])
+        if task is None:
+            check.add("input.task", f"must be a LaMP task (LaMP-1 ... LaMP-7, or LaMP_N as LaMP's files spell it), "
+                                    f"got {shown(spec['task'])}")
+        out["task"] = task or ""
+    for key in INPUT_KEYS[fmt][2:]:
+        try:
+            out[key] = resolve_file(spec.get(key), files)
+        except JobParamsError as exc:
+            check.add(f"input.{key}", str(exc))
+    if len(out) < len(INPUT_KEYS[fmt]):
+        return None
+    for key in INPUT_KEYS[fmt][2:]:
         out[key + "_sha256"] = file_sha256(out[key])
-    load_records(out)  # every error now, before a job starts
     return out
 
 
-def validate_plan(plan, files, workdir) -> dict:
-    """A plan (dict) -> the pipeline job's params. `files`: see resolve_file."""
-    _need(isinstance(plan, dict), "a plan is a JSON object")
-    systems = plan.get("systems")
-    _need(isinstance(systems, list) and len(systems) == 2, "a pairwise plan has exactly two systems")
-    systems = [validate_system(s, n) for n, s in enumerate(systems)]
-    _need(systems[0]["id"] != systems[1]["id"], "the two systems need different ids")
-    metrics, judges = _names(plan.get("metrics") or [], "metrics"), _names(plan.get("judges") or [], "judges")
-    if metrics or judges:
-        from .scoring import parse_metrics
+def check_records(check: Check, spec: dict) -> dict | None:
+    """Read the input once (every problem by question) and fix its task: the plan's, else
+    the LaMP outputs file's own."""
+    try:
+        records = load_records(spec)
+    except JobParamsError as exc:
+        for line in getattr(exc, "errors", None) or [str(exc)]:
+            check.add("input", line)
+        return None
+    return dict(spec, task=records.task, n_questions=len(records))
 
-        parse_metrics(metrics + judges)
-    header = validate_study(plan.get("study"))
-    return {"study": header["slug"], "study_header": header, "input": validate_input(plan.get("input"), files),
-            "systems": systems, "generation": validate_generation(plan.get("generation")),
-            "metrics": metrics, "judges": judges, "judge_model": plan.get("judge_model") or None,
-            "device": plan.get("device") or None, "workdir": str(Path(workdir).resolve())}
+
+def check_scoring(check: Check, metrics: list[str], judges: list[str], kind: str | None, task: str | None,
+                  judge_model) -> None:
+    known = sorted(set(available_metrics()) | set(STUDY_METRIC_NAMES))
+    for name in metrics:
+        try:
+            get_metric(name) if name not in STUDY_METRIC_NAMES else None
+        except UnknownMetric:
+            check.add(f"metrics: {name}", f"unknown metric{did_you_mean(name, known)}; known: {', '.join(known)}")
+            continue
+        if name in METRIC_TASKS and task is not None:
+            if not task:
+                check.add(f"metrics: {name}", "needs the LaMP task: give input.task (or LaMP's outputs file)")
+            elif task not in METRIC_TASKS[name]:
+                use = ", ".join(m for m, ts in METRIC_TASKS.items() if task in ts) or "rouge1, rougeL"
+                check.add(f"metrics: {name}", f"is defined for {' and '.join(METRIC_TASKS[name])} (LaMP's "
+                                              f"eval/evaluation.py), this input is {task}: use {use}")
+    for name in judges:
+        judge = PLAN_JUDGES.get(name)
+        if judge is None:
+            check.add(f"judges: {name}", f"unknown judge{did_you_mean(name, PLAN_JUDGES)}; known: "
+                                         f"{', '.join(sorted(PLAN_JUDGES))}")
+        elif kind is not None and kind not in judge.kinds:
+            check.add(f"judges: {name}", f"judges {', '.join(judge.kinds)} studies, not {kind}")
+    if judge_model is not None:
+        if not (isinstance(judge_model, str) and judge_model):
+            check.add("judge_model", f"must name a model, got {shown(judge_model)}")
+        else:
+            try:
+                model_spec(judge_model)
+            except ModelNotAvailable as exc:
+                check.add("judge_model", str(exc))
+
+
+def check_batch(check: Check, header: dict, systems: list[dict], task: str) -> None:
+    """The header and an item shaped like the real ones through the importer's checks:
+    the study's settings, the existing study, the candidate ids and how many a kind takes."""
+    kind = PLAN_KINDS[header["kind"]]
+    record = {"id": "plan-check", "input": "A request.", "output": "The user's own text."}
+    candidates = [{"id": s["id"], "text": f"Candidate {n}."} for n, s in enumerate(systems)]
+    items = kind.items(record, candidates, {"task": task} if task else {})
+    for line in services.batch_errors([{"study": header}, *(items if isinstance(items, list) else [])]):
+        number, _, why = line.partition(": ")
+        check.add("study" if number == "line 1" else "systems", why or line)
+
+
+def validate_plan(plan, files, workdir) -> dict:
+    """A plan (dict) -> the pipeline job's params; PlanInvalid listing every problem.
+    `files`: see resolve_file."""
+    if not isinstance(plan, dict):
+        raise PlanInvalid(["plan: must be a JSON object {study, input, systems, generation, metrics, judges}"])
+    check = Check()
+    check.keys(plan, "", PLAN_KEYS)
+    header = check_study(check, plan.get("study"))
+    kind = header["kind"] if header else None
+    systems = check_systems(check, plan.get("systems"), kind)
+    generation = check_generation(check, plan.get("generation"))
+    metrics, judges = check.names(plan.get("metrics"), "metrics"), check.names(plan.get("judges"), "judges")
+    device = plan.get("device")
+    if device is not None and device not in DEVICES:
+        check.add("device", f"must be cpu or cuda (or left out), got {shown(device)}")
+    spec = check_input(check, plan.get("input"), files)
+    if spec is not None and not check.errors:  # the files are read only for an otherwise good plan
+        spec = check_records(check, spec)
+    task = spec["task"] if spec else None
+    check_scoring(check, metrics, judges, kind, task, plan.get("judge_model"))
+    if any(s["retriever"] == "dense" for s in systems):
+        from .backends.registry import encoder_path
+
+        try:
+            encoder_path()
+        except ModelNotAvailable as exc:
+            check.add("systems", f"retriever dense: {exc}")
+    if header and systems and not check.errors:
+        check_batch(check, header, systems, task or "")
+    if check.errors:
+        raise PlanInvalid(check.errors)
+    return {"study": header["slug"], "study_header": header, "input": spec, "systems": systems,
+            "generation": generation, "metrics": metrics, "judges": judges,
+            "judge_model": plan.get("judge_model") or None, "device": device or None,
+            "workdir": str(Path(workdir).resolve())}
+
+
+# ---- reading a plan ---------------------------------------------------------------------------
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"a number of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_plan(text, where: str = "the plan") -> dict:
+    """A plan's JSON text -> dict, refusing what would break the server: nesting deeper
+    than MAX_PLAN_DEPTH, integers of more than MAX_INT_DIGITS digits, NaN/Infinity."""
+    from humeval.jsonl import json_nesting_error
+
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise JobParamsError(f"{where} is not UTF-8 text") from None
+    nested = json_nesting_error(text, MAX_PLAN_DEPTH)
+    if nested:
+        raise JobParamsError(f"{where} is not a plan: {nested} (a plan needs 4)")
+    try:
+        plan = json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise JobParamsError(f"{where} is not valid JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise JobParamsError(f"{where} is not a plan: {exc}") from None
+    if not isinstance(plan, dict):
+        raise JobParamsError(f"{where} must be a JSON object {{study, input, systems, ...}}")
+    return plan
 
 
 def read_plan(path) -> dict:
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_PLAN_BYTES + 1)
     except OSError as exc:
         raise JobParamsError(f"cannot read the plan {path}: {exc.strerror}") from exc
-    except json.JSONDecodeError as exc:
-        raise JobParamsError(f"the plan {path} is not valid JSON: {exc}") from exc
+    if len(text) > MAX_PLAN_BYTES:
+        raise JobParamsError(f"the plan {path} is over {MAX_PLAN_BYTES} bytes: a plan names its input files, "
+                             "it does not hold them")
+    return parse_plan(text, f"the plan {Path(path).name}")
 
 
-# ---- input records -----------------------------------------------------------------------
-
-def _read_json(path, what):
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as exc:
-        raise JobParamsError(f"{path}: the LaMP {what} file is not valid JSON ({exc})") from exc
-
-
-def read_lamp(questions_path, outputs_path, task="") -> list[dict]:
-    """LaMP's questions and outputs files -> our records (`output` = the gold)."""
-    questions = _read_json(questions_path, "questions")
-    _need(isinstance(questions, list), f"{questions_path}: LaMP questions are a JSON array of {{id, input, profile}}")
-    outputs = _read_json(outputs_path, "outputs")
-    _need(isinstance(outputs, dict) and isinstance(outputs.get("golds"), list),
-          f"{outputs_path}: LaMP outputs are an object {{task, golds: [{{id, output}}]}}")
-    golds = {str(g.get("id")): g.get("output") for g in outputs["golds"] if isinstance(g, dict)}
-    task = task or outputs.get("task") or ""
-    records, errors = [], []
-    for n, q in enumerate(questions):
-        if not isinstance(q, dict) or not isinstance(q.get("input"), str) or q.get("id") is None:
-            errors.append(f"question {n}: expected {{id, input, profile}}")
-            continue
-        profile = q.get("profile") or []
-        if not isinstance(profile, list) or not all(isinstance(p, dict) for p in profile):
-            errors.append(f"question {q['id']}: profile must be a list of objects")
-            continue
-        gold = golds.get(str(q["id"]))
-        if not isinstance(gold, str) or not gold.strip():
-            errors.append(f"question {q['id']}: no output in {Path(outputs_path).name}")
-            continue
-        records.append({"id": str(q["id"]), "input": q["input"], "profile": profile, "output": gold,
-                        **({"task": task} if task in TASKS else {})})
-    _need(not errors, "; ".join(errors[:20]) + (f" (and {len(errors) - 20} more)" if len(errors) > 20 else ""))
-    _need(records, f"{questions_path}: no questions")
-    return records
-
-
-def load_records(spec) -> dict[str, dict]:
-    """The plan's input records by id, in file order (read once per file version)."""
-    from .rag import read_records
-
-    paths = [spec[k] for k in ("questions", "outputs", "records") if k in spec]
-    key = tuple((p, os.stat(p).st_mtime_ns, os.stat(p).st_size) for p in paths) + (spec.get("task"),)
-    if key not in _cache:
-        if spec["format"] == "lamp":
-            records = read_lamp(spec["questions"], spec["outputs"], spec.get("task") or "")
-        else:
-            records, errors = read_records(spec["records"])
-            _need(not errors, f"{spec['records']}: " + "; ".join(errors[:20]))
-            if spec.get("task"):
-                records = [dict(r, task=spec["task"]) for r in records]
-        ids = [str(r["id"]) for r in records]
-        _need(len(set(ids)) == len(ids), "the input repeats a question id")
-        _cache.clear()
-        _cache[key] = {str(r["id"]): r for r in records}
-    return _cache[key]
-
-
-# ---- uploaded plans (API and web page) ---------------------------------------------------
+# ---- uploaded plans (API and web page) ------------------------------------------------------
 
 def save_uploads(uploads, root) -> dict[str, str]:
-    """Store uploaded input files under `root/uploads/<sha256>/<name>` (the same bytes land
-    at the same path, so re-sending a plan resumes its job). -> {uploaded name: path}."""
-    import hashlib
-
+    """Store uploaded input files under `root/uploads/<sha256>/<name>`, streamed in chunks
+    (bounded memory; the same bytes land at the same path, so re-sending a plan resumes
+    its job). -> {uploaded name: path}."""
     saved: dict[str, str] = {}
+    incoming = Path(root) / "uploads"
+    incoming.mkdir(parents=True, exist_ok=True)
     for upload in uploads:
         name = os.path.basename(str(upload.name or ""))
-        _need(name and name not in (".", ".."), "an uploaded file has no name")
-        _need(name not in saved, f"two uploaded files are named {name!r}")
-        digest, chunks = hashlib.sha256(), []
-        for chunk in upload.chunks():
-            digest.update(chunk)
-            chunks.append(chunk)
-        folder = Path(root) / "uploads" / digest.hexdigest()
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / name
-        if not path.exists():
-            tmp = folder / (name + ".part")
-            tmp.write_bytes(b"".join(chunks))
-            os.replace(tmp, path)
+        if not name or name in (".", "..") or name.startswith("."):
+            raise JobParamsError("an uploaded file has no usable name: name it as the plan does")
+        if name in saved:
+            raise JobParamsError(f"two uploaded files are named {name!r}")
+        digest = hashlib.sha256()
+        tmp = incoming / f".upload-{os.getpid()}-{id(upload)}.part"
+        try:
+            with open(tmp, "wb") as handle:
+                for chunk in upload.chunks():
+                    digest.update(chunk)
+                    handle.write(chunk)
+            folder = incoming / digest.hexdigest()
+            folder.mkdir(exist_ok=True)
+            path = folder / name
+            if path.exists():
+                tmp.unlink()
+            else:
+                os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise JobParamsError(f"could not store the upload {name}: {exc.strerror} (is the server's disk full? "
+                                 "an admin can free space in HUMEVAL_PIPELINE_DIR)") from None
         saved[name] = str(path)
     return saved
 
@@ -231,19 +431,21 @@ def save_uploads(uploads, root) -> dict[str, str]:
 def plan_from_upload(plan_field) -> dict:
     """The plan of a request: an uploaded JSON file, a JSON string, or an object."""
     if hasattr(plan_field, "read"):
+        if getattr(plan_field, "size", 0) > MAX_PLAN_BYTES:
+            raise JobParamsError(f"the plan file is over {MAX_PLAN_BYTES} bytes: a plan names its input files, "
+                                 "upload them as files")
         plan_field = plan_field.read()
     if isinstance(plan_field, (bytes, str)):
-        try:
-            plan_field = json.loads(plan_field)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise JobParamsError(f"the plan is not valid JSON: {exc}") from exc
-    _need(isinstance(plan_field, dict), "send the plan as a JSON object (field \"plan\")")
+        return parse_plan(plan_field)
+    if not isinstance(plan_field, dict):
+        raise JobParamsError("send the plan as a JSON object (field \"plan\")")
     return plan_field
 
 
 def start_uploaded_plan(plan_field, uploads, user):
     """Validate an uploaded plan with its input files and start (or resume) its pipeline
-    job. -> Job. JobParamsError (and ModelNotAvailable, UnknownMetric) for a bad plan."""
+    job in the background (the workers, or a thread of this process): never inside the
+    request. -> Job. JobParamsError (PlanInvalid) for a bad plan."""
     from django.conf import settings
 
     from .jobs import prepare_job, start_job
@@ -254,6 +456,6 @@ def start_uploaded_plan(plan_field, uploads, user):
     params = validate_plan(plan, files, settings.HUMEVAL_PIPELINE_DIR)
     job, resumed = prepare_job("pipeline", params, user=user)
     if not (resumed and job.celery_task_id and job.state != job.FAILED):
-        start_job(job)
+        start_job(job, background=True)
     job.refresh_from_db()
     return job

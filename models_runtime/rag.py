@@ -7,11 +7,8 @@ expected output as `reference`. Two models: one candidate each, both with the pr
 `<model>-noprofile`). Each record's candidates are the checkpointed result of its item, so
 a resumed job writes the same file without generating again.
 """
-import json
 import os
 from pathlib import Path
-
-from humeval.jsonl import json_lines
 
 from .backends.base import SamplingParams
 from .backends.config import model_spec
@@ -30,55 +27,39 @@ LAMP_HINT = ("this is a LaMP file (a JSON array of questions, or an outputs file
              "{\"id\", \"input\", \"profile\", \"output\"} object a line")
 
 
-def read_records(path):
-    """-> (records in file order, errors as 'line N: ...'). Validates the LaMP format."""
-    records, errors, seen = [], [], set()
-    try:
-        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the `with` below; only open() may fail here
-    except OSError as exc:
-        raise JobParamsError(f"cannot read {path}: {exc.strerror}") from exc
-    with handle:
-        head = handle.read(4096).lstrip()
-        if head.startswith("[") or (head.startswith("{") and '"golds"' in head):
-            return [], [LAMP_HINT]
-        handle.seek(0)
-        for n, record, error in json_lines(handle):
-            if error:
-                errors.append(f"line {n}: not valid JSON ({error.msg})")
-                continue
-            if not isinstance(record, dict):
-                errors.append(f"line {n}: expected a JSON object")
-                continue
-            rid = record.get("id")
-            if not isinstance(rid, (str, int)) or isinstance(rid, bool) or str(rid) == "":
-                errors.append(f"line {n}: missing \"id\"")
-            elif str(rid) in seen:
-                errors.append(f"line {n}: duplicate id {rid!r}")
-            else:
-                seen.add(str(rid))
-            if not isinstance(record.get("input"), str) or not record["input"].strip():
-                errors.append(f"line {n}: missing \"input\" text")
-            profile = record.get("profile")
-            if not isinstance(profile, list) or not all(isinstance(p, dict) for p in profile):
-                errors.append(f"line {n}: \"profile\" must be a list of objects")
-            if not isinstance(record.get("output"), str) or not record["output"].strip():
-                errors.append(f"line {n}: missing \"output\" (the expected output is the batch's reference)")
-            records.append(record)
-    if not records and not errors:
-        errors.append("the input file has no records")
-    return records, errors
+def record_errors(record, seen) -> list[str]:
+    """Why one JSONL record cannot be used (none: []); `seen`: the ids read so far."""
+    if not isinstance(record, dict):
+        return ["expected a JSON object"]
+    errors = []
+    rid = record.get("id")
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool) or str(rid) == "":
+        errors.append("missing \"id\"")
+    elif str(rid) in seen:
+        errors.append(f"duplicate id {rid!r}")
+    if not isinstance(record.get("input"), str) or not record["input"].strip():
+        errors.append("missing \"input\" text")
+    profile = record.get("profile")
+    if not isinstance(profile, list) or not all(isinstance(p, dict) for p in profile):
+        errors.append("\"profile\" must be a list of objects")
+    if not isinstance(record.get("output"), str) or not record["output"].strip():
+        errors.append("missing \"output\" (the expected output is the batch's reference)")
+    return errors
 
 
 def load_records(path):
-    """Records by id, read once per file version."""
+    """Records by id in file order, each read from disk when used (records.py)."""
+    from .records import index_jsonl
+
+    return _records_of(path, index_jsonl)
+
+
+def _records_of(path, index):
     stat = os.stat(path)
     key = (str(path), stat.st_mtime_ns, stat.st_size)
     if key not in _records_cache:
-        records, errors = read_records(path)
-        if errors:
-            raise JobParamsError("; ".join(errors[:20]))
         _records_cache.clear()
-        _records_cache[key] = {str(r["id"]): r for r in records}
+        _records_cache[key] = index(str(path), None)
     return _records_cache[key]
 
 
@@ -99,6 +80,8 @@ def candidate_plan(models, retriever):
 
 
 def validate_rag_params(params):
+    from .plans import Check, check_generation
+
     models = params.get("models")
     models = [m.strip() for m in (models.split(",") if isinstance(models, str) else models or []) if m.strip()]
     if len(models) not in (1, 2) or len(set(models)) != len(models):
@@ -107,22 +90,22 @@ def validate_rag_params(params):
         model_spec(name)
     if params.get("retriever") not in RETRIEVERS:
         raise JobParamsError(f"--retriever must be one of {', '.join(RETRIEVERS)}")
-    try:
-        k = int(params.get("k", 1))
-    except (TypeError, ValueError):
-        raise JobParamsError("--k must be an integer") from None
-    if k < 1:
-        raise JobParamsError("--k must be at least 1")
     for key in ("input", "out", "slug"):
         if not params.get(key):
             raise JobParamsError(f"generate rag needs --{key}")
+    check = Check()
+    options = {"max_tokens": params.get("max_new_tokens", 64), "temperature": params.get("temperature", 0.0),
+               "stop": params.get("stop") or [], "postprocess": params.get("postprocess") or "",
+               "budget": params.get("budget", DEFAULT_BUDGET)}
+    gen = check_generation(check, options, where="generate rag")
+    k = check.number({"k": params.get("k", 1)}, "k", "generate rag")
+    if check.errors:
+        raise JobParamsError("; ".join(e.replace("generate rag.", "--").replace("max_tokens", "max-new-tokens")
+                                       for e in check.errors))
     out_dir = Path(params["out"]).resolve().parent
     if not out_dir.is_dir():
-        raise JobParamsError(f"the directory of --out ({out_dir}) does not exist")
-    records, errors = read_records(params["input"])
-    if errors:
-        raise JobParamsError(f"{params['input']}: " + "; ".join(errors[:20]) +
-                             (f" (and {len(errors) - 20} more)" if len(errors) > 20 else ""))
+        raise JobParamsError(f"the directory of --out ({out_dir.name}) does not exist")
+    load_records(params["input"])  # InputInvalid: every bad line
     discriminative = params.get("discriminative")
     if discriminative is not None:
         discriminative = int(discriminative)
@@ -134,12 +117,17 @@ def validate_rag_params(params):
         get_metric(name)
     return dict(params, models=models, k=k, discriminative=discriminative, metrics=metrics,
                 input=str(Path(params["input"]).resolve()), input_sha256=file_sha256(params["input"]),
-                out=str(Path(params["out"]).resolve()),
-                max_new_tokens=int(params.get("max_new_tokens", 64)), budget=int(params.get("budget", DEFAULT_BUDGET)))
+                out=str(Path(params["out"]).resolve()), max_new_tokens=gen["max_tokens"], budget=gen["budget"],
+                temperature=gen["temperature"], stop=gen["stop"], postprocess=gen["postprocess"])
 
 
 def rag_items(job):
     return list(load_records(job.params["input"]))
+
+
+def rag_sampling(p) -> SamplingParams:
+    return SamplingParams(max_new_tokens=p["max_new_tokens"], temperature=float(p.get("temperature", 0.0)),
+                          stop=tuple(p.get("stop") or ()), postprocess=p.get("postprocess") or "")
 
 
 def rag_chunk(job, keys):
@@ -149,33 +137,37 @@ def rag_chunk(job, keys):
     records = load_records(p["input"])
     encoder = get_encoder(p.get("encoder"), device=p.get("device")) if p["retriever"] == "dense" else None
     plan = candidate_plan(p["models"], p["retriever"])
-    retrieved, prompts = {}, {}
+    retrieved, prompts, results = {}, {}, {}
     for key in keys:
         record = records[key]
         profile = record.get("profile") or []
+        if not profile:  # nothing to retrieve: with and without the profile would be one prompt
+            results[key] = {"left_out": "empty profile (the system retrieves)"}
+            continue
         picked = lamp_retrieve(record, p["retriever"], p["k"], seed=key, encoder=encoder)
         retrieved[key] = [profile[i].get("id", i) for i in picked]
         prompts[key] = {True: build_prompt(record, [profile[i] for i in picked], p["budget"]),
                         False: build_prompt(record, [], p["budget"])}
-    params = SamplingParams(max_new_tokens=p["max_new_tokens"], temperature=float(p.get("temperature", 0.0)))
+    todo = [key for key in keys if key not in results]
     texts = {}
-    with counting(len(keys) * len(plan), "generations"):  # per generation, inside the chunk
+    with counting(len(todo) * len(plan), "generations"):  # per generation, inside the chunk
         for model in dict.fromkeys(m for _, m, _ in plan):
             backend = get_backend(model, device=p.get("device"))
-            wanted = [(key, with_profile) for key in keys for _, m, with_profile in plan if m == model]
-            outputs = backend.generate([prompts[key][wp] for key, wp in wanted], params)
+            wanted = [(key, with_profile) for key in todo for _, m, with_profile in plan if m == model]
+            outputs = backend.generate([prompts[key][wp] for key, wp in wanted], rag_sampling(p)) if wanted else []
             for (key, wp), gens in zip(wanted, outputs):
                 texts[(key, model, wp)] = gens[0]
-    results = {}
-    for key in keys:
+    for key in todo:
         candidates = []
         for cid, model, wp in plan:
             gen = texts[(key, model, wp)]
-            candidates.append({"id": cid, "text": gen.text, "model": model, "profile": wp,
+            candidates.append({"id": cid, "text": gen.text, "model": model, "profile": wp, "prompt": prompts[key][wp],
                                "tokens_in": gen.tokens_in, "tokens_out": gen.tokens_out, "cached": gen.cached})
         empty = [c["id"] for c in candidates if not c["text"].strip()]
         if empty:
             results[key] = ItemError(f"empty generation for {', '.join(empty)}")
+        elif candidates[0]["text"].strip() == candidates[1]["text"].strip():
+            results[key] = {"left_out": "identical candidates", "candidates": candidates}
         else:
             results[key] = {"candidates": candidates, "retrieved": retrieved[key]}
     return results
@@ -213,25 +205,31 @@ def _metric_scores(items, metrics, device):
 
 
 def rag_finish(job):
+    from .job_files import write_lines
+
     p = job.params
     records = load_records(p["input"])
     done = {ji.key: ji for ji in JobItem.objects.filter(job=job)}
-    items, failed = [], 0
+    items, left_out, failed = [], [], 0
     for key, record in records.items():
         ji = done.get(key)
         if ji is None or ji.error or not ji.result:
             failed += 1
             continue
+        if "left_out" in ji.result:
+            left_out.append({"id": key, "why": ji.result["left_out"]})
+            continue
         cands = ji.result["candidates"]
-        item = {"item_id": key, "input": record["input"], "reference": record["output"],
-                "candidates": [{"id": c["id"], "text": c["text"]} for c in cands],
-                "meta": {"retriever": p["retriever"], "k": p["k"], "retrieved": ji.result["retrieved"],
-                         "models": {c["id"]: c["model"] for c in cands},
-                         "with_profile": {c["id"]: c["profile"] for c in cands}}}
-        items.append(item)
+        meta = {"retriever": p["retriever"], "k": p["k"], "retrieved": ji.result["retrieved"],
+                "models": {c["id"]: c["model"] for c in cands}, "with_profile": {c["id"]: c["profile"] for c in cands}}
+        if record.get("task"):
+            meta["task"] = record["task"]
+        items.append({"item_id": key, "input": record["input"], "reference": record["output"],
+                      "candidates": [{"id": c["id"], "text": c["text"]} for c in cands], "meta": meta})
     if not items:  # never an empty batch reported as done (a model server down, every answer empty)
-        raise JobParamsError(f"every record failed ({failed} of {len(records)}): no batch written; "
-                             "see the job's item errors")
+        first = f"; first left out: {left_out[0]['id']}: {left_out[0]['why']}" if left_out else ""
+        raise JobParamsError(f"no record made an item ({failed} of {len(records)} failed, {len(left_out)} left out"
+                             f"{first}): no batch written; see the job's item errors")
     if p.get("discriminative"):
         _metric_scores(items, p["metrics"], p.get("device"))
         items = pick_discriminative(items, p["discriminative"])
@@ -240,17 +238,14 @@ def rag_finish(job):
                         "instructions": p.get("instructions") or (
                             "Read the request and the user's own expected output, then pick the response "
                             "that is closer to it in content and writing style.")}}
-    tmp = p["out"] + ".part"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(header, ensure_ascii=False) + "\n")
-        for item in items:
-            item.pop("_split", None)
-            if "metric_scores" in item:  # unscorable values are left out, never written as null
-                item["metric_scores"] = {m: {c: v for c, v in s.items() if v is not None}
-                                         for m, s in item["metric_scores"].items()}
-            handle.write(json.dumps(item, ensure_ascii=False) + "\n")
-    os.replace(tmp, p["out"])
-    return {"out": p["out"], "slug": p["slug"], "n_records": len(records), "n_items": len(items), "failed": failed}
+    for item in items:
+        item.pop("_split", None)
+        if "metric_scores" in item:  # unscorable values are left out, never written as null
+            item["metric_scores"] = {m: {c: v for c, v in s.items() if v is not None}
+                                     for m, s in item["metric_scores"].items()}
+    write_lines(p["out"], [header, *items])
+    return {"out": p["out"], "slug": p["slug"], "n_records": len(records), "n_items": len(items), "failed": failed,
+            "n_left_out": len(left_out), "left_out": left_out}
 
 
 RAG = JobKind("rag", items=rag_items, process_chunk=rag_chunk, finish=rag_finish, validate=validate_rag_params,

@@ -1,14 +1,27 @@
 """Retrieval of k profile items for a LaMP question: bm25, dense, recency, random.
 
-Every retriever returns the indices of the chosen profile items, best first; ties keep
-profile order. Profile item text = its string fields other than `id` and `date`, in the
-item's key order, joined by spaces.
+Every retriever returns the indices of the chosen profile items, best first. BM25 and
+dense follow LaMP's own scripts (LaMP/prompts/prompts.py, rank_profiles.py):
+
+- bm25: `rank_bm25.BM25Okapi` 0.2.2, the package LaMP uses, on whitespace tokens
+  (`str.split()`, no lowercasing), k1 1.5, b 0.75, epsilon 0.25 (a negative idf becomes
+  0.25 x the mean idf of the profile's words); the order is `np.argsort(scores)[::-1]`,
+  as `BM25Okapi.get_top_n` ranks (ties included).
+- dense: Contriever's rule: the mean of the encoder's token embeddings over the
+  attention mask (mean pooling, not normalised), scored by dot product; same order rule.
+- recency: LaMP sorts by date ascending and takes the last k reversed: newest first, and
+  among equal dates the later profile item first; undated items come after the dated.
+- random: a sample without repeats seeded by the record id (LaMP draws `random.choices`
+  with repeats and no seed; ours is repeatable).
+
+Profile item text (when no per-task corpus is given) = its string fields other than `id`
+and `date`, in the item's key order, joined by spaces.
 """
 import hashlib
-import math
 import random as _random
-from collections import Counter
 from datetime import date, datetime
+
+import numpy as np
 
 RETRIEVERS = ("bm25", "dense", "recency", "random")
 SKIP_FIELDS = ("id", "date")
@@ -20,52 +33,44 @@ def item_text(item):
 
 
 def tokenize(text):
-    """Whitespace tokens, lowercased."""
-    return text.lower().split()
+    """LaMP's tokens: `str.split()` (whitespace, case kept)."""
+    return str(text).split()
 
 
-def bm25_scores(query, documents, k1=1.5, b=0.75):
-    """Okapi BM25 of `query` against each document (strings).
+def bm25_scores(query, documents):
+    """`rank_bm25.BM25Okapi(tokenized documents).get_scores(tokenized query)`; all zero for
+    the corpora BM25Okapi cannot index (no document, or no token in any document)."""
+    from rank_bm25 import BM25Okapi
 
-    idf(t) = ln(1 + (N - n_t + 0.5) / (n_t + 0.5))   (never negative)
-    score(D) = sum over query tokens t (repeats count) of
-               idf(t) * f(t,D) * (k1 + 1) / (f(t,D) + k1 * (1 - b + b * |D| / avgdl))
-    """
     docs = [tokenize(d) for d in documents]
-    n = len(docs)
-    if n == 0:
-        return []
-    avgdl = sum(len(d) for d in docs) / n or 1.0
-    df = Counter(t for d in docs for t in set(d))
-    counts = [Counter(d) for d in docs]
-    scores = []
-    for doc, tf in zip(docs, counts):
-        score = 0.0
-        for t in tokenize(query):
-            f = tf.get(t, 0)
-            if f:
-                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                score += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len(doc) / avgdl))
-        scores.append(score)
-    return scores
+    if not any(docs):
+        return np.zeros(len(docs))
+    return BM25Okapi(docs).get_scores(tokenize(query))
 
 
 def top_k(scores, k):
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-    return order[:k]
+    """The first k of `np.argsort(scores)[::-1]`: BM25Okapi.get_top_n's order."""
+    return [int(i) for i in np.argsort(np.asarray(scores, dtype=float))[::-1][:k]]
 
 
 def retrieve_bm25(query, profile, k, corpus=None):
     return top_k(bm25_scores(query, corpus or [item_text(p) for p in profile]), k)
 
 
+def mean_pooled(encoder, texts):
+    """Contriever's embedding: the mean of the token embeddings over the attention mask,
+    not normalised (a sentence-transformers encoder's own pipeline may normalise)."""
+    tokens = encoder.encode(list(texts), output_value="token_embeddings", show_progress_bar=False)
+    return np.stack([np.asarray(t.float().mean(dim=0) if hasattr(t, "float") else np.mean(t, axis=0))
+                     for t in tokens])
+
+
 def retrieve_dense(query, profile, k, encoder, corpus=None):
-    """Dot product of the encoder's (unnormalised) embeddings."""
+    """Dot product of mean-pooled embeddings (Contriever's rule)."""
     if not profile:
         return []
-    vectors = encoder.encode([query] + (corpus or [item_text(p) for p in profile]), convert_to_numpy=True)
-    scores = (vectors[1:] @ vectors[0]).tolist()
-    return top_k(scores, k)
+    vectors = mean_pooled(encoder, [query] + (corpus or [item_text(p) for p in profile]))
+    return top_k(vectors[1:] @ vectors[0], k)
 
 
 def _date_key(value):
@@ -83,10 +88,12 @@ def _date_key(value):
 
 
 def retrieve_recency(profile, k):
-    """Most recent `date` first; items without a parseable date come last."""
+    """LaMP's rule: a stable sort by date, oldest first, then the last k reversed (the
+    newest first; of equal dates the later profile item first). Items without a
+    parseable date come last, in profile order."""
     keys = [_date_key(p.get("date")) for p in profile]
-    order = sorted(range(len(profile)), key=lambda i: (keys[i] is None, -(keys[i] or 0.0), i))
-    return order[:k]
+    dated = sorted((i for i in range(len(profile)) if keys[i] is not None), key=lambda i: keys[i])
+    return (dated[::-1] + [i for i in range(len(profile)) if keys[i] is None])[:k]
 
 
 def retrieve_random(profile, k, seed):

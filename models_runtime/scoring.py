@@ -8,14 +8,18 @@ shows each metric's alignment with the human majority. Re-running overwrites, ne
 duplicates.
 """
 from annotate import services
+from evaluation.lamp_metrics import METRIC_TASKS, canonical_task
 
 from .egises_scores import EVALUATOR as EGISES
 from .egises_scores import egises_scores
 from .jobs import JobKind, JobParamsError
+from .metrics.lamp import STUDY_LEVEL as LAMP_F1
+from .metrics.lamp import check_task, lamp_f1_scores, lamp_summary
 from .metrics.registry import get_metric
 
-# Metrics computed over the whole study once every item is done (they need user groups).
-STUDY_METRICS = {EGISES}
+# Metrics computed over the whole study once every item is done (EGISES needs user groups,
+# LaMP's macro F1 every item of a system).
+STUDY_METRICS = {EGISES, LAMP_F1}
 
 DEFAULT_METRICS = ["rouge1", "rougeL", "bleu", "meteor", "bertscore"]
 
@@ -45,6 +49,14 @@ def validate_score_params(params):
     if not study.n_items:
         raise JobParamsError(f"study {slug!r} has no items")
     metrics = parse_metrics(params.get("metrics") or DEFAULT_METRICS)
+    if params.get("task") is not None:  # the LaMP task of every item (else each item's meta.task)
+        task = canonical_task(params["task"])
+        if task is None:
+            raise JobParamsError(f"task {params['task']!r} is not a LaMP task (LaMP-1 ... LaMP-7)")
+        for name in metrics:
+            if name in METRIC_TASKS:
+                check_task(name, task)
+        params = dict(params, task=task)
     if not study.items_have_candidates and set(metrics) - STUDY_METRICS:
         raise JobParamsError(f"study {slug!r} is {study.kind}: its items have no candidates to score "
                              f"(only {', '.join(sorted(STUDY_METRICS))} applies)")
@@ -57,17 +69,19 @@ def score_items(job):
     return services.study_item_keys(job.params["study"])
 
 
-def item_records(item):
-    """The metric records of one services.ScoringItem: one per candidate."""
+def item_records(item, task=None):
+    """The metric records of one services.ScoringItem: one per candidate (`task`: the
+    LaMP task the score job was given, for the lamp_* metrics)."""
+    extra = {"task": task} if task else {}
     return [{"input": item.input, "output": c.text, "reference": item.reference, "item_id": item.item_id,
-             "candidate_id": c.id, "meta": item.meta} for c in item.candidates]
+             "candidate_id": c.id, "meta": item.meta, **extra} for c in item.candidates]
 
 
 def score_chunk(job, keys):
     slug = job.params["study"]
     records, owners = [], []
     for item in services.items_for_scoring(slug, keys):
-        for record in item_records(item):
+        for record in item_records(item, job.params.get("task")):
             records.append(record)
             owners.append(item.key)
     rows = []
@@ -80,10 +94,14 @@ def score_chunk(job, keys):
         scores = fn(records, model=model or None, device=job.params.get("device"))
         if len(scores) != len(records):
             raise RuntimeError(f"metric {metric} returned {len(scores)} scores for {len(records)} records")
-        for record, key, score in zip(records, owners, scores):
+        notes = getattr(scores, "notes", None) or [{}] * len(records)
+        for record, key, score, note in zip(records, owners, scores, notes):
             rows.append(services.PredictionRow(item_key=key, evaluator=metric, question=record["candidate_id"],
                                                value=format_score(score)))
             per_item[key].setdefault(metric, {})[record["candidate_id"]] = score
+            for name, count in note.items():  # e.g. G-Eval's unparsed samples, summed in score_finish
+                sums = per_item[key].setdefault("_samples", {}).setdefault(metric, {})
+                sums[name] = sums.get(name, 0) + count
     services.upsert_predictions(slug, rows)
     return per_item
 
@@ -96,8 +114,48 @@ def store_egises(study_slug):
     return summary
 
 
+def study_records(slug, task=None):
+    """(item key, record) for every candidate of the study's non-gold items."""
+    rows = []
+    for item in services.study_items(slug):
+        if item.is_gold:
+            continue
+        data = item.data
+        for c in data.get("candidates") or []:
+            record = {"input": data.get("input") or "", "output": c.get("text", ""),
+                      "reference": data.get("reference") or "", "candidate_id": c["id"], "meta": item.meta}
+            rows.append((item.key, dict(record, task=task) if task else record))
+    return rows
+
+
+def store_lamp_f1(study_slug, task=None):
+    """LaMP's macro F1 per system, stored as each item's share of it (metrics/lamp.py)."""
+    rows = study_records(study_slug, task)
+    values, summary = lamp_f1_scores([record for _, record in rows])
+    services.upsert_predictions(study_slug, [
+        services.PredictionRow(item_key=key, evaluator=LAMP_F1, question=record["candidate_id"],
+                               value=format_score(value)) for (key, record), value in zip(rows, values)])
+    return summary
+
+
+def sample_counts(job) -> dict[str, dict[str, int]]:
+    """{metric: {"samples", "unparsed_samples"}} summed over the job's items (G-Eval)."""
+    from .models import JobItem
+
+    out: dict[str, dict[str, int]] = {}
+    for result in JobItem.objects.filter(job=job).exclude(result=None).values_list("result", flat=True):
+        for metric, counts in (result.get("_samples") or {}).items():
+            for name, count in counts.items():
+                out.setdefault(metric, {}).setdefault(name, 0)
+                out[metric][name] += count
+    return out
+
+
 def score_finish(job):
     extra = store_egises(job.params["study"]) if EGISES in job.params["metrics"] else None
+    if LAMP_F1 in job.params["metrics"]:
+        store_lamp_f1(job.params["study"], job.params.get("task"))
+    lamp = [m for m in job.params["metrics"] if m.startswith("lamp_")]
     counts = services.prediction_counts(job.params["study"], job.params["metrics"])
     # A judge answer with no score in it is stored empty (never a guessed number): count them.
     result = {"study": job.params["study"], "metrics": job.params["metrics"], "n_scores": counts["total"],
@@ -107,6 +165,11 @@ def score_finish(job):
                                                    [m for m in job.params["metrics"] if m not in STUDY_METRICS])}
     if extra is not None:
         result[EGISES] = extra
+    samples = sample_counts(job)
+    if samples:
+        result["samples"] = samples
+    if lamp:  # the corpus values LaMP's eval/evaluation.py prints, per system
+        result["lamp"] = lamp_summary([r for _, r in study_records(job.params["study"], job.params.get("task"))], lamp)
     return result
 
 

@@ -27,6 +27,11 @@ def listen(callback: Callable[["Step | None"], None] | None) -> None:
     _local.listener = callback
 
 
+def listener() -> Callable[["Step | None"], None] | None:
+    """The current listener (a nested job's heartbeat restores it when it ends)."""
+    return getattr(_local, "listener", None)
+
+
 def _notify(step: "Step | None") -> None:
     listener = getattr(_local, "listener", None)
     if listener is not None:

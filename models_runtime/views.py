@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from annotate.services import may_read_results
 
-from .jobs import job_dir, job_errors
+from .job_files import job_file_path, redact
+from .jobs import job_errors
 from .models import Job
 
 JOBS_SHOWN = 20
@@ -27,12 +28,12 @@ def ago(seconds: float | None) -> str:
 
 
 def job_row(job: Job, now) -> dict:
-    errors = job_errors(job, limit=3)
+    errors = redact(job_errors(job, limit=3))
     return {
         "job": job, "percent": round(100 * job.done / job.total) if job.total else (100 if job.state == "done" else 0),
         "errors": [e for e in errors if "item" not in e][-1:] + [e for e in errors if "item" in e],
         "heartbeat_age": ago((now - job.heartbeat_at).total_seconds()) if job.heartbeat_at else None,
-        "downloads": [name for name in job.files or [] if (job_dir(job.pk) / name).is_file()],
+        "downloads": [name for name in job.files or [] if job_file_path(job, name).is_file()],
     }
 
 

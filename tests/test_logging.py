@@ -121,3 +121,32 @@ def test_management_commands_log_warnings_only_unless_asked():
     assert re.fullmatch(WARNING_LINE, command.stderr), command.stderr
     verbose = log_from_a_process("INFO", command="shell")
     assert re.fullmatch(INFO_LINE + WARNING_LINE, verbose.stderr), verbose.stderr
+
+
+@pytest.mark.django_db
+def test_a_refused_request_logs_one_line_without_a_traceback(settings):
+    """Before: every 403 printed Django's PermissionDenied traceback. Now the handler's
+    filter drops the traceback of client errors (4xx); a 500 keeps its own."""
+    import io
+
+    from django.test import Client
+
+    from humeval.log_filters import NoClientErrorTracebacks
+
+    settings.SECURE_SSL_REDIRECT = False
+    handler = next(h for h in logging.getLogger().handlers
+                   if any(isinstance(f, NoClientErrorTracebacks) for f in h.filters))
+    stream = io.StringIO()
+    previous = handler.setStream(stream)
+    try:
+        web = Client()
+        web.force_login(make_user("log-annotator"))
+        assert web.get("/plans/new/").status_code == 403
+    finally:
+        handler.setStream(previous)
+    assert re.fullmatch(r"\S+ \S+ WARNING django.request Forbidden \(Permission denied\): /plans/new/\n",
+                        stream.getvalue())
+    server_error = logging.LogRecord("django.request", logging.ERROR, "", 0, "boom", None, (ValueError, ValueError(),
+                                                                                             None))
+    server_error.status_code = 500
+    assert NoClientErrorTracebacks().filter(server_error) and server_error.exc_info is not None

@@ -35,6 +35,13 @@ def test_coverage_and_warnings_on_a_hand_made_study():
         "rougeL": {"n_items": 12, "n_scored": 12, "n_unparsed": 0},
     }
     assert (report["alignment"]["gemba"]["n"], report["alignment"]["rougeL"]["n"]) == (5, 12)
+    # the HTML report (and the dashboard, which shows the same fragment) prints both
+    from evaluation.report.html import report_fragment
+
+    html = report_fragment(report)
+    assert '<section id="coverage"><h2>Coverage and warnings</h2><ul class="report-warnings" role="alert">' in html
+    assert "<li>gemba: alignment rests on 5 items (fewer than 10)</li>" in html
+    assert ('<tr><td>gemba</td><td class="num">5</td><td class="num">7</td><td class="num">12</td></tr>' in html)
     assert report["warnings"] == [
         "gemba: alignment rests on 5 items (fewer than 10)",
         "gemba: 7 of 12 items have unparsed judge answers (5 scored)",

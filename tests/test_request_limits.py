@@ -2,6 +2,7 @@
 API throttles. Each test sends the attack, then checks the status, the message and that
 no row changed."""
 import io
+import json
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -44,12 +45,12 @@ class CountingBody(io.RawIOBase):
         return n
 
 
-def wsgi_post(path, body, content_type="application/x-www-form-urlencoded"):
+def wsgi_post(path, body, content_type="application/x-www-form-urlencoded", **headers):
     """POST a WSGI environ whose input is `body` through the whole middleware stack (the
     test client's handler: Django's WSGI handler minus closing the test's DB connection)."""
     environ = {"REQUEST_METHOD": "POST", "PATH_INFO": path, "SERVER_NAME": "testserver", "SERVER_PORT": "80",
                "REMOTE_ADDR": "203.0.113.9", "CONTENT_TYPE": content_type, "CONTENT_LENGTH": str(body.size),
-               "wsgi.input": body, "wsgi.url_scheme": "http", "wsgi.errors": io.StringIO()}
+               "wsgi.input": body, "wsgi.url_scheme": "http", "wsgi.errors": io.StringIO(), **headers}
     return ClientHandler()(environ)
 
 
@@ -83,8 +84,40 @@ def test_a_few_mib_over_the_default_on_a_json_endpoint_is_refused_unread(django_
 def test_default_limit_is_djangos_and_only_upload_views_take_more(settings):
     limits = (settings.DATA_UPLOAD_MAX_MEMORY_SIZE, settings.HUMEVAL_MAX_UPLOAD_BYTES,
               settings.HUMEVAL_LARGE_UPLOAD_URLS)
-    large = {"batch-upload", "study-upload", "api-study-batches", "api-study-predictions", "api-jobs"}
+    large = {"batch-upload", "study-upload", "api-study-batches", "api-study-predictions", "api-jobs", "api-pipelines",
+             "plan-new"}
     assert limits == (2621440, 512 * MiB, large)
+
+
+UPLOAD_DOORS = ["/batches/upload/", "/studies/any/upload/", "/plans/new/", "/api/pipelines/", "/api/jobs/",
+                "/api/studies/any/batches/", "/api/studies/any/predictions/"]
+
+
+@pytest.mark.parametrize("path", UPLOAD_DOORS)
+def test_a_100_mib_multipart_upload_is_refused_before_its_body_is_read_unless_from_an_admin(path):
+    """Before: the web upload pages wrote 512 MiB multipart bodies to disk (CSRF reads the
+    form) before login was checked. Now: 403 from the headers, 0 bytes read, for an
+    anonymous client, a signed-in annotator and a bad token; an admin's token passes."""
+    from rest_framework.authtoken.models import Token
+
+    annotator = make_user("big-annotator")
+    session = Client()
+    session.force_login(annotator)
+    cookie = f"sessionid={session.cookies['sessionid'].value}"
+    admin_token = Token.objects.create(user=make_user("big-admin", "admins")).key
+    for extra in ({}, {"HTTP_COOKIE": cookie}, {"HTTP_AUTHORIZATION": "Token not-a-token"}):
+        before = row_counts()
+        body = CountingBody(100 * MiB)
+        response = wsgi_post(path, body, "multipart/form-data; boundary=xyz", **extra)
+        assert response.status_code == 403, (path, extra)
+        assert body.read_bytes == 0
+        assert json.loads(response.content) == {"detail": "sign in as an admin (session or API token) before "
+                                                          "uploading a body over 2621440 bytes"}
+        assert row_counts() == before
+    if path.startswith("/api/"):  # the web pages take sessions (and a CSRF token), the API a token too
+        body = CountingBody(100 * MiB)
+        response = wsgi_post(path, body, "multipart/form-data; boundary=xyz", HTTP_AUTHORIZATION=f"Token {admin_token}")
+        assert body.read_bytes > 0 or response.status_code == 404  # read (then refused as junk), or no such study
 
 
 def big_batch(slug, n_items=700):

@@ -164,6 +164,22 @@ def alignment_section(r: Report) -> str:
             + "<h3>Win rate</h3>" + wins + "</section>")
 
 
+def coverage_section(r: Report) -> str:
+    """How much of the study each metric really scored, and the report's warnings (a judge
+    whose answers could not be parsed must not look like a metric that scored everything)."""
+    coverage, warnings = r.get("coverage") or {}, r.get("warnings") or []
+    if not coverage and not warnings:
+        return ""
+    rows = [(m, c["n_scored"], c["n_unparsed"], c["n_items"]) for m, c in coverage.items()]
+    warned = ('<ul class="report-warnings" role="alert">' + "".join(f"<li>{escape(w)}</li>" for w in warnings)
+              + "</ul>") if warnings else '<p class="muted">No warnings.</p>'
+    return ('<section id="coverage"><h2>Coverage and warnings</h2>' + warned
+            + table(["metric", "items scored", "items unparsed", "items"], rows,
+                    "Per metric, over the real (non-gold) items: scored = every candidate has a score (or a predicted "
+                    "choice); unparsed = at least one judge answer had no score in it (stored empty, never guessed).")
+            + "</section>")
+
+
 def _correlation_rows(entries: dict[str, Any]) -> list[tuple[Any, ...]]:
     rows = []
     for metric, e in entries.items():
@@ -377,6 +393,8 @@ def report_fragment(report: Report, inp: Any = None) -> str:
     parts = [summary_section(report), agreement_section(report)]
     if "alignment" in report:
         parts.append(alignment_section(report))
+    if "coverage" in report or report.get("warnings"):
+        parts.append(coverage_section(report))
     if "correlations" in report:
         parts.append(correlations_section(report))
     if report["kind"] in KIND_SECTIONS:

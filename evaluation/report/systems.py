@@ -3,6 +3,8 @@ each metric's mean score with a 95% confidence interval, and its human win rate.
 
 - mean: over the non-gold items where the system has a score for that metric; ci95 is the
   t interval mean +- t(0.975, n - 1) * sd / sqrt(n) (sd with n - 1), null below n = 2.
+  For squared errors (`lamp_rmse`, vocabulary.ROOT_OF_MEAN) the root of the mean and of the
+  interval's ends: LaMP's RMSE.
 - win rate: wins / decided, over the items whose human majority picked a candidate (ties
   and items without a majority are left out) and that show this system.
 """
@@ -13,6 +15,7 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from evaluation.alignment import TIE
+from evaluation.vocabulary import ROOT_OF_MEAN
 
 from .common import clean
 from .inputs import ReportInput, codes_of, objects
@@ -45,6 +48,15 @@ def mean_ci(values: list[float] | np.ndarray) -> dict[str, Any]:
         return {"mean": clean(mean), "ci95": None, "n": 1}
     half = float(student_t.ppf(0.975, n - 1)) * float(np.std(values, ddof=1)) / math.sqrt(n)
     return {"mean": clean(mean), "ci95": [clean(mean - half), clean(mean + half)], "n": n}
+
+
+def root_of(entry: dict[str, Any]) -> dict[str, Any]:
+    """A mean_ci of squared errors as its root (RMSE): the root of the mean and of each end
+    of its interval (a negative lower end is 0)."""
+    def root(value: float | None) -> float | None:
+        return None if value is None else clean(math.sqrt(max(value, 0.0)))
+    ci = entry["ci95"]
+    return dict(entry, mean=root(entry["mean"]), ci95=None if ci is None else [root(ci[0]), root(ci[1])])
 
 
 def system_codes(inp: ReportInput) -> tuple[np.ndarray, np.ndarray]:
@@ -83,6 +95,8 @@ def systems_table(inp: ReportInput, wins_decided: tuple[dict[str, int], dict[str
         order = np.argsort(owner, kind="stable")
         bounds = np.searchsorted(owner[order], np.arange(len(systems) + 1))
         metrics[metric] = [mean_ci(kept[order[bounds[s]:bounds[s + 1]]]) for s in range(len(systems))]
+        if metric in ROOT_OF_MEAN:
+            metrics[metric] = [root_of(entry) for entry in metrics[metric]]
     out: dict[str, Any] = {}
     for s, system in enumerate(systems.tolist()):
         n_decided = decided.get(system, 0)

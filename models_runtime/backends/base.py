@@ -44,13 +44,16 @@ def first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
-_TITLE_LABEL = re.compile(r"^(?:\**\s*)?(?:title|headline|subject)\s*\**\s*:\s*", re.IGNORECASE)
+_TITLE_LABEL = re.compile(r"^\**\s*(?:(?:the|a|new|suggested|possible|personali[sz]ed|generated)\s+)*"
+                          r"(?:title|headline|subject)\s*\**\s*:\s*\**\s*", re.IGNORECASE)
 
 
 def extract_title(text: str) -> str:
-    """A title from a model's answer: its first line without a `Title:` / `Headline:`
-    label, markdown bold, or surrounding quotes."""
-    line = _TITLE_LABEL.sub("", first_line(text)).strip()
+    """A title from a model's answer: its first line without `Title:` / `The Headline:`
+    labels (repeated ones too), markdown bold, or surrounding quotes."""
+    line = first_line(text)
+    while (shorter := _TITLE_LABEL.sub("", line, count=1).strip()) != line:
+        line = shorter
     line = line.strip("*").strip()
     if len(line) >= 2 and line[0] == line[-1] and line[0] in "\"'":
         line = line[1:-1].strip()

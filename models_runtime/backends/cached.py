@@ -37,10 +37,10 @@ class CachingBackend(Backend):
         if unique:
             fresh = self._generate_uncached([prompts[first_index[k]] for k in unique], params)
             by_key = dict(zip(unique, fresh))
-            self.cache.put_many(
+            self.cache.put_many(  # never an empty answer: a re-run asks again (a server's hiccup is not kept)
                 (k, self.model_id, [g.text for g in gens], gens[0].tokens_in if gens else 0,
-                 [g.tokens_out for g in gens], [g.seconds for g in gens])
-                for k, gens in by_key.items())
+                 [g.tokens_out for g in gens], [g.seconds for g in gens], prompts[first_index[k]])
+                for k, gens in by_key.items() if gens and all(g.text.strip() for g in gens))
             for i in missing:
                 gens = by_key[keys[i]]
                 if i == first_index[keys[i]]:

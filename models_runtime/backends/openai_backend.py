@@ -20,9 +20,11 @@ from .config import ModelNotAvailable
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
-class OpenAIError(RuntimeError):
-    """The server refused a request for a reason retrying will not fix, or retries ran out
-    (then `transient` is True: the job runner retries the chunk later, jobs.is_transient)."""
+class OpenAIError(ModelNotAvailable):
+    """The server refused a request for a reason retrying will not fix (a job fails with
+    this message, no traceback: it is the server's or the configuration's, not a bug), or
+    retries ran out (then `transient` is True: the job runner retries the chunk later,
+    jobs.is_transient, and a re-run resumes)."""
 
     def __init__(self, message, transient=False):
         super().__init__(message)
@@ -92,7 +94,8 @@ class OpenAIBackend(CachingBackend):
             usage = data.get("usage") or {}
             choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))[:wanted]
             if not choices:
-                raise OpenAIError(f"{self.name}: the server answered without choices")
+                raise OpenAIError(f"model {self.name}: {self.base_url}{path} answered without choices: is it an "
+                                  "OpenAI-compatible server? (HUMEVAL_MODELS base_url)")
             texts += [(c.get("message") or {}).get("content") if "message" in c else c.get("text") for c in choices]
             tokens_in = int(usage.get("prompt_tokens", 0))
             tokens_out += int(usage.get("completion_tokens", 0))
@@ -110,14 +113,30 @@ class OpenAIBackend(CachingBackend):
                 last = f"{exc.__class__.__name__}: {exc}"
             else:
                 if response.status_code < 400:
-                    return response.json()
+                    return self._json(response, path)
                 last = f"HTTP {response.status_code}: {response.text[:200]}"
                 if response.status_code not in RETRY_STATUS:
-                    raise OpenAIError(f"{self.name}: {last}")
+                    raise OpenAIError(f"model {self.name}: {self.base_url}{path} answered {last}")
                 retry_after = response.headers.get("retry-after")
                 if retry_after:
                     with contextlib.suppress(ValueError):
                         wait = max(wait, float(retry_after))
             if attempt < self.max_retries:
                 time.sleep(min(wait, 30.0))
-        raise OpenAIError(f"{self.name}: gave up after {self.max_retries + 1} attempts ({last})", transient=True)
+        raise OpenAIError(f"model {self.name}: {self.base_url}{path} gave up after {self.max_retries + 1} attempts "
+                          f"({last}); is the server up? (HUMEVAL_MODELS base_url)", transient=True)
+
+    def _json(self, response, path):
+        """The answer's JSON, or an error naming the model, the URL and what came back (an
+        HTML page from a proxy or a wrong base_url, not a JSON decode error)."""
+        try:
+            data = response.json()
+        except ValueError:
+            kind = response.headers.get("content-type", "no content type").split(";")[0]
+            start = " ".join(response.text[:80].split())
+            raise OpenAIError(f"model {self.name}: {self.base_url}{path} answered HTTP {response.status_code} with "
+                              f"{kind}, not JSON ({start!r}...): does base_url point at the server's OpenAI API "
+                              "(usually ending in /v1)? Fix HUMEVAL_MODELS") from None
+        if not isinstance(data, dict):
+            raise OpenAIError(f"model {self.name}: {self.base_url}{path} answered JSON that is not an object")
+        return data

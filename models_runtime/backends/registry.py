@@ -39,6 +39,7 @@ def quiet_loading(stream=None) -> bool:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    _quiet_tqdm()
     try:
         from transformers.utils import logging as hf_logging
 
@@ -50,6 +51,19 @@ def quiet_loading(stream=None) -> bool:
     except ImportError:  # the model extras are not installed: nothing to silence
         pass
     return True
+
+
+def _quiet_tqdm() -> None:
+    """tqdm reads TQDM_DISABLE when it is imported; in a process that imported it before,
+    bars made without an explicit `disable` (transformers' GGUF loader: "Converting and
+    de-quantizing GGUF tensors") are turned off here."""
+    import functools
+
+    import tqdm
+
+    if not getattr(tqdm.tqdm, "_humeval_quiet", False):
+        tqdm.tqdm.__init__ = functools.partialmethod(tqdm.tqdm.__init__, disable=True)
+        tqdm.tqdm._humeval_quiet = True
 
 
 def get_backend(name=EMBEDDED_LLM, device=None):

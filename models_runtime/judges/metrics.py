@@ -18,9 +18,13 @@ def gemba_metric(records, *, model=None, device=None):
 
 @register_metric("geval")
 def geval_metric(records, *, model=None, device=None):
-    from .geval import geval_scores
+    from models_runtime.metrics.registry import Scores
 
-    return geval_scores(records, _backend(model, device))
+    from .geval import geval_details
+
+    details = geval_details(records, _backend(model, device))
+    return Scores([d["score"] for d in details],
+                  [{"samples": d["parsed"] + d["dropped"], "unparsed_samples": d["dropped"]} for d in details])
 
 
 @register_metric("expert")

@@ -10,7 +10,17 @@ import importlib
 
 _METRICS = {}
 # Modules whose import registers metrics; imported lazily on first lookup.
-METRIC_MODULES = ["models_runtime.metrics.classic", "models_runtime.judges"]
+METRIC_MODULES = ["models_runtime.metrics.classic", "models_runtime.metrics.lamp", "models_runtime.judges"]
+
+
+class Scores(list):
+    """A metric's scores with what it dropped on the way, per record (`samples`,
+    `unparsed_samples`: G-Eval averages the parsable ones of its samples): the score job
+    sums them into its result, so a mean over 3 of 20 samples is never hidden."""
+
+    def __init__(self, scores, notes: list[dict]):
+        super().__init__(scores)
+        self.notes = notes
 
 
 class UnknownMetric(KeyError):
@@ -37,11 +47,18 @@ def _load_modules():
                 raise
 
 
+# Computed by the score job over a whole study, not a registered per-record function.
+STUDY_METRIC_NAMES = ("egises_jsd",)
+
+
 def get_metric(name):
     if name not in _METRICS:
         _load_modules()
     if name not in _METRICS:
-        raise UnknownMetric(f"unknown metric {name!r} (known: {', '.join(available_metrics())})")
+        from ..suggest import did_you_mean
+
+        known = sorted(set(available_metrics()) | set(STUDY_METRIC_NAMES))
+        raise UnknownMetric(f"unknown metric {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})")
     return _METRICS[name]
 
 

@@ -77,12 +77,12 @@ def write_lamp(tmp_path, records=LAMP):
 @pytest.mark.slow
 @pytest.mark.django_db
 def test_generate_rag_writes_an_importable_batch_and_reruns_from_cache(cache_file, tmp_path):
-    """BM25, k = 1 (profile text = title + text; date not searched). r1: p2 shares "new",
-    "bike", "lane", "the", "city", "a" with the query, p1 only "a", "the" -> p2.
-    r2: N = 2, every shared term has df 1, idf = ln 2, avgdl = (7 + 8) / 2 = 7.5.
-    p3 (7 tokens) shares "this", "heavy", "rain" once each: 3 * 2.5 / (1 + 1.5 (0.25 + 0.75 * 7/7.5))
-    = 3 * 2.5 / 2.425 = 3.093 idf. p4 (8 tokens) shares "the", "old" once and "market" twice:
-    2 * 2.5 / 2.575 + 2 * 2.5 / (2 + 1.575) = 1.942 + 1.399 = 3.340 idf -> p4."""
+    """BM25 (rank_bm25.BM25Okapi, LaMP's), k = 1, on LaMP-4's corpus (title + text; date not
+    searched) of two-item profiles: a word in one item of two has idf ln(1.5) - ln(1.5) = 0,
+    a word in both a negative idf floored at 0.25 x the mean. r1: only "the" and "a" count,
+    in both items, both 10 tokens long: a tie. r2: every shared word is in one item: all 0.
+    LaMP's np.argsort(scores)[::-1] breaks both ties towards the later item: p2, p4. The
+    answers' prompts are kept with them in the job's checkpoints."""
     out = tmp_path / "batch.jsonl"
     args = ["rag", "--input", str(write_lamp(tmp_path)), "--models", "smollm2", "--retriever", "bm25", "--k", "1",
             "--out", str(out), "--slug", "lamp-test", "--max-new-tokens", "8", "--device", "cpu"]
@@ -101,6 +101,10 @@ def test_generate_rag_writes_an_importable_batch_and_reruns_from_cache(cache_fil
     assert all(c["text"].strip() for i in items for c in i["candidates"])
     job_items = JobItem.objects.filter(job_id=report["job"])
     assert not any(c["cached"] for ji in job_items for c in ji.result["candidates"])
+    first = job_items.get(key="r1").result["candidates"]
+    assert [c["prompt"] for c in first] == [
+        '"New bike lane plans" is the title for "the city council discussed a bike lane" . ' + LAMP[0]["input"],
+        LAMP[0]["input"]]
     assert import_batch_path(out).created == 2
     # Same command again: every generation comes from the cache, and the file is identical.
     first = out.read_text()

@@ -27,6 +27,9 @@ def test_text_helpers_by_hand():
     assert extract_title('Title: "Deep nets for all"\nExplanation: ...') == "Deep nets for all"
     assert extract_title("**Headline:** Rain floods the old market") == "Rain floods the old market"
     assert extract_title("  'Quoted'  ") == "Quoted"
+    assert extract_title("The Headline: Headline: Rain floods the old market") == "Rain floods the old market"
+    assert extract_title("**The headline:** **Title:** Bike lanes") == "Bike lanes"
+    assert extract_title("Subtitle: a second life") == "Subtitle: a second life"  # not a label
 
 
 def test_openai_backend_sends_stop_and_cuts_and_postprocesses(server):  # noqa: F811
@@ -86,7 +89,9 @@ def test_generate_rag_with_the_model_server_down_fails_and_writes_nothing(settin
     records = tmp_path / "in.jsonl"
     records.write_text(json.dumps(LAMP_RECORD) + "\n")
     out = tmp_path / "batch.jsonl"
-    with pytest.raises(CommandError, match=r"^job \d+ failed: OpenAIError: down: gave up after 1 attempts \(Connect"):
+    with pytest.raises(CommandError, match=r"^job \d+ \(rag\) failed: OpenAIError: model down: http://127.0.0.1:9/v1/chat"
+                                           r"/completions gave up after 1 attempts \(ConnectError.*\(re-running the "
+                                           r"same command resumes it\)$"):
         call_command("generate", "rag", "--input", str(records), "--models", "down", "--retriever", "bm25",
                      "--k", "1", "--out", str(out), "--slug", "down", stdout=StringIO(), stderr=StringIO())
     assert not out.exists() and not (tmp_path / "batch.jsonl.part").exists()
@@ -123,3 +128,36 @@ def test_a_lamp_file_given_as_jsonl_gets_a_hint(tmp_path, settings):
     message = str(err.value)
     assert "this is a LaMP file" in message and '"format": "lamp"' in message
     assert "not valid JSON" not in message
+
+
+@pytest.mark.django_db
+def test_generate_rag_takes_the_plans_options_and_leaves_out_empty_profiles_and_identical_pairs(fake_llm, tmp_path):
+    """--temperature, --stop, --postprocess as a plan's generation; a record with an empty
+    profile (with and without the profile would be one prompt) and one whose two answers
+    are the same are left out and listed, never put in the batch."""
+    ask = "Generate a headline for the following article: "
+    records = [
+        {"id": "a", "input": ask + "bike lanes open", "output": "Bike lanes", "profile": [
+            {"id": "a1", "title": "Lanes", "text": "bike lanes planned"}]},
+        {"id": "b", "input": ask + "no history", "output": "None", "profile": []},
+        {"id": "c", "input": ask + "same either way", "output": "Same", "profile": [
+            {"id": "c1", "title": "Same", "text": "same either way"}]},
+    ]
+    fake_llm.answer = lambda prompt: ("Title: Same answer\nmore" if "same either way" in prompt
+                                      else f"The Headline: Headline: {len(prompt)} chars. Extra")
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = StringIO()
+    call_command("generate", "rag", "--input", str(path), "--models", "fake", "--retriever", "bm25", "--k", "1",
+                 "--out", str(tmp_path / "batch.jsonl"), "--slug", "opts", "--temperature", "0.5", "--stop", ".",
+                 "--postprocess", "title", stdout=out, stderr=StringIO())
+    result = json.loads(out.getvalue())["result"]
+    assert (result["n_items"], result["failed"]) == (1, 0)
+    assert result["left_out"] == [{"id": "b", "why": "empty profile (the system retrieves)"},
+                                  {"id": "c", "why": "identical candidates"}]
+    header_line, item = [json.loads(line) for line in (tmp_path / "batch.jsonl").read_text().splitlines()]
+    sent = sorted((p for p in fake_llm.prompts if "bike lanes open" in p), key=len, reverse=True)
+    assert [c["text"] for c in item["candidates"]] == [f"{len(p)} chars" for p in sent]  # with the profile first
+    job = Job.objects.get(kind="rag")
+    assert (job.params["temperature"], job.params["stop"], job.params["postprocess"]) == (0.5, ["."], "title")
+    assert len(fake_llm.prompts) == 4  # a and c, with and without the profile; b is never sent

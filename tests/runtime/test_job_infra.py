@@ -122,7 +122,8 @@ def test_upload_run_in_a_thread_and_download_the_exact_bytes(client, monkeypatch
     assert response.status_code == 201, response.content
     body = response.json()
     assert (body["state"], body["files"]) == ("queued", ["input.jsonl", "batch.jsonl"])
-    assert body["params"]["input"] == str(job_dir(body["id"]) / "input.jsonl")
+    assert body["params"]["input"] == "input.jsonl"  # the answer names no server path
+    assert Job.objects.get(pk=body["id"]).params["input"] == str(job_dir(body["id"]) / "input.jsonl")
     BACKGROUND_THREADS[body["id"]].join(60)
     job = Job.objects.get(pk=body["id"])
     assert (job.state, job.done, job.total, job.errors) == ("done", 1, 1, [])
@@ -201,7 +202,7 @@ def test_stale_running_jobs_fail_resumably_and_fresh_ones_are_untouched():
     assert states == {stale.pk: "failed", fresh.pk: "running", queued.pk: "queued", done.pk: "done"}
     stale.refresh_from_db()
     assert stale.errors == [{"error": "no heartbeat from worker node-1:42 for 300 s: the worker was lost; "
-                                      "re-run to resume", "attempt": 1}]
+                                      "re-run to resume", "attempt": 1, "resumable": True}]
     assert requeue_stale_jobs(120) == []  # nothing left to do
     again, resumed = prepare_job("test-three", {})
     assert (again.pk, resumed, again.state) == (stale.pk, True, "queued")
@@ -336,3 +337,9 @@ def test_model_loading_is_quiet_off_a_terminal():
     assert quiet_loading(Tty()) is False
     assert quiet_loading(StringIO()) is True
     assert hf_logging.get_verbosity() == logging.ERROR and not hf_logging.is_progress_bar_enabled()
+    # a bar made with tqdm directly, as transformers' GGUF loader does, prints nothing
+    from tqdm.auto import tqdm
+
+    out = StringIO()
+    assert list(tqdm(range(3), desc="Converting and de-quantizing GGUF tensors...", file=out)) == [0, 1, 2]
+    assert out.getvalue() == ""

@@ -177,8 +177,8 @@ def test_a_transient_error_that_outlives_the_retries_fails_the_job_and_a_rerun_r
     params = {"retries": 1, "retry_delay_seconds": 0}
     job = submit_job("test-flaky", params)
     assert (job.state, job.done, JobItem.objects.filter(job=job).count()) == ("failed", 0, 0)
-    assert job.errors == [{"error": "ConnectionError: server busy (chunk of 3 items from 'k0', 2 attempts); "
-                                    "re-run the same command to resume", "attempt": 1}]
+    assert job.errors == [{"error": "ConnectionError: server busy (chunk of 3 items from 'k0', 2 attempts)",
+                           "attempt": 1, "resumable": True}]
     again, resumed = prepare_job("test-flaky", params)
     assert (again.pk, resumed, again.state) == (job.pk, True, "queued")
     again = run_job(again.pk)
@@ -238,7 +238,8 @@ def test_a_programming_error_fails_the_job_at_once_with_its_traceback(caplog):
     assert error["traceback"].startswith("Traceback (most recent call last):")
     assert "in _buggy_chunk" in error["traceback"]
     assert error["traceback"].rstrip().endswith("TypeError: unsupported operand type(s) for +: 'NoneType' and 'int'")
-    assert (job_json(job)["state"], job_json(job)["errors"]) == ("failed", [{"error": error["error"], "attempt": 1}])
+    assert (job_json(job)["state"], job_json(job)["errors"]) == (
+        "failed", [{"error": error["error"], "attempt": 1, "resumable": False}])
     (failed,) = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert re.fullmatch(rf"job {job.pk} test-bug failed: TypeError: unsupported operand type\(s\) for \+: "
                         r"'NoneType' and 'int' \(2/6 items done, \d+\.\d s\)", failed), failed
@@ -319,7 +320,8 @@ def test_the_score_command_exits_non_zero_when_its_job_fails():
         call_command("score", study.slug, "--metrics", "test-buggy", stdout=out, stderr=err)
     data = json.loads(out.getvalue())
     message = "TypeError: unsupported operand type(s) for /: 'int' and 'NoneType'"
-    assert str(raised.value) == f"job {data['job']} failed: {message} (re-running the same command resumes it)"
+    assert str(raised.value) == f"job {data['job']} (score) failed: {message} (a bug: the traceback is above; " \
+                                "please report it)"
     assert (data["state"], data["progress"]) == ("failed", {"done": 0, "total": 3})
     assert "in _buggy_metric" in err.getvalue() and err.getvalue().rstrip().endswith(message)
 
@@ -334,15 +336,18 @@ def test_a_command_job_with_failed_items_exits_zero_with_a_warning():
 
 
 def test_running_a_command_again_resumes_its_interrupted_job():
-    """The first run dies on k2 (like Ctrl-C); the second run of the same command takes up
-    the same job and does only k2-k5."""
+    """The first run is stopped on k2 by Ctrl-C: a one-line error, the job cancelled (not
+    left running); the second run of the same command takes up the same job and does only
+    k2-k5."""
     study = make_study()
     item = study.items.first()
     CALLS.clear()
     params = {"item": [study.pk, item.pk]}
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(CommandError, match=r"^interrupted: job \d+ \(test-crash\) stopped at 2/6 items; re-running "
+                                           "the same command resumes it$"):
         run_command_job(_Command(), "test-crash", params, desc="test")
     first = Job.objects.get()
+    assert first.state == "cancelled" and first.errors[-1]["error"] == "interrupted (Ctrl-C) at 2/6 items"
     command = _Command()
     job = run_command_job(command, "test-crash", params, desc="test")
     assert job.pk == first.pk and Job.objects.count() == 1

@@ -13,7 +13,7 @@ from models_runtime.models import Job, JobItem
 from models_runtime.plans import validate_plan
 
 from .test_pipeline import OUTPUTS, QUESTIONS, plan
-from .test_worker import BROKER, groups_back, start_worker, wait_until  # noqa: F401 - fixture
+from .test_worker import BROKER, groups_back, start_worker, stop_workers, wait_until  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.model]
 
@@ -47,13 +47,7 @@ def test_worker_killed_mid_chain_finishes_every_item_once(groups_back, transacti
         workers.append(start_worker(queue, logs[1]))
         wait_until(lambda: Job.objects.get(pk=job.pk).state in Job.FINISHED_STATES, 400, "the chain to finish")
     finally:
-        for w in workers:
-            if w.poll() is None:
-                w.send_signal(signal.SIGKILL)
-                w.wait(30)
-        for log in logs:
-            log.close()
-        redis.Redis.from_url(BROKER).delete(queue)
+        stop_workers(workers, logs, queue)
     logs_text = "".join((tmp_path / f"worker{n}.log").read_text() for n in (1, 2))
     job.refresh_from_db()
     assert (job.state, job.done, job.total, job.attempts) == ("done", 4, 4, 2), logs_text

@@ -58,6 +58,19 @@ def start_worker(queue, log):
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
+def stop_workers(workers, logs, queue):
+    """SIGKILL the workers still running, close their logs, drop the test queue."""
+    import redis
+
+    for w in workers:
+        if w.poll() is None:
+            w.send_signal(signal.SIGKILL)
+            w.wait(30)
+    for log in logs:
+        log.close()
+    redis.Redis.from_url(BROKER).delete(queue)
+
+
 def wait_until(predicate, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -106,21 +119,15 @@ def test_killed_worker_resumes_without_redoing_items(groups_back, transactional_
         assert list(stale_jobs(0.5).values_list("pk", flat=True)) == [job.pk]
         workers.append(start_worker(queue, logs[1]))
         wait_until(lambda: Job.objects.get(pk=job.pk).state in Job.FINISHED_STATES, 180, "the job to finish")
-        # A job whose code breaks (here: a chunk size that is not a number) ends failed on
-        # the worker at once, with the traceback in its record; the worker lives on.
-        broken = Job.objects.create(kind="score", params=dict(job.params, chunk_size="two"))
+        # A job whose code breaks (here: a metric name that is an object, which the score
+        # kind's own check trips on) ends failed on the worker at once, with the traceback
+        # in its record; the worker lives on.
+        broken = Job.objects.create(kind="score", params=dict(job.params, metrics=[{"name": "rouge1"}]))
         sender.send_task("models_runtime.run_job", args=[broken.pk], queue=queue)
         wait_until(lambda: Job.objects.get(pk=broken.pk).state in Job.FINISHED_STATES, 120, "the broken job to end")
         assert workers[1].poll() is None, "the worker must survive a failing job"
     finally:
-        for w in workers:
-            if w.poll() is None:
-                w.send_signal(signal.SIGKILL)
-                w.wait(30)
-        for log in logs:
-            log.close()
-        client = redis.Redis.from_url(BROKER)
-        client.delete(queue)
+        stop_workers(workers, logs, queue)
     job.refresh_from_db()
     logs_text = "".join((tmp_path / f"worker{n}.log").read_text() for n in (1, 2))
     assert job.state == "done", logs_text
@@ -138,7 +145,7 @@ def test_killed_worker_resumes_without_redoing_items(groups_back, transactional_
     assert len(workers_seen) == 2, workers_seen
     assert Prediction.objects.filter(study=study, evaluator="rouge1").count() == 2 * N_ITEMS
     broken.refresh_from_db()
-    assert (broken.state, broken.attempts, broken.done, broken.total) == ("failed", 1, 0, N_ITEMS), logs_text
+    assert (broken.state, broken.attempts, broken.done, broken.total) == ("failed", 1, 0, 0), logs_text
     (error,) = broken.errors
-    assert error["error"] == "ValueError: invalid literal for int() with base 10: 'two'"
+    assert error["error"] == "AttributeError: 'dict' object has no attribute 'strip'"
     assert error["traceback"].startswith("Traceback (most recent call last):") and "in run_job" in error["traceback"]

@@ -160,3 +160,27 @@ def test_perse_command_prints_the_counts(monkeypatch, capsys):
     call_command("perse", study.slug)
     again = json.loads(capsys.readouterr().out)
     assert (again["created"], again["updated"], again["predictions"]) == (0, 0, 6)
+
+
+@pytest.mark.django_db
+def test_score_counts_geval_samples_without_a_score(monkeypatch):
+    """G-Eval draws 20 samples per candidate and averages the parsable ones: 3 items x 2
+    candidates x 20 = 120 samples; every sample of candidate c2 reads "n/a" (60 dropped,
+    its score empty), c1's answer "Rating: 4". The job result and a stderr line say so."""
+    from io import StringIO
+
+    from annotate.importing import import_batch_bytes
+    from tests.factories import header, jsonl
+
+    items = [{"item_id": f"i{n}", "input": "Review it.", "reference": REF,
+              "candidates": [{"id": "c1", "text": f"{OUT} {n}"}, {"id": "c2", "text": f"weird {n}"}]} for n in range(3)]
+    import_batch_bytes(jsonl(header("samples", "pairwise_alignment"), *items))
+    backend = ScriptedBackend(lambda text, params, j: "n/a" if "weird" in text else "Rating: 4")
+    monkeypatch.setattr("models_runtime.judges.metrics._backend", lambda model, device: backend)
+    out, err = StringIO(), StringIO()
+    call_command("score", "samples", "--metrics", "geval", stdout=out, stderr=err)
+    result = json.loads(out.getvalue())["result"]
+    assert result["samples"] == {"geval": {"samples": 120, "unparsed_samples": 60}}
+    assert result["coverage"]["geval"] == {"n_items": 3, "n_scored": 0, "n_unparsed": 3}
+    assert err.getvalue().strip() == ('warning: geval: 60 of 120 samples had no score in them and were left out of the '
+                                      'means (the result\'s "samples")')

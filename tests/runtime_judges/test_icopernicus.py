@@ -4,7 +4,7 @@ import csv
 import json
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from models_runtime.icopernicus import (
     STYLES,
@@ -184,10 +184,11 @@ def test_generate_icopernicus_runs_a_job_that_resumes(tmp_path, two_models):
     args = ["generate", "icopernicus", "--input", str(source), "--models", "smollm2,other", "--out-batch",
             str(tmp_path / "b.jsonl"), "--out-table", str(tmp_path / "t.csv"), "--slug", "ico", "--device", "cpu"]
     crash["other"] = True
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(CommandError, match=r"^interrupted: job \d+ \(icopernicus\) stopped at 1/2 items; re-running "
+                                           "the same command resumes it$"):
         call_command(*args, stdout=StringIO(), stderr=StringIO())
     job = Job.objects.get()
-    assert (job.state, job.done, job.total) == ("running", 1, 2)
+    assert (job.state, job.done, job.total) == ("cancelled", 1, 2)  # Ctrl-C: stopped cleanly, never left running
     assert job.params == {"input": str(source), "input_sha256": file_sha256(str(source)),
                           "models": ["smollm2", "other"],
                           "out_batch": str(tmp_path / "b.jsonl"), "out_table": str(tmp_path / "t.csv"), "slug": "ico",

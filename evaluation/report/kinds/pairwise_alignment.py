@@ -8,6 +8,7 @@ import numpy as np
 
 from evaluation.alignment import TIE, alignment_of, compare_marks, decided, marks, win_rate_of
 from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
+from evaluation.vocabulary import LOWER_IS_BETTER
 
 from ..common import NOMINAL, Question, base_report, clean, clean_list, item_majority, majority_keys, question_rows
 from ..correlations import item_correlations, system_correlations_part
@@ -83,13 +84,20 @@ def metric_scores(inp: ReportInput, extra: Extra | None = None) -> Scores:
     return out
 
 
+def oriented(scores: Scores) -> Scores:
+    """`scores` with the lower-is-better metrics (LaMP-3's errors) negated, so that every
+    pick, alignment and correlation reads a higher score as the better output."""
+    return {name: ((-first, -second) if name in LOWER_IS_BETTER else (first, second))
+            for name, (first, second) in scores.items()}
+
+
 def pick_arrays(inp: ReportInput, extra: Extra | None = None,
                 scores: Scores | None = None) -> dict[str, np.ndarray]:
     """{metric: pick per item index, None where there is none} for every metric with a pick
     on a non-gold item: picks from scores, then non-personalized predicted choices (`N/A`
     and unparsed left out; a later row wins). Arrays, so the statistics need no dicts."""
     out: dict[str, np.ndarray] = {}
-    for name, (first, second) in (scores if scores is not None else metric_scores(inp, extra)).items():
+    for name, (first, second) in oriented(scores if scores is not None else metric_scores(inp, extra)).items():
         pick = picks_of(inp, first, second)
         if (pick != None).any():  # noqa: E711 (elementwise)
             out[name] = pick
@@ -125,7 +133,7 @@ def choice_report(inp: ReportInput, questions: list[Question], extra: Extra | No
     js = Judgments.of(inp, inp.counted())
     scores = metric_scores(inp, extra)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        correlations = pool.submit(item_correlations, inp, question_rows(js, CHOICE), scores)
+        correlations = pool.submit(item_correlations, inp, question_rows(js, CHOICE), oriented(scores))
         report, _ = base_report(inp, questions, CHOICE, js)
         report.update(choice_keys(inp, js, scores, correlations))
     return report, js
@@ -147,7 +155,7 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     coverage = metric_coverage(inp, picks)
     wins = system_wins(inp, labels)
     systems_keys = systems_table(inp, wins, scores)
-    systems = system_correlations_part(inp, list(systems_keys), wins, scores)
+    systems = system_correlations_part(inp, list(systems_keys), wins, oriented(scores))
     keys = {
         **majority_keys(result, inp.item_ids),
         "tie_majority": int(np.count_nonzero(labels == TIE)),

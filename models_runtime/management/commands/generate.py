@@ -15,7 +15,7 @@ from models_runtime.job_commands import add_wait_argument, check_outcome, job_su
 from models_runtime.retrieval import RETRIEVERS
 
 RAG_OPTIONS = ("input", "models", "retriever", "k", "out", "slug", "device", "discriminative", "metrics",
-               "max_new_tokens", "budget", "encoder")
+               "max_new_tokens", "budget", "encoder", "temperature", "stop", "postprocess")
 ICOPERNICUS_OPTIONS = ("input", "models", "out_batch", "out_table", "slug", "device", "max_new_tokens")
 
 
@@ -51,6 +51,11 @@ class Command(BaseCommand):
                          help="metrics for --discriminative (default rouge1,rougeL,bleu,meteor)")
         rag.add_argument("--max-new-tokens", type=int, default=64)
         rag.add_argument("--budget", type=int, default=None, help="words of profile text in a prompt (default 256)")
+        rag.add_argument("--temperature", type=float, default=None, help="0 = greedy (the default)")
+        rag.add_argument("--stop", action="append", default=None,
+                         help="cut the answer at this string (repeatable), as a plan's generation.stop")
+        rag.add_argument("--postprocess", choices=["first_line", "title"], default=None,
+                         help="the first non-empty line, or that line as a title (a plan's generation.postprocess)")
         rag.add_argument("--encoder", default=None, help="sentence-transformers directory for --retriever dense")
         add_import_argument(rag)
         add_wait_argument(rag)

@@ -20,11 +20,16 @@ class Command(BaseCommand):
         parser.add_argument("--encoder", default=None, help="sentence-transformers directory for bertscore")
         parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
         parser.add_argument("--chunk-size", type=int, default=None)
+        parser.add_argument("--task", default=None,
+                            help="the LaMP task of every item (LaMP-1 ... LaMP-7, or LaMP_N) for the lamp_* metrics; "
+                                 "default: each item's meta.task (plans write it)")
         add_wait_argument(parser)
 
     def handle(self, *args, **opts):
         params = {"study": opts["slug"], "metrics": opts["metrics"], "model": opts["model"],
                   "encoder": opts["encoder"], "device": opts["device"]}
+        if opts["task"]:
+            params["task"] = opts["task"]
         if opts["chunk_size"]:
             params["chunk_size"] = opts["chunk_size"]
         job = run_command_job(self, "score", params, desc=f"score {opts['slug']}", no_wait=opts["no_wait"])

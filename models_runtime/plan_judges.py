@@ -1,0 +1,32 @@
+"""The judges a plan may name in `judges`: one entry per judge, checked with the rest of
+the plan before anything runs (a module that adds a judge registers it here with
+`register_plan_judge`).
+
+An entry says which study kinds the judge applies to, whether it uses the plan's
+`judge_model`, and how the pipeline's score step runs it: as a metric of the `score` job
+(the default), or as a job of its own (`job`, with `params(pipeline params)` giving that
+job's params).
+"""
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from evaluation.vocabulary import PAIRWISE_ALIGNMENT
+
+
+@dataclass(frozen=True)
+class PlanJudge:
+    kinds: tuple[str, ...]
+    uses_model: bool = True
+    job: str = "score"
+    params: Callable[[dict], dict] | None = None
+
+
+PLAN_JUDGES: dict[str, PlanJudge] = {
+    "gemba": PlanJudge(kinds=(PAIRWISE_ALIGNMENT,)),
+    "geval": PlanJudge(kinds=(PAIRWISE_ALIGNMENT,)),
+    "expert": PlanJudge(kinds=(PAIRWISE_ALIGNMENT,)),
+}
+
+
+def register_plan_judge(name: str, judge: PlanJudge) -> None:
+    PLAN_JUDGES[name] = judge
