@@ -19,6 +19,7 @@ from pathlib import Path
 from annotate import services
 
 from .backends.base import SamplingParams
+from .ip.plan import PLAN_JUDGE, step_ip
 from .jobs import ItemError, JobKind, JobParamsError, prepare_job, run_job
 from .models import Job, JobItem
 from .plans import load_records
@@ -198,7 +199,7 @@ def step_import(job) -> dict:
 
 def step_score(job) -> dict:
     p = job.params
-    names = p["metrics"] + p["judges"]
+    names = p["metrics"] + [j for j in p["judges"] if j != PLAN_JUDGE]  # `ip` is a step of its own
     if not names:
         return {"skipped": "no metrics or judges in the plan"}
     params = {"study": p["study"], "metrics": names, "model": p.get("judge_model"),
@@ -207,11 +208,12 @@ def step_score(job) -> dict:
     return {"job": child.pk, "result": child.result}
 
 
-STEP_FUNCTIONS = {"generate": step_generate, "batch": step_batch, "import": step_import, "score": step_score}
+STEP_FUNCTIONS = {"generate": step_generate, "batch": step_batch, "import": step_import, "score": step_score,
+                  "ip": step_ip}
 
 
 def pipeline_items(job) -> list[str]:
-    return list(STEPS)
+    return list(STEPS) + (["ip"] if job.params.get("ip") else [])  # the plan judge `ip` (models_runtime/ip)
 
 
 def pipeline_chunk(job, keys):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .backends.base import POSTPROCESSORS
 from .backends.config import model_spec
+from .ip import plan as ip_plan
 from .jobs import JobParamsError, file_sha256
 from .lamp import DEFAULT_BUDGET, TASKS
 from .retrieval import RETRIEVERS
@@ -120,15 +121,19 @@ def validate_plan(plan, files, workdir) -> dict:
     systems = [validate_system(s, n) for n, s in enumerate(systems)]
     _need(systems[0]["id"] != systems[1]["id"], "the two systems need different ids")
     metrics, judges = _names(plan.get("metrics") or [], "metrics"), _names(plan.get("judges") or [], "judges")
-    if metrics or judges:
+    scored = metrics + [j for j in judges if j != ip_plan.PLAN_JUDGE]  # `ip` is a step of its own
+    if scored:
         from .scoring import parse_metrics
 
-        parse_metrics(metrics + judges)
+        parse_metrics(scored)
     header = validate_study(plan.get("study"))
-    return {"study": header["slug"], "study_header": header, "input": validate_input(plan.get("input"), files),
-            "systems": systems, "generation": validate_generation(plan.get("generation")),
-            "metrics": metrics, "judges": judges, "judge_model": plan.get("judge_model") or None,
-            "device": plan.get("device") or None, "workdir": str(Path(workdir).resolve())}
+    params = {"study": header["slug"], "study_header": header, "input": validate_input(plan.get("input"), files),
+              "systems": systems, "generation": validate_generation(plan.get("generation")),
+              "metrics": metrics, "judges": judges, "judge_model": plan.get("judge_model") or None,
+              "device": plan.get("device") or None, "workdir": str(Path(workdir).resolve())}
+    if ip_plan.PLAN_JUDGE in judges:
+        params["ip"] = ip_plan.ip_params(plan, files)
+    return params
 
 
 def read_plan(path) -> dict:

@@ -23,6 +23,13 @@ def geval_metric(records, *, model=None, device=None):
     return geval_scores(records, _backend(model, device))
 
 
+@register_metric("essay_quality")
+def essay_quality_metric(records, *, model=None, device=None):
+    from .essay import essay_scores
+
+    return essay_scores(records, _backend(model, device))
+
+
 @register_metric("expert")
 def expert_metric(records, *, model=None, device=None):
     from .expert import explain
