@@ -298,7 +298,7 @@ def ip_finish(job) -> dict:
 
         result["human_study"] = open_study(p["human_study"], probes, p["models"], done, effects, directory)
         files.append(result["human_study"]["batch"])
-    Job.objects.filter(pk=job.pk).update(files=files)
+    Job.objects.filter(pk=job.pk).update(files=list(dict.fromkeys([*(job.files or []), *files])))  # uploads kept
     result["files"] = {name: str(directory / name) for name in files}
     return result
 

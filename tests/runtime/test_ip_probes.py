@@ -292,3 +292,101 @@ def test_human_rate_interval_resamples_questions():
     expected = np.percentile(w[idx].sum(1) / m[idx].sum(1), [2.5, 97.5])
     assert rate["prefer_user_cue"] == 0.6 and (rate["n_decided"], rate["n_items"], rate["n_clusters"]) == (10, 11, 5)
     assert rate["ci95"] == pytest.approx(expected.tolist())
+
+
+def test_plan_judge_ip_runs_the_probe_as_a_pipeline_step(tmp_path, scripted, monkeypatch, settings):
+    """A study plan with `"judges": ["ip"]`: the pipeline's score step scores the metrics
+    only, and a fifth step runs the probe on the plan's model with the plan's `ip` section;
+    the step's result holds the probe's job and effects."""
+    from runtime.test_pipeline import OUTPUTS, QUESTIONS
+
+    settings.HUMEVAL_GENERATION_CACHE = ""
+    settings.HUMEVAL_PIPELINE_DIR = str(tmp_path / "work")
+    titles = ScriptedBackend(lambda text, params, j: f"A title of {len(text)} characters")
+    monkeypatch.setattr("models_runtime.backends.registry.get_backend", lambda name, device=None: titles)
+    (tmp_path / "q.json").write_text(json.dumps(QUESTIONS))
+    (tmp_path / "o.json").write_text(json.dumps(OUTPUTS))
+    write_jsonl(tmp_path / "probes.jsonl", probe_lines())
+    plan = {"study": {"slug": "lamp-ip", "kind": "pairwise_alignment", "title": "LaMP with a probe"},
+            "input": {"format": "lamp", "questions": "q.json", "outputs": "o.json"},
+            "systems": [{"id": "bm25", "model": "smollm2", "retriever": "bm25", "k": 1},
+                        {"id": "none", "model": "smollm2", "retriever": "none"}],
+            "metrics": ["rouge1"], "judges": ["ip"],
+            "ip": {"probes": "probes.jsonl", "samples": 3, "generation": SAMPLING}}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    out = StringIO()
+    call_command("pipeline", str(tmp_path / "plan.json"), stdout=out, stderr=StringIO())
+    report = json.loads(out.getvalue())
+    assert (report["state"], report["progress"]) == ("done", {"done": 5, "total": 5}), report
+    steps = report["result"]["steps"]
+    assert steps["score"]["result"]["metrics"] == ["rouge1"]
+    probe = Job.objects.get(pk=steps["ip"]["job"])
+    assert (probe.kind, probe.state, probe.study, probe.params["models"]) == ("ip", "done", "lamp-ip", ["smollm2"])
+    label = steps["ip"]["effects"][0]
+    assert (label["cues"], label["delta"], label["p_value"], label["n_questions"]) == \
+        (["us", "uk"], pytest.approx(2 / 9), 0.5, 6)
+    # a bad ip section is refused with the plan, before anything runs
+    (tmp_path / "plan.json").write_text(json.dumps(dict(plan, ip={"probes": "probes.jsonl", "sampels": 2})))
+    with pytest.raises(CommandError, match="ip: unknown key `sampels`"):
+        call_command("pipeline", str(tmp_path / "plan.json"), stdout=StringIO(), stderr=StringIO())
+
+
+@pytest.mark.django_db(transaction=True)  # the job runs in a thread with its own connection
+def test_api_takes_an_uploaded_probe_file_never_a_path(client, scripted, plain_http):
+    """POST /api/jobs/ kind `ip`: a server path is refused without a word about the file;
+    an uploaded probe file runs (a thread of the web process without a broker) and its CSV
+    tables download from the job's files."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from models_runtime.jobs import BACKGROUND_THREADS
+    from tests.factories import ensure_roles, make_user
+
+    ensure_roles()
+    client.force_login(make_user("adm", "admins"))
+    response = client.post("/api/jobs/", {"kind": "ip", "params": {"probes": "/etc/passwd"}},
+                           content_type="application/json")
+    assert (response.status_code, response.json()["error"].split(";")[:2]) == \
+        (400, ["probes: the web and the API take no server paths", " upload probes as a multipart file field"])
+    uploaded = "".join(json.dumps(line) + "\n" for line in probe_lines()).encode()
+    response = client.post("/api/jobs/", {"kind": "ip", "params": json.dumps({"generation": SAMPLING}),
+                                          "probes": SimpleUploadedFile("mine.jsonl", uploaded)})
+    assert response.status_code == 201, response.content
+    body = response.json()
+    BACKGROUND_THREADS[body["id"]].join(60)
+    job = Job.objects.get(pk=body["id"])
+    assert (job.state, job.files) == ("done", ["probes.jsonl", "ip_effects.csv", "ip_questions.csv",
+                                               "ip_responses.csv"])
+    assert job.result["effects"][0]["delta"] == pytest.approx(2 / 9)
+    got = client.get(f"/api/jobs/{job.pk}/files/ip_effects.csv")
+    lines = b"".join(got.streaming_content).decode().splitlines()
+    assert got.status_code == 200 and lines[0].startswith("model,b0,b1,score,delta,ci_low,ci_high,p_value")
+    assert lines[1].startswith("smollm2,us,uk,label,0.2222")
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_embedded_model_on_two_shipped_probes(tmp_path, settings):
+    """SmolLM2 on two American/British questions of the shipped set, 2 samples at
+    temperature 0.7, 12 new tokens: every stored label is what label_of gives for the
+    answer's text, Delta is recomputed from the responses table, and the same plan again
+    takes every answer from the generation cache (the same texts)."""
+    settings.HUMEVAL_JOBS_DIR = str(tmp_path / "jobs")
+    settings.HUMEVAL_GENERATION_CACHE = str(tmp_path / "generations.sqlite3")
+    settings.CELERY_BROKER_URL = ""
+    shipped = {p.id: p for p in read_probes(SHIPPED)}
+    lines = [line for line in map(json.loads, SHIPPED.read_text().splitlines())
+             if line["id"] in ("football-colour", "sport-name")]
+    write_jsonl(tmp_path / "two.jsonl", lines)
+    plan = {"ip": {"probes": "two.jsonl", "samples": 2, "generation": {"max_tokens": 12, "temperature": 0.7}},
+            "device": "cpu"}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    result = run_probes(tmp_path / "plan.json")
+    responses = read_csv(result["files"]["ip_responses.csv"])
+    assert len(responses) == 2 * 2 * 2 and all(r["text"] for r in responses)
+    assert all(r["label"] == label_of(r["text"], shipped[r["question"]].expected) for r in responses)
+    d = [np.mean([r["label"] == "uk" for r in responses if (r["question"], r["cue"]) == (q, "uk")])
+         - np.mean([r["label"] == "uk" for r in responses if (r["question"], r["cue"]) == (q, "us")])
+         for q in ("football-colour", "sport-name")]
+    assert result["effects"][0]["delta"] == pytest.approx(np.mean(d))
+    again = run_probes(tmp_path / "plan.json")
+    assert read_csv(again["files"]["ip_responses.csv"]) == responses
