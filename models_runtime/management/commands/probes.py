@@ -43,7 +43,11 @@ class Command(BaseCommand):
                   "swap": not opts["no_swap"], "model": opts["model"], "device": opts["device"]}
         if opts["study"]:
             params["study"] = opts["study"]
-        job = run_command_job(self, "probes", params, desc="probes", no_wait=opts["no_wait"], local=True)
+        self.run_job("probes", params, opts, "probes")
+
+    def run_job(self, kind, params, opts, desc):
+        """Run (or resume) the job here and print its result."""
+        job = run_command_job(self, kind, params, desc=desc, no_wait=opts["no_wait"], local=True)
         if job is None:
             return
         check_outcome(self, job)
@@ -61,8 +65,4 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         if opts["device"]:
             params["device"] = opts["device"]
-        job = run_command_job(self, "ip", params, desc="ip probes", no_wait=opts["no_wait"], local=True)
-        if job is None:
-            return
-        check_outcome(self, job)
-        print_json(self, job.result)
+        self.run_job("ip", params, opts, "ip probes")
