@@ -54,10 +54,10 @@ def ip_params(plan: dict, files) -> dict:
         raise JobParamsError('"ip" must be an object')
     _unknown(section, SECTION_KEYS, "ip")
     study = plan.get("study") if isinstance(plan.get("study"), dict) else {}
-    params = {"models": section.get("models") or plan_models(plan), "samples": section.get("samples", 3),
-              "generation": section.get("generation"),
-              "judge_model": section.get("judge_model") or plan.get("judge_model") or DEFAULT_MODEL,
-              "device": plan.get("device") or None, "human_study": section.get("study")}
+    params = {key: section[key] for key in ("samples", "generation") if key in section}  # else the job's defaults
+    params.update(models=section.get("models") or plan_models(plan), human_study=section.get("study"),
+                  judge_model=section.get("judge_model") or plan.get("judge_model") or DEFAULT_MODEL,
+                  device=plan.get("device") or None)
     if section.get("probes"):
         params["probes"] = resolve_file(section["probes"], files)
     if isinstance(study.get("slug"), str) and study["slug"] and not section.get("study"):
