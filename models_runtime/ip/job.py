@@ -144,10 +144,11 @@ def ip_items(job) -> list[str]:
     return [item_key(model, probe) for model in job.params["models"] for probe in probes]
 
 
-def sampling(params) -> SamplingParams:
+def sampling(params, max_tokens: int | None = None) -> SamplingParams:
+    """The sampling of every cue of a question (its own `max_tokens`, if it has one)."""
     gen = params["generation"]
-    return SamplingParams(max_new_tokens=gen["max_tokens"], temperature=gen["temperature"], top_p=gen["top_p"],
-                          n=params["samples"], seed=gen["seed"])
+    return SamplingParams(max_new_tokens=max_tokens or gen["max_tokens"], temperature=gen["temperature"],
+                          top_p=gen["top_p"], n=params["samples"], seed=gen["seed"])
 
 
 def _backend(model, device):
@@ -158,10 +159,17 @@ def _backend(model, device):
 
 
 def _generate(params, model, asks) -> list[list[str]]:
-    """The sampled texts of each (probe, cue) in `asks`, one backend call."""
+    """The sampled texts of each (probe, cue) in `asks`: one backend call per answer budget."""
+    backend = _backend(model, params.get("device"))
+    texts: list[list[str]] = [[] for _ in asks]
+    budgets = dict.fromkeys(probe.max_tokens for probe, _ in asks)
     with counting(len(asks), f"prompts ({params['samples']} samples each)"):
-        outputs = _backend(model, params.get("device")).generate([p.cues[cue] for p, cue in asks], sampling(params))
-    return [[g.text for g in gens] for gens in outputs]
+        for budget in budgets:
+            mine = [i for i, (probe, _) in enumerate(asks) if probe.max_tokens == budget]
+            outputs = backend.generate([asks[i][0].cues[asks[i][1]] for i in mine], sampling(params, budget))
+            for i, gens in zip(mine, outputs):
+                texts[i] = [g.text for g in gens]
+    return texts
 
 
 def _score(params, asks, texts) -> list[list[dict]]:

@@ -13,6 +13,9 @@
   word or phrase, case-insensitive (evaluation/ip_effect.py). `metric`: `metric` names a
   registered metric or judge that scores each response; the metric sees the neutral
   `question` as its input and the optional `reference` text.
+- `max_tokens` (optional): this question's answer budget, instead of the plan's
+  `generation.max_tokens` (a one-word answer needs far fewer tokens than an essay); the
+  same for every cue of the question.
 A file is read whole and refused whole: every problem is listed as `line N: reason`.
 """
 import difflib
@@ -25,7 +28,8 @@ from evaluation.ip_effect import MIXED, OTHER
 from humeval.jsonl import error_reason, json_lines
 
 SHIPPED = Path(__file__).with_name("ip_probes.jsonl")  # the project's own probe set
-KEYS = ("id", "question", "cues", "expected", "rule", "metric", "reference")
+KEYS = ("id", "question", "cues", "expected", "rule", "metric", "reference", "max_tokens")
+MAX_TOKENS = 4096
 RULES = ("label", "metric")
 CUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 MAX_ID = 100
@@ -49,6 +53,7 @@ class Probe:
     metric: str  # metric rule: the metric's name; "" for label
     reference: str
     line: int
+    max_tokens: int | None = None  # None: the plan's generation.max_tokens
 
     @property
     def score(self) -> str:
@@ -132,6 +137,10 @@ def line_errors(obj, metric_error: Callable[[str], str | None]) -> list[str]:
             errors.append(problem)
     if "reference" in obj and not isinstance(obj["reference"], str):
         errors.append("'reference' must be a string")
+    budget = obj.get("max_tokens")
+    if "max_tokens" in obj and not (isinstance(budget, int) and not isinstance(budget, bool)
+                                    and 1 <= budget <= MAX_TOKENS):
+        errors.append(f"'max_tokens' must be an integer from 1 to {MAX_TOKENS}")
     return errors
 
 
@@ -158,7 +167,7 @@ def parse_probes(lines, metric_error: Callable[[str], str | None]) -> list[Probe
             id=obj["id"], question=obj["question"].strip(), cues={k: v.strip() for k, v in obj["cues"].items()},
             expected={cue: _answers(obj["expected"][cue]) for cue in obj["cues"]} if rule == "label" else None,
             rule=rule, metric=obj.get("metric", "") if rule == "metric" else "", reference=obj.get("reference", ""),
-            line=number))
+            line=number, max_tokens=obj.get("max_tokens")))
     if not errors and not probes:
         errors.append("no probes: the file has no lines")
     if errors:

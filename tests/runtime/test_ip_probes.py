@@ -115,6 +115,22 @@ def test_probe_job_exact_delta_interval_p_and_tables(tmp_path, scripted):
     assert all(r["label"] == label_of(r["text"], EXPECTED) for r in responses if r["cue"] in ("us", "uk"))
 
 
+def test_a_question_budget_is_its_own_backend_call(tmp_path, scripted):
+    """A line's max_tokens replaces the plan's for every cue of that question: one backend
+    call per budget, the same sampling otherwise; the effects do not change."""
+    lines = probe_lines()
+    lines[0]["max_tokens"] = 5
+    lines[1]["max_tokens"] = 5
+    write_jsonl(tmp_path / "probes.jsonl", lines)
+    (tmp_path / "plan.json").write_text(json.dumps({"ip": {"probes": "probes.jsonl", "generation": SAMPLING}}))
+    result = run_probes(tmp_path / "plan.json")
+    assert [(n, p.n, p.temperature, p.max_new_tokens) for n, p in scripted.calls] == [(4, 3, 0.7, 5),
+                                                                                     (12, 3, 0.7, 16)]
+    assert scripted.seen[:4] == [lines[0]["cues"]["us"], lines[0]["cues"]["uk"], lines[1]["cues"]["us"],
+                                 lines[1]["cues"]["uk"]]
+    assert result["effects"][0]["delta"] == pytest.approx(2 / 9)
+
+
 def test_a_failed_probe_job_resumes_without_asking_again(tmp_path, scripted, monkeypatch):
     """Ten questions = two chunks of 8 and 2. The backend breaks on the second call: the job
     fails with the first chunk's checkpoints; the same command resumes it and asks only the
@@ -187,6 +203,8 @@ def test_bad_probe_files_are_refused_whole_with_line_numbers(tmp_path, scripted)
         {"id": "f", "question": "Q", "cues": {"us": "x", "other": "y"}, "expected": {"us": "a", "other": "b"}},
         {"id": "g", "question": 3, "cues": {"us": "x", "uk": "y"}, "expected": {"us": "a", "uk": "b"}},
         [1, 2],
+        {"id": "h", "question": "Q", "cues": {"us": "x", "uk": "y"}, "expected": {"us": "a", "uk": "b"},
+         "max_tokens": 0},
     ]
     with pytest.raises(ProbeFileError) as err:
         parse_probes((json.dumps(line) for line in lines), lambda name: None)
@@ -199,6 +217,7 @@ def test_bad_probe_files_are_refused_whole_with_line_numbers(tmp_path, scripted)
         "line 6: cue name 'other' must be letters, digits, '_', '.' or '-' (at most 40), not 'other' or 'mixed'",
         "line 7: 'question' must be a string",
         "line 8: expected a JSON object {id, question, cues, expected | metric}",
+        "line 9: 'max_tokens' must be an integer from 1 to 4096",
     ]
     with pytest.raises(ProbeFileError, match="no probes: the file has no lines"):
         parse_probes(["\n"], lambda name: None)
