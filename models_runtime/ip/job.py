@@ -260,7 +260,9 @@ def _cell(value):
 
 def write_tables(directory: Path, effects: list[dict], table: list[dict], probes: list[Probe],
                  done: dict[str, dict], samples: int) -> list[str]:
-    """The three CSV files (effects, per-question table, every response). -> their names."""
+    """The three CSV files (effects, per-question table, every response with the prompt
+    it answered). -> their names."""
+    prompts = {probe.id: probe.cues for probe in probes}
     directory.mkdir(parents=True, exist_ok=True)
     effect_cols = ["model", "b0", "b1", "score", "delta", "ci_low", "ci_high", "p_value", "p_method", "n_questions",
                    "n_samples", "samples_per_cue", "mean_b0", "mean_b1", "unscored_samples", "questions_left_out",
@@ -276,9 +278,9 @@ def write_tables(directory: Path, effects: list[dict], table: list[dict], probes
         QUESTIONS_CSV: [question_cols] + [[row["model"], *row["cues"], row["score"], row["question"], row["n_b0"],
                                            row["n_b1"], row["mean_b0"], row["mean_b1"], row["d"],
                                            row.get("labels_b0"), row.get("labels_b1")] for row in table],
-        RESPONSES_CSV: [["model", "question", "cue", "sample", "label", "score", "text"]] + [
+        RESPONSES_CSV: [["model", "question", "cue", "sample", "label", "score", "text", "prompt"]] + [
             [result["model"], result["question"], cue, n, response.get("label"), response.get("score"),
-             response["text"]]
+             response["text"], prompts[result["question"]][cue]]
             for result in done.values() for cue, responses in result["responses"].items()
             for n, response in enumerate(responses)],
     }

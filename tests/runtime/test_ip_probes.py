@@ -113,6 +113,7 @@ def test_probe_job_exact_delta_interval_p_and_tables(tmp_path, scripted):
     responses = read_csv(result["files"]["ip_responses.csv"])
     assert len(responses) == 6 * 2 * 3 + 2 * 2 * 3
     assert all(r["label"] == label_of(r["text"], EXPECTED) for r in responses if r["cue"] in ("us", "uk"))
+    assert responses[0]["prompt"] == probe_lines()[0]["cues"]["us"]
 
 
 def test_a_question_budget_is_its_own_backend_call(tmp_path, scripted):
