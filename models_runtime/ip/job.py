@@ -281,8 +281,8 @@ def write_tables(directory: Path, effects: list[dict], table: list[dict], probes
         RESPONSES_CSV: [["model", "question", "cue", "sample", "label", "score", "text", "prompt"]] + [
             [result["model"], result["question"], cue, n, response.get("label"), response.get("score"),
              response["text"], prompts[result["question"]][cue]]
-            for result in done.values() for cue, responses in result["responses"].items()
-            for n, response in enumerate(responses)],
+            for result in done.values() for cue in prompts[result["question"]]  # file order (JSONB sorts keys)
+            for n, response in enumerate(result["responses"][cue])],
     }
     for name, rows in files.items():
         part = directory / (name + ".part")
