@@ -26,7 +26,6 @@ word or phrase, case-insensitive; a match inside a longer match of another cue's
 does not count ("American football" is not also "football"). One cue matched -> that
 cue; several -> MIXED; none -> OTHER.
 """
-import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -130,8 +129,8 @@ def sign_flip_p(d: Sequence[float] | np.ndarray, exact_up_to: int = EXACT_UP_TO,
     if q == 0:
         return None, "no questions"
     observed = abs(float(d.mean()))
-    if q <= exact_up_to:
-        signs = np.array(list(itertools.product((1.0, -1.0), repeat=q)))
+    if q <= exact_up_to:  # row k: question j swapped when bit j of k is set
+        signs = 1.0 - 2.0 * ((np.arange(1 << q)[:, None] >> np.arange(q)) & 1)
         return _hits(d, signs, observed) / len(signs), f"exact: all {len(signs)} cue swaps of {q} questions"
     rng = np.random.default_rng(seed)
     hits = 0
