@@ -4,10 +4,14 @@ only the user-background cue of a prompt changes, the question held fixed?
 Definitions (docs/runtime.md, "Implicit personalization probes"; statistics in
 docs/statistics.md):
 - Each question q is asked under cue b0 and under cue b1, n samples each. A response y
-  gets a score r(y): for the `label` rule r = 1 when its label is b1 (it gives b1's
-  expected answer and no other cue's), else 0; for the `metric` rule r = the metric's
-  score. Unscored responses (None: an empty answer, a judge answer without a number) are
-  left out of the means and counted.
+  gets a score r(y): for the `label` rule r = +1 when its label is b1 (it gives b1's
+  expected answer and no other cue's), -1 when it is b0, else 0 (`mixed`, `other`, a third
+  cue's answer); for the `metric` rule r = the metric's score. Unscored responses (None: an
+  empty answer, a judge answer without a number) are left out of the means and counted.
+- With labels, d_q = [share of b1's answer under b1 - under b0] + [share of b0's answer
+  under b0 - under b1]: the two shifts toward the asker's background (`label_shifts`), so
+  Delta runs from -2 to 2, does not depend on which cue is called b0, and counts a model
+  that stops giving b0's answer under b1 as much as one that starts giving b1's.
 - d_q = mean r(y | q, b1) - mean r(y | q, b0) over q's scored samples. A question with no
   scored sample under one of the two cues is left out of that pair (counted).
 - Delta = the mean of d_q over questions: every question weighs the same.
@@ -167,10 +171,41 @@ def label_counts(labels: Iterable[str]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def label_scores(labels: Sequence[str | None], b1: str) -> list[float | None]:
-    """r of the label rule for the pair (b0, b1): 1 for a response labelled b1, 0 for any
-    other label; None (unscored) stays None."""
-    return [None if label is None else float(label == b1) for label in labels]
+def label_scores(labels: Sequence[str | None], b0: str, b1: str) -> list[float | None]:
+    """r of the label rule for the pair (b0, b1): +1 for a response labelled b1, -1 for b0,
+    0 for any other label; None (unscored) stays None.
+
+    >>> label_scores(["uk", None, "us", MIXED, OTHER], "us", "uk")
+    [1.0, None, -1.0, 0.0, 0.0]
+    """
+    return [None if label is None else float(label == b1) - float(label == b0) for label in labels]
+
+
+def _share(labels: Sequence[str | None], cue: str) -> float | None:
+    kept = [label for label in labels if label is not None]
+    return sum(label == cue for label in kept) / len(kept) if kept else None
+
+
+def label_shifts(l0: Sequence[Sequence[str | None]], l1: Sequence[Sequence[str | None]], b0: str, b1: str
+                 ) -> dict[str, float | None]:
+    """The two parts of the label rule's Delta, averaged over the questions labelled under
+    both cues (l0[i], l1[i]: question i's labels under b0 and b1): `shift_b1` = share of
+    b1's answer under b1 minus under b0, `shift_b0` = share of b0's answer under b0 minus
+    under b1. Delta = shift_b1 + shift_b0.
+
+    >>> label_shifts([["us", "us"], ["us", "uk"]], [["us", "uk"], ["uk", "uk"]], "us", "uk")
+    {'shift_b1': 0.5, 'shift_b0': 0.5}
+    """
+    b1_shifts, b0_shifts = [], []
+    for s0, s1 in zip(l0, l1):
+        b1_under_b0, b1_under_b1 = _share(s0, b1), _share(s1, b1)
+        b0_under_b0, b0_under_b1 = _share(s0, b0), _share(s1, b0)
+        if b1_under_b0 is None or b1_under_b1 is None or b0_under_b0 is None or b0_under_b1 is None:
+            continue  # no labelled answer under one of the cues
+        b1_shifts.append(b1_under_b1 - b1_under_b0)
+        b0_shifts.append(b0_under_b0 - b0_under_b1)
+    return {"shift_b1": float(np.mean(b1_shifts)) if b1_shifts else None,
+            "shift_b0": float(np.mean(b0_shifts)) if b0_shifts else None}
 
 
 def pair_effect(questions: Sequence[str], r0: Sequence[Sequence[float | None]],

@@ -99,8 +99,9 @@ def html_section(report: dict[str, Any]) -> str:
             for e in report["ip_probe"]]
     headers = ["model", "cues b0 → b1", "score", "probe Δ", "Δ 95% CI", "p", "questions", "samples",
                "humans prefer the user's cue", "95% CI", "decided items", "items"]
-    caption = ("Implicit-personalization probe: Δ = mean score under cue b1 minus under b0 (label score: share of "
-               "answers giving b1's expected answer), paired bootstrap over questions; p: within-question cue swaps. "
+    caption = ("Implicit-personalization probe: Δ = mean score under cue b1 minus under b0 (label score: +1 for "
+               "b1's expected answer, -1 for b0's, else 0), paired bootstrap over questions; p: within-question "
+               "cue swaps. "
                "Human rate: share of decided items whose majority picked the answer generated for the user's own "
                f"cue; interval: {CI_METHOD}.")
     return ('<section id="ip-probe"><h2>Implicit personalization probe</h2>'

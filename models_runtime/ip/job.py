@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from evaluation.csv_cells import SafeWriter
-from evaluation.ip_effect import label_counts, label_of, label_scores, pair_effect
+from evaluation.ip_effect import label_counts, label_of, label_scores, label_shifts, pair_effect
 from evaluation.vocabulary import DEFAULT_MODEL, PAIRWISE_ALIGNMENT
 
 from ..backends.base import SamplingParams
@@ -218,9 +218,9 @@ def ip_chunk(job, keys):
 
 # ---- results -----------------------------------------------------------------------------
 
-def _scores(probe: Probe, responses: list[dict], b1: str) -> list[float | None]:
+def _scores(probe: Probe, responses: list[dict], b0: str, b1: str) -> list[float | None]:
     if probe.rule == "label":
-        return label_scores([r["label"] for r in responses], b1)
+        return label_scores([r["label"] for r in responses], b0, b1)
     return [r["score"] for r in responses]
 
 
@@ -238,8 +238,8 @@ def probe_effects(probes: list[Probe], models: list[str], done: dict[str, dict])
     for (model, (b0, b1), score), members in groups.items():
         responses = [done[item_key(model, probe)]["responses"] for probe in members]
         effect, rows = pair_effect([probe.id for probe in members],
-                                   [_scores(probe, r[b0], b1) for probe, r in zip(members, responses)],
-                                   [_scores(probe, r[b1], b1) for probe, r in zip(members, responses)])
+                                   [_scores(probe, r[b0], b0, b1) for probe, r in zip(members, responses)],
+                                   [_scores(probe, r[b1], b0, b1) for probe, r in zip(members, responses)])
         head = {"model": model, "cues": [b0, b1], "score": score}
         if score == "label":
             for row, r in zip(rows, responses):
@@ -247,6 +247,8 @@ def probe_effects(probes: list[Probe], models: list[str], done: dict[str, dict])
                 row["labels_b1"] = label_counts(x["label"] for x in r[b1] if x["label"] is not None)
             effect["labels"] = {b0: label_counts(x["label"] for r in responses for x in r[b0] if x["label"]),
                                 b1: label_counts(x["label"] for r in responses for x in r[b1] if x["label"])}
+            effect.update(label_shifts([[x["label"] for x in r[b0]] for r in responses],
+                                       [[x["label"] for x in r[b1]] for r in responses], b0, b1))
         effects.append({**head, **effect})
         table += [{**head, **row} for row in rows]
     return effects, table
@@ -265,15 +267,16 @@ def write_tables(directory: Path, effects: list[dict], table: list[dict], probes
     prompts = {probe.id: probe.cues for probe in probes}
     directory.mkdir(parents=True, exist_ok=True)
     effect_cols = ["model", "b0", "b1", "score", "delta", "ci_low", "ci_high", "p_value", "p_method", "n_questions",
-                   "n_samples", "samples_per_cue", "mean_b0", "mean_b1", "unscored_samples", "questions_left_out",
-                   "labels_b0", "labels_b1"]
+                   "n_samples", "samples_per_cue", "mean_b0", "mean_b1", "shift_b1", "shift_b0", "unscored_samples",
+                   "questions_left_out", "labels_b0", "labels_b1"]
     question_cols = ["model", "b0", "b1", "score", "question", "n_b0", "n_b1", "mean_b0", "mean_b1", "d",
                      "labels_b0", "labels_b1"]
     files = {
         EFFECTS_CSV: [effect_cols] + [[
             e["model"], *e["cues"], e["score"], e["delta"], *(e["ci95"] or [None, None]), e["p_value"],
             e["p_method"], e["n_questions"], e["n_samples"], samples, e["mean_b0"], e["mean_b1"],
-            e["unscored_samples"], e["questions_left_out"], *(e.get("labels", {}).get(c) for c in e["cues"])]
+            e.get("shift_b1"), e.get("shift_b0"), e["unscored_samples"], e["questions_left_out"],
+            *(e.get("labels", {}).get(c) for c in e["cues"])]
             for e in effects],
         QUESTIONS_CSV: [question_cols] + [[row["model"], *row["cues"], row["score"], row["question"], row["n_b0"],
                                            row["n_b1"], row["mean_b0"], row["mean_b1"], row["d"],

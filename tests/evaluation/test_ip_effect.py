@@ -13,6 +13,7 @@ from evaluation.ip_effect import (
     cue_effect,
     label_of,
     label_scores,
+    label_shifts,
     pair_effect,
     question_difference,
     sign_flip_p,
@@ -20,21 +21,21 @@ from evaluation.ip_effect import (
 
 EXPECTED = {"us": ["soccer"], "uk": ["football", "association football"]}
 
-# Six questions, three samples per cue, answers fixed per (question, cue). r = 1 when the
-# answer is labelled uk (b1), else 0.
+# Six questions, three samples per cue, answers fixed per (question, cue). r = +1 when the
+# answer is labelled uk (b1), -1 when us (b0), else 0; mean r under us vs under uk.
 ANSWERS = {
-    "q1": (["Soccer.", "soccer", "SOCCER!"], ["Football.", "football", "It's football"]),  # 0 vs 1: d = 1
-    "q2": (["soccer", "football", "a ball game"], ["football", "Football", "soccer"]),  # 1/3 vs 2/3: d = 1/3
+    "q1": (["Soccer.", "soccer", "SOCCER!"], ["Football.", "football", "It's football"]),  # -1 vs 1: d = 2
+    "q2": (["soccer", "football", "a ball game"], ["football", "Football", "soccer"]),  # 0 vs 1/3: d = 1/3
     "q3": (["football"] * 3, ["football"] * 3),  # 1 vs 1: d = 0
     "q4": (["no idea"] * 3, ["no idea", "football", "soccer or football"]),  # 0 vs 1/3 (mixed = 0): d = 1/3
-    "q5": (["soccer"] * 3, ["soccer"] * 3),  # 0 vs 0: d = 0
-    "q6": (["footballer", "football", "ball"], ["soccer"] * 3),  # 1/3 vs 0 ("footballer" is no match): d = -1/3
+    "q5": (["soccer"] * 3, ["soccer"] * 3),  # -1 vs -1: d = 0
+    "q6": (["footballer", "football", "ball"], ["soccer"] * 3),  # 1/3 vs -1 ("footballer" is no match): d = -4/3
 }
-D = np.array([1, 1 / 3, 0, 1 / 3, 0, -1 / 3])
+D = np.array([2, 1 / 3, 0, 1 / 3, 0, -4 / 3])
 
 
 def scores(texts):
-    return label_scores([label_of(t, EXPECTED) for t in texts], "uk")
+    return label_scores([label_of(t, EXPECTED) for t in texts], "us", "uk")
 
 
 def test_label_matching_whole_word_case_and_other():
@@ -58,11 +59,16 @@ def test_delta_per_question_and_overall_hand_worked():
     assert [d for _, _, d in rows] == pytest.approx(D.tolist())
     effect, table = pair_effect(list(ANSWERS), [scores(us) for us, _ in ANSWERS.values()],
                                 [scores(uk) for _, uk in ANSWERS.values()])
-    assert effect["delta"] == pytest.approx(2 / 9)  # (1 + 1/3 + 0 + 1/3 + 0 - 1/3) / 6
+    assert effect["delta"] == pytest.approx(2 / 9)  # (2 + 1/3 + 0 + 1/3 + 0 - 4/3) / 6
     assert (effect["n_questions"], effect["n_samples"], effect["unscored_samples"]) == (6, 36, 0)
-    assert effect["mean_b0"] == pytest.approx((0 + 1 / 3 + 1 + 0 + 0 + 1 / 3) / 6)
-    assert effect["mean_b1"] == pytest.approx((1 + 2 / 3 + 1 + 1 / 3 + 0 + 0) / 6)
-    assert [row["question"] for row in table] == list(ANSWERS) and table[1]["mean_b1"] == pytest.approx(2 / 3)
+    assert effect["mean_b0"] == pytest.approx((-1 + 0 + 1 + 0 - 1 + 1 / 3) / 6)
+    assert effect["mean_b1"] == pytest.approx((1 + 1 / 3 + 1 + 1 / 3 - 1 - 1) / 6)
+    assert [row["question"] for row in table] == list(ANSWERS) and table[1]["mean_b1"] == pytest.approx(1 / 3)
+    # the two shifts: uk's share under uk minus under us (1, 1/3, 0, 1/3, 0, -1/3: mean 2/9), us's
+    # share under us minus under uk (1, 0, 0, 0, 0, -1: mean 0); they add up to Delta
+    labels = [([label_of(t, EXPECTED) for t in us], [label_of(t, EXPECTED) for t in uk]) for us, uk in ANSWERS.values()]
+    shifts = label_shifts([a for a, _ in labels], [b for _, b in labels], "us", "uk")
+    assert shifts == {"shift_b1": pytest.approx(2 / 9), "shift_b0": pytest.approx(0.0)}
 
 
 def test_bootstrap_interval_matches_a_plain_numpy_reimplementation():
@@ -79,13 +85,14 @@ def test_bootstrap_interval_matches_a_plain_numpy_reimplementation():
 
 def test_permutation_p_by_full_enumeration_on_six_questions():
     """Swapping the cue labels of a question flips the sign of its d: all 2^6 patterns,
-    two-sided. By hand: the zeros do not matter, and |±1 ± 1/3 ± 1/3 ± 1/3| >= 4/3 in 8 of
-    the 16 patterns of the others: p = 32/64 = 0.5."""
+    two-sided. By hand, summing d in thirds (observed sum 4): the zeros do not matter; with
+    +6 the 8 sums of ±6 ± 1 ± 1 ± 4 are 12, 4, 10, 2, 10, 2, 8, 0, five of them at least 4,
+    and as many with -6: 10 of 16, p = 40/64 = 0.625."""
     observed = abs(D.mean())
     hits = sum(abs(sum(s * d for s, d in zip(signs, D)) / len(D)) >= observed - 1e-12
                for signs in itertools.product((1, -1), repeat=len(D)))
     p, method = sign_flip_p(D)
-    assert p == hits / 64 == 0.5
+    assert p == hits / 64 == 0.625
     assert method == "exact: all 64 cue swaps of 6 questions"
     assert sign_flip_p([1.0] * 6)[0] == 2 / 64  # only the identity and the full swap reach |mean| = 1
     assert sign_flip_p([0.0, 0.0, 0.0])[0] == 1.0  # no difference: every pattern ties
@@ -109,4 +116,4 @@ def test_unscored_samples_and_questions_left_out():
     assert [row["d"] for row in table] == [1.5, None, None]
     assert (effect["delta"], effect["n_questions"], effect["questions_left_out"]) == (1.5, 1, 2)
     assert (effect["n_samples"], effect["unscored_samples"]) == (3, 4)
-    assert label_scores(["uk", None, "us", MIXED], "uk") == [1.0, None, 0.0, 0.0]
+    assert label_scores(["uk", None, "us", MIXED, "esl"], "us", "uk") == [1.0, None, -1.0, 0.0, 0.0]

@@ -87,7 +87,8 @@ def test_probe_job_exact_delta_interval_p_and_tables(tmp_path, scripted):
     assert (label["model"], label["cues"], label["score"]) == ("smollm2", ["us", "uk"], "label")
     assert label["delta"] == pytest.approx(2 / 9)
     assert label["ci95"] == pytest.approx(cue_effect(D)["ci95"], abs=1e-12)  # = the NumPy re-implementation
-    assert (label["p_value"], label["p_method"]) == (0.5, "exact: all 64 cue swaps of 6 questions")
+    assert (label["p_value"], label["p_method"]) == (0.625, "exact: all 64 cue swaps of 6 questions")
+    assert (label["shift_b1"], label["shift_b0"]) == (pytest.approx(2 / 9), pytest.approx(0.0))
     assert (label["n_questions"], label["n_samples"], label["unscored_samples"]) == (6, 36, 0)
     # label counts over the 18 answers per cue (ANSWERS): under us, soccer 7, football 5, neither 6;
     # under uk, football 9, soccer 7, neither 1, both 1
@@ -273,7 +274,7 @@ def test_human_study_report_puts_delta_beside_the_human_rate(tmp_path, scripted)
     assert item.data["reference"] == "[q1|uk] What is the game called? My favourite neighbour asks."
     assert item.data["candidates"] == [{"id": "us", "text": "Soccer."}, {"id": "uk", "text": "Football."}]
     facts = dict(Prediction.objects.filter(item=item, evaluator=IP_PROBE_EVALUATOR).values_list("question", "value"))
-    assert facts["user_cue"] == "uk" and float(facts["delta"]) == pytest.approx(2 / 9) and facts["p_value"] == "0.5"
+    assert facts["user_cue"] == "uk" and float(facts["delta"]) == pytest.approx(2 / 9) and facts["p_value"] == "0.625"
     votes = {"q1/us-uk/us/smollm2": "us", "q2/us-uk/us/smollm2": "us", "q6/us-uk/us/smollm2": "uk",
              "q1/us-uk/uk/smollm2": "uk", "q6/us-uk/uk/smollm2": "uk"}
     rows = [(item_id, f"ann{k}", "choice", value, "us|uk", 5) for item_id, value in votes.items() for k in range(3)]
@@ -286,7 +287,7 @@ def test_human_study_report_puts_delta_beside_the_human_rate(tmp_path, scripted)
     label, metric = report["ip_probe"]
     assert (label["model"], label["cues"], label["score"]) == ("smollm2", ["us", "uk"], "label")
     assert label["probe"] == {"delta": pytest.approx(2 / 9), "ci95": pytest.approx(cue_effect(D)["ci95"]),
-                              "p_value": 0.5, "n_questions": 6, "n_samples": 36}
+                              "p_value": 0.625, "n_questions": 6, "n_samples": 36}
     assert label["human"]["prefer_user_cue"] == pytest.approx(0.8)
     assert (label["human"]["n_decided"], label["human"]["n_items"], label["human"]["n_clusters"]) == (5, 6, 3)
     assert label["human"]["ci95"] is None and label["human"]["ci95_reason"].startswith("fewer than 5 questions")
@@ -344,7 +345,7 @@ def test_plan_judge_ip_runs_the_probe_as_a_pipeline_step(tmp_path, scripted, mon
     assert (probe.kind, probe.state, probe.study, probe.params["models"]) == ("ip", "done", "lamp-ip", ["smollm2"])
     label = steps["ip"]["effects"][0]
     assert (label["cues"], label["delta"], label["p_value"], label["n_questions"]) == \
-        (["us", "uk"], pytest.approx(2 / 9), 0.5, 6)
+        (["us", "uk"], pytest.approx(2 / 9), 0.625, 6)
     # a bad ip section is refused with the plan, before anything runs
     (tmp_path / "plan.json").write_text(json.dumps(dict(plan, ip={"probes": "probes.jsonl", "sampels": 2})))
     with pytest.raises(CommandError, match="ip: unknown key `sampels`"):
