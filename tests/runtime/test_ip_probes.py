@@ -405,9 +405,12 @@ def test_embedded_model_on_two_shipped_probes(tmp_path, settings):
     responses = read_csv(result["files"]["ip_responses.csv"])
     assert len(responses) == 2 * 2 * 2 and all(r["text"] for r in responses)
     assert all(r["label"] == label_of(r["text"], shipped[r["question"]].expected) for r in responses)
-    d = [np.mean([r["label"] == "uk" for r in responses if (r["question"], r["cue"]) == (q, "uk")])
-         - np.mean([r["label"] == "uk" for r in responses if (r["question"], r["cue"]) == (q, "us")])
-         for q in ("football-colour", "sport-name")]
+    signed = {"uk": 1, "us": -1}  # r of the label rule: +1 for the British answer, -1 for the American one
+
+    def mean_r(question, cue):
+        return np.mean([signed.get(r["label"], 0) for r in responses if (r["question"], r["cue"]) == (question, cue)])
+
+    d = [mean_r(q, "uk") - mean_r(q, "us") for q in ("football-colour", "sport-name")]
     assert result["effects"][0]["delta"] == pytest.approx(np.mean(d))
     again = run_probes(tmp_path / "plan.json")
     assert read_csv(again["files"]["ip_responses.csv"]) == responses
