@@ -414,3 +414,18 @@ def test_embedded_model_on_two_shipped_probes(tmp_path, settings):
     assert result["effects"][0]["delta"] == pytest.approx(np.mean(d))
     again = run_probes(tmp_path / "plan.json")
     assert read_csv(again["files"]["ip_responses.csv"]) == responses
+
+
+def test_essay_quality_judge_scores_one_to_ten_and_skips_empty_essays():
+    """The reference-free judge of the essay probes: one greedy call for the non-empty
+    essays, the score parsed like GEMBA's (1..10); an empty essay and an answer without a
+    score in range are unscored (None)."""
+    from models_runtime.judges.essay import essay_scores
+
+    answers = iter(["Score: 7", "I would rate it 12 out of 10", "8/10"])
+    judge = ScriptedBackend(lambda text, params, j: next(answers))
+    records = [{"input": "Q?", "output": "An essay."}, {"input": "Q?", "output": "  "},
+               {"input": "Q?", "output": "Another."}, {"input": "Q?", "output": "Third."}]
+    assert essay_scores(records, judge) == [7.0, None, None, 8.0]
+    assert [(n, p.temperature, p.n) for n, p in judge.calls] == [(3, 0.0, 1)]
+    assert "Question: Q?" in judge.seen[0] and "Essay: An essay." in judge.seen[0]
