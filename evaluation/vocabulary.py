@@ -54,3 +54,9 @@ SKIP_REASON_IDS = tuple(key for key, _ in SKIP_REASONS)
 # table shows the root of their mean (RMSE) and of its interval's ends.
 LOWER_IS_BETTER = frozenset({"lamp_mae", "lamp_rmse"})
 ROOT_OF_MEAN = frozenset({"lamp_rmse"})
+# Implicit-personalization probes (runtime.md): the items of a probe's human study carry
+# prediction rows of this evaluator, one per fact (question id = the fact's name), so the
+# pairwise_alignment report can put the probe's Delta beside the human preference rate.
+IP_PROBE_EVALUATOR = "ip_probe"
+IP_PROBE_FACTS = ("model", "cues", "score", "question_id", "user_cue", "delta", "ci_low", "ci_high", "p_value",
+                  "n_questions", "n_samples")

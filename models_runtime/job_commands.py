@@ -121,7 +121,10 @@ def sample_counts_of(job: Job) -> dict:
     result = job.result if isinstance(job.result, dict) else {}
     if job.kind == "pipeline":
         result = ((result.get("steps") or {}).get("score") or {}).get("result") or {}
-    return result.get("samples") or {}
+    elif job.kind != "score":
+        return {}  # other kinds' `samples` mean something else (ip: samples per cue)
+    samples = result.get("samples")
+    return samples if isinstance(samples, dict) else {}
 
 
 def job_summary(job: Job) -> dict:

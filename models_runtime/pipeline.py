@@ -22,6 +22,7 @@ from pathlib import Path
 from annotate import services
 
 from .backends.base import SamplingParams
+from .ip.plan import step_ip
 from .job_files import write_lines
 from .jobs import ItemError, JobCancelled, JobKind, JobParamsError, prepare_job, run_job
 from .models import Job, JobItem
@@ -287,11 +288,12 @@ def step_score(job) -> dict:
     return out or {"skipped": "no metrics or judges in the plan"}
 
 
-STEP_FUNCTIONS = {"generate": step_generate, "batch": step_batch, "import": step_import, "score": step_score}
+STEP_FUNCTIONS = {"generate": step_generate, "batch": step_batch, "import": step_import, "score": step_score,
+                  "ip": step_ip}
 
 
 def pipeline_items(job) -> list[str]:
-    return list(STEPS)
+    return list(STEPS) + (["ip"] if job.params.get("ip") else [])  # the plan judge `ip` (models_runtime/ip)
 
 
 def pipeline_chunk(job, keys):

@@ -3,7 +3,7 @@ the plan before anything runs (a module that adds a judge registers it here with
 `register_plan_judge`).
 
 An entry says which study kinds the judge applies to, whether it uses the plan's
-`judge_model`, and how the pipeline's score step runs it: as a metric of the `score` job
+`judge_model` (kinds None: any kind), and how the pipeline's score step runs it: as a metric of the `score` job
 (the default), or as a job of its own (`job`, with `params(pipeline params)` giving that
 job's params).
 """
@@ -15,7 +15,7 @@ from evaluation.vocabulary import PAIRWISE_ALIGNMENT
 
 @dataclass(frozen=True)
 class PlanJudge:
-    kinds: tuple[str, ...]
+    kinds: tuple[str, ...] | None  # None: any study kind
     uses_model: bool = True
     job: str = "score"
     params: Callable[[dict], dict] | None = None

@@ -25,6 +25,7 @@ from evaluation.vocabulary import CHOICE_QUESTION, PAIRWISE_ALIGNMENT, TIE, USEF
 
 from .backends.base import POSTPROCESSORS
 from .backends.config import ModelNotAvailable, model_spec
+from .ip import plan as ip_plan
 from .jobs import JobParamsError, file_sha256
 from .lamp import DEFAULT_BUDGET
 from .metrics.registry import STUDY_METRIC_NAMES, UnknownMetric, available_metrics, get_metric
@@ -39,7 +40,7 @@ SYSTEM_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 RESERVED_SYSTEM_IDS = {TIE, CHOICE_QUESTION, USEFULNESS_QUESTION}
 SYSTEM_RETRIEVERS = (*RETRIEVERS, "none")
 FORMATS = ("lamp", "jsonl")
-PLAN_KEYS = ("study", "input", "systems", "generation", "metrics", "judges", "judge_model", "device")
+PLAN_KEYS = ("study", "input", "systems", "generation", "metrics", "judges", "judge_model", "device", "ip")
 INPUT_KEYS = {"lamp": ("format", "task", "questions", "outputs"), "jsonl": ("format", "task", "records")}
 SYSTEM_KEYS = ("id", "model", "retriever", "k", "prompt")
 GENERATION_KEYS = ("max_tokens", "temperature", "stop", "postprocess", "budget")
@@ -282,7 +283,7 @@ def check_scoring(check: Check, metrics: list[str], judges: list[str], kind: str
         if judge is None:
             check.add(f"judges: {name}", f"unknown judge{did_you_mean(name, PLAN_JUDGES)}; known: "
                                          f"{', '.join(sorted(PLAN_JUDGES))}")
-        elif kind is not None and kind not in judge.kinds:
+        elif kind is not None and judge.kinds is not None and kind not in judge.kinds:
             check.add(f"judges: {name}", f"judges {', '.join(judge.kinds)} studies, not {kind}")
     if judge_model is not None:
         if not (isinstance(judge_model, str) and judge_model):
@@ -333,14 +334,23 @@ def validate_plan(plan, files, workdir) -> dict:
             encoder_path()
         except ModelNotAvailable as exc:
             check.add("systems", f"retriever dense: {exc}")
+    ip = None
+    if ip_plan.PLAN_JUDGE in judges:
+        try:
+            ip = ip_plan.ip_params(plan, files)
+        except JobParamsError as exc:
+            check.add("ip", str(exc))
     if header and systems and not check.errors:
         check_batch(check, header, systems, task or "")
     if check.errors:
         raise PlanInvalid(check.errors)
-    return {"study": header["slug"], "study_header": header, "input": spec, "systems": systems,
-            "generation": generation, "metrics": metrics, "judges": judges,
-            "judge_model": plan.get("judge_model") or None, "device": device or None,
-            "workdir": str(Path(workdir).resolve())}
+    params = {"study": header["slug"], "study_header": header, "input": spec, "systems": systems,
+              "generation": generation, "metrics": metrics, "judges": judges,
+              "judge_model": plan.get("judge_model") or None, "device": device or None,
+              "workdir": str(Path(workdir).resolve())}
+    if ip is not None:
+        params["ip"] = ip  # the plan judge `ip`: a pipeline step of its own (models_runtime/ip/plan.py)
+    return params
 
 
 # ---- reading a plan ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any
 from evaluation.paradoxes import PROBES, SUMMARY
 from evaluation.vocabulary import ASPECT_PAIRWISE, SIMILARITY_SURVEY
 
-from . import figures
+from . import figures, ip_probe
 from .inputs import to_float
 
 STYLE = """
@@ -399,6 +399,8 @@ def report_fragment(report: Report, inp: Any = None) -> str:
         parts.append(correlations_section(report))
     if report["kind"] in KIND_SECTIONS:
         parts.append(KIND_SECTIONS[report["kind"]](report))
+    if "ip_probe" in report:
+        parts.append(ip_probe.html_section(report))
     parts += [ratings_section(report), position_section(report), annotators_section(report)]
     return "\n".join(parts)
 

@@ -20,14 +20,20 @@ def prompt(record):
                                                      reference=record["reference"], output=record["output"])}]
 
 
-def gemba_scores(records, backend, max_new_tokens=8, batched=True):
-    """-> one float in [0, 100] or None (unparseable) per record; all in one backend call."""
-    texts = generate(backend, [prompt(r) for r in records],
-                     SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0), batched)
+def direct_scores(backend, prompts, low, high, max_new_tokens=8, batched=True):
+    """-> the parsed score in [low, high] of each prompt's greedy answer, or None
+    (unparseable); all in one backend call. GEMBA's direct assessment, also used by the
+    essay_quality judge."""
+    texts = generate(backend, prompts, SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0), batched)
     scores = []
     for text in texts:
         try:
-            scores.append(parse_score(text, LOW, HIGH))
+            scores.append(parse_score(text, low, high))
         except ParseError:
             scores.append(None)
     return scores
+
+
+def gemba_scores(records, backend, max_new_tokens=8, batched=True):
+    """-> one float in [0, 100] or None (unparseable) per record; all in one backend call."""
+    return direct_scores(backend, [prompt(r) for r in records], LOW, HIGH, max_new_tokens, batched)

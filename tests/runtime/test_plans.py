@@ -75,7 +75,7 @@ def test_unknown_keys_at_every_level_name_the_closest_valid_one(fake_llm, files)
     errors = refused(bad, files)
     assert errors == [
         "judge: unknown key (did you mean `judges`?); allowed: study, input, systems, generation, metrics, judges, "
-        "judge_model, device",
+        "judge_model, device, ip",
         errors[1],
         "systems[0] (bm25-k1).top_k: unknown key (did you mean `k`?); allowed: id, model, retriever, k, prompt",
         "generation.max_new_tokens: unknown key (did you mean `max_tokens`?); allowed: max_tokens, temperature, stop, "
@@ -158,7 +158,7 @@ def test_metrics_and_judges_are_checked_against_the_task_and_the_kind(fake_llm, 
                          "input is LaMP-4: use rouge1, rougeL")
     assert errors[1].startswith("metrics: rouge-1: unknown metric (did you mean `rouge1`?); known: ")
     assert "egises_jsd" in errors[1] and "lamp_f1" in errors[1]
-    assert errors[2] == "judges: gmeba: unknown judge (did you mean `gemba`?); known: expert, gemba, geval"
+    assert errors[2] == "judges: gmeba: unknown judge (did you mean `gemba`?); known: expert, gemba, geval, ip"
     assert errors[3].startswith("judge_model: unknown model 'gpt-9'")
 
 

@@ -14,6 +14,7 @@ from ..common import NOMINAL, Question, base_report, clean, clean_list, item_maj
 from ..correlations import item_correlations, system_correlations_part
 from ..coverage import metric_coverage, report_warnings
 from ..inputs import Judgments, ReportInput, codes_of, to_float
+from ..ip_probe import ip_probe_keys
 from ..systems import system_wins, systems_table
 
 MISSING_PICKS = ("", "N/A")
@@ -169,6 +170,7 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     }
     if systems is not None:
         keys["correlations_system"] = systems
+    keys.update(ip_probe_keys(inp, labels))  # a study of implicit-personalization probe answers
     return keys
 
 
