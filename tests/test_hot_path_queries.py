@@ -1,0 +1,110 @@
+"""The annotator's cycle (next item + submit) costs a fixed, small number of statements
+(issue 27), through each door: the REST API (token) and the htmx task page (session), as a
+staff-made annotator and as a participant. A change that adds a statement to the hot path
+fails here; docs/benchmarks.md has the EXPLAIN of each statement.
+
+Counted with CaptureQueriesContext inside the test's transaction, where the engine's
+transaction shows as SAVEPOINT ... RELEASE (in production: BEGIN ... COMMIT). Not counted
+here, as they are not Django queries: Django's health check of a reused connection
+(SELECT 1, once per request) and the transaction's BEGIN / COMMIT. The counts are
+PostgreSQL's (one-statement writes); SQLite runs the same steps as separate statements.
+
+API next (new item): token, [SAVEPOINT], desk + user lock, the user's open assignment and
+count, lock a free item, earlier orders + new id, insert (+ item counter), [RELEASE]: 8.
+API submit: token, the assignment read with the access decision, claim + answers + counter
+in one statement: 3. A participant's session on the API: session and user instead of the
+token, and on submit the scope gate's check that the assignment is in their study
+(ParticipantScopeMiddleware).
+htmx submit, which also draws the next item: session, user, desk, read, store, [SAVEPOINT],
+user lock, open assignment and count, pick, earlier orders + id, insert, [RELEASE],
+progress: 13."""
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotate.models import Assignment, Judgment
+from tests.factories import make_items, make_study, make_user, tokens
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http"),
+              pytest.mark.postgres("the pinned counts are PostgreSQL's one-statement writes")]
+PROLIFIC = "?PROLIFIC_PID=5f2c0a1b&STUDY_ID=st01&SESSION_ID=se01"
+
+
+def counted(call):
+    """(response, number of queries) of one request."""
+    with CaptureQueriesContext(connection) as queries:
+        response = call()
+    return response, len(queries.captured_queries), "\n".join(q["sql"][:160] for q in queries.captured_queries)
+
+
+def api_door(study, participant):
+    """An API client: a staff-made annotator with a token, or a participant's session."""
+    if participant:
+        client = APIClient()
+        assert client.get(f"/p/{study.slug}/{PROLIFIC}").status_code == 302
+        client.get(f"/p/{study.slug}/go/")
+        return client
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=make_user('ann')).key}")
+    return client
+
+
+def htmx_door(study, participant):
+    client = Client()
+    if participant:
+        assert client.get(f"/p/{study.slug}/{PROLIFIC}").status_code == 302
+        client.get(f"/p/{study.slug}/go/")
+    else:
+        client.force_login(make_user("ann"))
+    return client
+
+
+def the_open_assignment():
+    return Assignment.objects.get(completed_at__isnull=True)
+
+
+# (participant?) -> queries of: first next, a repeated next, submit, a repeated submit
+API_COUNTS = {False: (8, 5, 3, 3), True: (9, 6, 5, 5)}
+
+
+@pytest.mark.parametrize("participant", [False, True], ids=["staff", "participant"])
+def test_api_cycle_statements(participant):
+    study = make_study(overlap=3)
+    make_items(study, 4)
+    client = api_door(study, participant)
+    url = f"/api/studies/{study.slug}/assignments/next/"
+    first, n_next, sql_next = counted(lambda: client.post(url))
+    again, n_again, sql_again = counted(lambda: client.post(url))
+    assert first.status_code == again.status_code == 200 and first.json() == again.json()
+    body = {q["id"]: q["options"][0] for q in first.json()["questions"]}
+    submit_url = f"/api/assignments/{first.json()['assignment']}/judgments/"
+    stored, n_submit, sql_submit = counted(lambda: client.post(submit_url, body, format="json"))
+    repeat, n_repeat, sql_repeat = counted(lambda: client.post(submit_url, body, format="json"))
+    assert (stored.status_code, repeat.status_code) == (201, 200) and Judgment.objects.count() == 1
+    assert stored.json()["judgments"] == repeat.json()["judgments"]
+    assert (n_next, n_again, n_submit, n_repeat) == API_COUNTS[participant], "\n\n".join(
+        [sql_next, sql_again, sql_submit, sql_repeat])
+
+
+# (participant?) -> queries of: Start (next), submit + next item, a repeated submit
+HTMX_COUNTS = {False: (11, 13, 10), True: (11, 13, 10)}
+
+
+@pytest.mark.parametrize("participant", [False, True], ids=["staff", "participant"])
+def test_task_page_cycle_statements(participant):
+    study = make_study(overlap=3)
+    make_items(study, 4)
+    client = htmx_door(study, participant)
+    start, n_start, sql_start = counted(lambda: client.post(f"/annotate/{study.slug}/next/", HTTP_HX_REQUEST="true"))
+    assert start.status_code == 200
+    assignment = the_open_assignment()
+    answer = {"q:choice": tokens(assignment.pk, {"choice": "m1"})["choice"], "seconds": 3}
+    url = f"/annotate/{study.slug}/items/{assignment.pk}/submit/"
+    saved, n_submit, sql_submit = counted(lambda: client.post(url, answer, HTTP_HX_REQUEST="true"))
+    repeat, n_repeat, sql_repeat = counted(lambda: client.post(url, answer, HTTP_HX_REQUEST="true"))
+    assert b"Saved." in saved.content and b"Already saved." in repeat.content
+    assert Judgment.objects.count() == 1 and Assignment.objects.filter(completed_at__isnull=True).count() == 1
+    assert (n_start, n_submit, n_repeat) == HTMX_COUNTS[participant], "\n\n".join([sql_start, sql_submit, sql_repeat])
