@@ -12,8 +12,9 @@ What it does, all on loopback:
    user when run as root) with pg_stat_statements loaded, so that the figures are this
    run's alone: PostgreSQL CPU = CPU time of the cluster's processes (the postmaster's
    reaped children included: backends of one-connection-per-request servers), statements =
-   pg_stat_statements calls (BEGIN, COMMIT and Django's health-check SELECT 1 included),
-   transactions = pg_stat_database commits + rollbacks;
+   pg_stat_statements calls of the statements clients sent (BEGIN, COMMIT and Django's
+   health-check SELECT 1 included; the foreign-key checks PostgreSQL runs inside an INSERT
+   not), transactions = pg_stat_database commits + rollbacks;
 2. per target, a database (migrated by that checkout; the floor uses humeval's) with one
    pairwise study (overlap 3, --items items, no gold) and annotators with API tokens,
    and a gunicorn (gthread) with production settings and the write throttle off;
@@ -48,6 +49,9 @@ PYTHON = str(ROOT / ".venv" / "bin" / "python")
 GUNICORN = str(ROOT / ".venv" / "bin" / "gunicorn")
 SLUG = "cycle-study"
 THINK = (2.5, 7.5)  # seconds a paced client spends on an item
+# pg_stat_statements also lists the foreign-key checks PostgreSQL runs inside an INSERT:
+# not statements a client sent, so not counted.
+RI_CHECK = "'SELECT $2 FROM ONLY %FOR KEY SHARE OF x'"
 
 
 # --- the private PostgreSQL cluster -----------------------------------------------------------
@@ -124,7 +128,8 @@ class Cluster:
         xacts = self.admin(f"SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '{db}'",
                            fetch=True)[0][0]
         statements = self.admin("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d "
-                                f"ON d.oid = s.dbid WHERE d.datname = '{db}'", fetch=True)[0][0]
+                                f"ON d.oid = s.dbid WHERE d.datname = '{db}' AND query NOT LIKE {RI_CHECK}",
+                                fetch=True)[0][0]
         return int(xacts), int(statements)
 
     def stop(self):
@@ -298,6 +303,38 @@ def phase(target, clients, duration, think, seed):
             "mean_cycle_ms": ms(statistics.fmean(out["cycle"])) if out["cycle"] else None}
 
 
+def show_statements(target, cycles):
+    """The statements of a cycle, as pg_stat_statements counted them (the frequent ones)."""
+    print(f"-- {target.name}: statements per cycle over {cycles} cycles")
+    for calls, query in target.cluster.admin(
+            "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 150) FROM pg_stat_statements s JOIN "
+            f"pg_database d ON d.oid = s.dbid WHERE d.datname = '{target.db}' AND calls >= {max(1, cycles // 4)} "
+            f"AND query NOT LIKE {RI_CHECK} "
+            "ORDER BY calls DESC", fetch=True):
+        print(f"{calls / max(1, cycles):6.2f}  {query}")
+
+
+def print_report(args, plan, targets, results, checks, end):
+    print(f"gunicorn {args.workers}x{args.threads} gthread, PostgreSQL private cluster, {args.items} items, overlap 3; "
+          "per cycle = next + submit")
+    header = ("phase", "target", "cycles", "cyc/s", "web CPU ms", "PG CPU ms", "xacts", "stmts", "p50 ms", "p95 ms",
+              "errors")
+    print(" | ".join(header))
+    for label, *_ in plan:
+        for target in targets:
+            r = results[target.name][label]
+            print(" | ".join(str(v) for v in (label, target.name, r["cycles"], r["cycles_per_s"], r["web_cpu_ms"],
+                                               r["pg_cpu_ms"], r["transactions"], r["statements"], r["cycle_p50_ms"],
+                                               r["cycle_p95_ms"], r["errors"])))
+    if "humeval" in results and "floor" in results:
+        for label, *_ in plan:
+            h, f = results["humeval"][label], results["floor"][label]
+            print(f"{label}: humeval / floor web CPU {h['web_cpu_ms'] / f['web_cpu_ms']:.2f}x, "
+                  f"PG CPU {h['pg_cpu_ms'] / f['pg_cpu_ms']:.2f}x")
+    print("tables:", json.dumps(checks))
+    print("load:", end)
+
+
 def uptime():
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -315,6 +352,7 @@ def main():
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--targets", default="before,humeval,floor")
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--show-statements", action="store_true", help="list the statements of a cycle")
     parser.add_argument("--django-task", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.django_task:
@@ -348,30 +386,16 @@ def main():
                 log(f"{label}: {target.name}")
                 results[target.name][label] = phase(target, k, duration, think, seed=1000 * n)
         checks = {t.name: t.check() for t in targets}
+        if args.show_statements:
+            for target in targets:
+                show_statements(target, sum(r["cycles"] for r in results[target.name].values()))
     finally:
         for target in targets:
             target.stop()
         cluster.stop()
     end = uptime()
     log(f"end: {end}")
-    print(f"gunicorn {args.workers}x{args.threads} gthread, PostgreSQL {cluster.bindir.parent.name} private "
-          f"cluster, {args.items} items, overlap 3; per cycle = next + submit")
-    header = ("phase", "target", "cycles", "cyc/s", "web CPU ms", "PG CPU ms", "xacts", "stmts", "p50 ms", "p95 ms",
-              "errors")
-    print(" | ".join(header))
-    for label, *_ in plan:
-        for target in targets:
-            r = results[target.name][label]
-            print(" | ".join(str(v) for v in (label, target.name, r["cycles"], r["cycles_per_s"], r["web_cpu_ms"],
-                                               r["pg_cpu_ms"], r["transactions"], r["statements"], r["cycle_p50_ms"],
-                                               r["cycle_p95_ms"], r["errors"])))
-    if "humeval" in results and "floor" in results:
-        for label, *_ in plan:
-            h, f = results["humeval"][label], results["floor"][label]
-            print(f"{label}: humeval / floor web CPU {h['web_cpu_ms'] / f['web_cpu_ms']:.2f}x, "
-                  f"PG CPU {h['pg_cpu_ms'] / f['pg_cpu_ms']:.2f}x")
-    print("tables:", json.dumps(checks))
-    print("load:", end)
+    print_report(args, plan, targets, results, checks, end)
     if args.json:
         Path(args.json).write_text(json.dumps({"results": results, "checks": checks, "args": vars(args),
                                                "uptime_end": end}, indent=2))
