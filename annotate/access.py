@@ -15,7 +15,10 @@ see but may not use for that purpose answers 403.
 
 Every view, the API, the assignment engine and the submit path ask these questions
 through `Study.objects.visible_to / annotatable_by / readable_by` (or the helpers below),
-never through groups directly.
+never through groups directly. The rules are written once (`annotate_rule`, `read_rule`);
+`access_flags` turns them into SQL expressions (group membership included), so that a
+request's one access decision is made by the statement that reads its study or its
+assignment (`study_for`, annotate.assignment.desk_for, the submit path).
 """
 from __future__ import annotations
 

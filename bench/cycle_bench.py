@@ -239,6 +239,38 @@ def populate(annotators, items):
     print(json.dumps(tokens))
 
 
+def explain():
+    """Runs in humeval's checkout: one next + submit through the API for a fresh annotator,
+    captured, rolled back, then each of its statements again under EXPLAIN (ANALYZE,
+    BUFFERS), rolled back too (docs/benchmarks.md)."""
+    import django
+    django.setup()
+    from django.contrib.auth.models import Group, User
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    user = User.objects.create_user("cycle-explain")
+    user.groups.add(Group.objects.get(name="annotators"))
+    client = APIClient(SERVER_NAME="127.0.0.1")  # an allowed host of server_env
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    with CaptureQueriesContext(connection) as captured, transaction.atomic():
+        body = client.post(f"/api/studies/{SLUG}/assignments/next/").json()
+        answers = {q["id"]: q["options"][0] for q in body["questions"]}
+        client.post(f"/api/assignments/{body['assignment']}/judgments/", {**answers, "seconds": 3.0}, format="json")
+        transaction.set_rollback(True)
+    with transaction.atomic(), connection.cursor() as cursor:
+        for query in captured.captured_queries:
+            sql = query["sql"]
+            if sql.split()[0] not in ("SELECT", "INSERT", "UPDATE", "WITH"):
+                continue
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sql.replace("%", "%%"))
+            print(f"\n-- {' '.join(sql.split())[:300]}")
+            print("\n".join(row[0] for row in cursor.fetchall()))
+        transaction.set_rollback(True)
+
+
 # --- clients ---------------------------------------------------------------------------------
 
 async def annotator(client, token, deadline, think, out, rng):
@@ -303,6 +335,17 @@ def phase(target, clients, duration, think, seed):
             "mean_cycle_ms": ms(statistics.fmean(out["cycle"])) if out["cycle"] else None}
 
 
+def after_run(args, targets, results):
+    """--show-statements and --explain, on the tables as the load left them."""
+    for target in targets:
+        if args.show_statements:
+            show_statements(target, sum(r["cycles"] for r in results[target.name].values()))
+        if args.explain and target.name == "humeval":
+            out = subprocess.run([PYTHON, __file__, "--django-task", "explain"], cwd=ROOT, capture_output=True,
+                                 env=server_env(ROOT, target.url), text=True, timeout=300)
+            print(out.stdout + out.stderr[-2000:])
+
+
 def show_statements(target, cycles):
     """The statements of a cycle, as pg_stat_statements counted them (the frequent ones)."""
     print(f"-- {target.name}: statements per cycle over {cycles} cycles")
@@ -353,11 +396,12 @@ def main():
     parser.add_argument("--targets", default="before,humeval,floor")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--show-statements", action="store_true", help="list the statements of a cycle")
+    parser.add_argument("--explain", action="store_true", help="EXPLAIN (ANALYZE, BUFFERS) humeval's cycle at the end")
     parser.add_argument("--django-task", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.django_task:
         sys.path.insert(0, os.getcwd())
-        return populate(*json.loads(args.django_task))
+        return explain() if args.django_task == "explain" else populate(*json.loads(args.django_task))
     ks = [int(k) for k in args.clients.split(",")]
     annotators = max([*ks, args.paced])
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
@@ -386,9 +430,7 @@ def main():
                 log(f"{label}: {target.name}")
                 results[target.name][label] = phase(target, k, duration, think, seed=1000 * n)
         checks = {t.name: t.check() for t in targets}
-        if args.show_statements:
-            for target in targets:
-                show_statements(target, sum(r["cycles"] for r in results[target.name].values()))
+        after_run(args, targets, results)
     finally:
         for target in targets:
             target.stop()
