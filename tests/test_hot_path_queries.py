@@ -62,6 +62,14 @@ def htmx_door(study, participant):
     return client
 
 
+@pytest.fixture
+def study():
+    """A pairwise study of 4 items, overlap 3."""
+    made = make_study(overlap=3)
+    make_items(made, 4)
+    return made
+
+
 def the_open_assignment():
     return Assignment.objects.get(completed_at__isnull=True)
 
@@ -72,9 +80,7 @@ API_COUNTS = {False: (8, 5, 3, 3), True: (9, 6, 5, 5)}
 
 @POSTGRES_COUNTS
 @pytest.mark.parametrize("participant", [False, True], ids=["staff", "participant"])
-def test_api_cycle_statements(participant):
-    study = make_study(overlap=3)
-    make_items(study, 4)
+def test_api_cycle_statements(study, participant):
     client = api_door(study, participant)
     url = f"/api/studies/{study.slug}/assignments/next/"
     first, n_next, sql_next = counted(lambda: client.post(url))
@@ -96,9 +102,7 @@ HTMX_COUNTS = {False: (11, 13, 10), True: (11, 13, 10)}
 
 @POSTGRES_COUNTS
 @pytest.mark.parametrize("participant", [False, True], ids=["staff", "participant"])
-def test_task_page_cycle_statements(participant):
-    study = make_study(overlap=3)
-    make_items(study, 4)
+def test_task_page_cycle_statements(study, participant):
     client = htmx_door(study, participant)
     start, n_start, sql_start = counted(lambda: client.post(f"/annotate/{study.slug}/next/", HTTP_HX_REQUEST="true"))
     assert start.status_code == 200
