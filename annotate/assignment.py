@@ -51,6 +51,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cached_property
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
@@ -90,27 +91,34 @@ SEAT_FIELDS = ("id", "seed", "consented_at")  # the user's Participant row, when
 @dataclass
 class Desk:
     """What a request of `user` in one study needs before anything else, read by one
-    statement: the study (None: no such slug), the access decision, the user's Participant
-    row (`seat`: id, seed, consented_at; None for staff-made annotators) and whether
-    expired assignments wait to be reclaimed."""
+    statement: the study (None: no such slug), whether the user may annotate it, the
+    user's Participant row (`seat`: id, seed, consented_at; None for staff-made
+    annotators) and whether expired assignments wait to be reclaimed. Whether they may
+    read its results is asked only of a refused request (404 or 403), by a second query."""
 
+    user: object
     study: Study | None
     may_annotate: bool = False
-    may_read: bool = False
     seat: dict | None = None
     expired_waiting: bool = False
 
+    @cached_property
+    def may_read(self) -> bool:
+        return self.study is not None and Study.objects.readable_by(self.user).filter(pk=self.study.pk).exists()
+
     def refuse(self, purpose: str | None = "annotate") -> None:
         """Raises Http404 / PermissionDenied as annotate.access.refuse says."""
+        if self.study is not None and purpose == "annotate" and self.may_annotate:
+            return
         refuse(self.study, self.may_annotate, self.may_read, purpose)
 
 
 def _desk_statement(slug, user_id, now, superuser, lock):
     study = (Study.objects.filter(slug=slug).order_by()
-             .annotate(**access_flags(user_id, superuser),
+             .annotate(may_annotate=access_flags(user_id, superuser)["may_annotate"],
                        expired_waiting=Exists(Assignment.objects.filter(study=OuterRef("pk")).expired(now)),
                        seat=FilteredRelation("participants", condition=Q(participants__user=user_id))))
-    names = [*columns(Study), "may_annotate", "may_read", "expired_waiting", *(f"seat__{f}" for f in SEAT_FIELDS)]
+    names = [*columns(Study), "may_annotate", "expired_waiting", *(f"seat__{f}" for f in SEAT_FIELDS)]
     if lock:  # the engine's user lock, taken by the same statement
         study = study.annotate(locked=Subquery(get_user_model().objects.filter(pk=user_id)
                                                .select_for_update().values("pk")))
@@ -127,10 +135,9 @@ def desk_for(user, slug: str, now=None, lock: bool = False) -> Desk:
     row = DESK.first(slug=slug, user_id=user.pk, now=now or timezone.now(), superuser=bool(user.is_superuser),
                      lock=lock)
     if row is None:
-        return Desk(None)
+        return Desk(user, None)
     seat = {f: row[f"seat__{f}"] for f in SEAT_FIELDS} if row["seat__id"] is not None else None
-    return Desk(instance(Study, row), bool(row["may_annotate"]), bool(row["may_read"]), seat,
-                bool(row["expired_waiting"]))
+    return Desk(user, instance(Study, row), bool(row["may_annotate"]), seat, bool(row["expired_waiting"]))
 
 
 # --- the statements of a new assignment -------------------------------------------------------
@@ -152,7 +159,7 @@ def _mine_statement(study_id, user_id, now):
                       current=FilteredRelation("assignments", condition=Q(assignments__study=study_id)
                                                & open_q(now, "assignments__"))))
     return mine.values("had", *(f"current__{f}" for f in OPEN_FIELDS),
-                       *(f"current__item__{f}" for f in ITEM_FIELDS)).order_by("current__id")
+                       *(f"current__item__{f}" for f in ITEM_FIELDS))
 
 
 def _pick_statement(study_id, overlap, user_id, gold, m, c, lock):
