@@ -32,6 +32,7 @@ from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, 
 from django.http import Http404, HttpRequest, HttpResponse
 
 from . import roles
+from .prepared import Prepared, columns, instance
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -163,15 +164,26 @@ def refuse(study: Study | None, may_annotate: bool, may_read: bool, purpose: str
         raise PermissionDenied("Only this study's researchers may see its results.")
 
 
-def study_for(user: User, slug: str, purpose: str | None = None) -> Study:
-    """The study `slug` for a request by `user` that needs `purpose` (see `refuse`), read and
-    decided in one statement."""
+def _study_statement(slug, user_id, superuser):
     from .models import Study
 
-    if not user.is_authenticated:
+    flags = access_flags(user_id, superuser)
+    return Study.objects.filter(slug=slug).order_by().annotate(**flags).values(*columns(Study), *flags)
+
+
+STUDY = Prepared(_study_statement)
+
+
+def study_for(user: User, slug: str, purpose: str | None = None) -> Study:
+    """The study `slug` for a request by `user` that needs `purpose` (see `refuse`), read and
+    decided in one statement (compiled once: annotate.prepared)."""
+    from .models import Study
+
+    if not user.is_authenticated or not isinstance(slug, str):
         raise Http404("No such study.")
-    study = Study.objects.filter(slug=slug).annotate(**access_flags(user.pk, user.is_superuser)).first()
-    refuse(study, bool(study and study.may_annotate), bool(study and study.may_read), purpose)
+    row = STUDY.first(slug=slug, user_id=user.pk, superuser=bool(user.is_superuser))
+    study = instance(Study, row) if row else None
+    refuse(study, bool(row and row["may_annotate"]), bool(row and row["may_read"]), purpose)
     return study
 
 
