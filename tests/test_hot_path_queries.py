@@ -119,12 +119,13 @@ def test_task_page_cycle_statements(study, participant):
 # --- the one access decision is the access rules' ----------------------------------------------
 
 def test_desk_decides_as_the_study_querysets(django_user_model):
-    """desk_for (group membership decided in SQL, one statement) gives every user the same
-    may-annotate / may-read as Study.objects.annotatable_by / readable_by (membership read
-    by annotate.roles.has_role): listed or not, in each group or none, participants who
-    joined or declined, superusers."""
+    """desk_for and study_for (group membership decided in SQL, one statement) give every
+    user the same may-annotate / may-read as Study.objects.annotatable_by / readable_by
+    (membership read by annotate.roles.has_role): listed or not, in each group or none,
+    participants who joined or declined, superusers."""
     from django.utils import timezone
 
+    from annotate.access import STUDY, study_for
     from annotate.assignment import desk_for
     from annotate.models import Participant, Study
 
@@ -141,11 +142,14 @@ def test_desk_decides_as_the_study_querysets(django_user_model):
                                declined_at=timezone.now())
     for user in people.values():
         for study in (open_study, listed):
-            desk = desk_for(user, study.slug)
             expected = (Study.objects.annotatable_by(user).filter(pk=study.pk).exists(),
                         Study.objects.readable_by(user).filter(pk=study.pk).exists())
-            assert (desk.may_annotate, desk.may_read) == expected, (user.username, study.slug)
+            assert desk_for(user, study.slug).may_annotate == expected[0], (user.username, study.slug)
+            decided = STUDY.first(slug=study.slug, user_id=None if user.is_superuser else user.pk,
+                                  superuser=user.is_superuser)  # as study_for asks
+            assert (decided["may_annotate"], decided["may_read"]) == expected, (user.username, study.slug)
     assert desk_for(people["admin"], "no-such-slug").study is None
+    assert study_for(people["root"], listed.slug, "read") == listed  # superusers: a statement naming no user
 
 
 def test_prepared_statement_takes_new_values_in_the_stand_ins_places():
