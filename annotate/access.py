@@ -15,19 +15,24 @@ see but may not use for that purpose answers 403.
 
 Every view, the API, the assignment engine and the submit path ask these questions
 through `Study.objects.visible_to / annotatable_by / readable_by` (or the helpers below),
-never through groups directly.
+never through groups directly. The rules are written once (`annotate_rule`, `read_rule`);
+`access_flags` turns them into SQL expressions (group membership included), so that a
+request's one access decision is made by the statement that reads its study or its
+assignment (`study_for`, annotate.assignment.desk_for, the submit path).
 """
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, Value
 from django.http import Http404, HttpRequest, HttpResponse
 
 from . import roles
+from .prepared import Prepared, columns, instance
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -43,23 +48,44 @@ class NotAllowed(Exception):
     """The user may not annotate this study."""
 
 
-def _listed_or_open(study_model: type, field: str, user: User, group_member: bool) -> Q:
-    """Studies that list `user` in the M2M `field`, plus (for members of the role's
+# The rules, once. `member(role)` says whether the user is in the role's group: a bool when
+# the caller knows it (annotate.roles.has_role), or an SQL expression (annotate.roles.member)
+# when the decision is one compiled statement (annotate.assignment.desk_for). `study` names
+# the outer query's study id ("pk" for Study querysets, "study_id" for Assignment ones).
+
+def _listed_or_open(study_model: type, field: str, user_id, member, study: str) -> Q:
+    """Studies that list the user in the M2M `field`, plus (for members of the role's
     group) studies whose list is empty."""
     m2m = study_model._meta.get_field(field)
     rows = m2m.remote_field.through.objects
     study_of_row = m2m.m2m_field_name()
-    listed = Q(Exists(rows.filter(**{study_of_row: OuterRef("pk"), m2m.m2m_reverse_field_name(): user})))
-    if not group_member:
+    listed = Q(Exists(rows.filter(**{study_of_row: OuterRef(study), m2m.m2m_reverse_field_name(): user_id})))
+    if member is False:
         return listed
-    return listed | ~Q(Exists(rows.filter(**{study_of_row: OuterRef("pk")})))
+    open_list = ~Q(Exists(rows.filter(**{study_of_row: OuterRef(study)})))
+    return listed | (open_list if member is True else Q(member) & open_list)
 
 
-def _joined(user: User) -> Q:
-    """Studies `user` joined through a participant link (and did not decline)."""
+def _joined(user_id, study: str) -> Q:
+    """Studies the user joined through a participant link (and did not decline)."""
     from .models import Participant
 
-    return Q(Exists(Participant.objects.filter(study=OuterRef("pk"), user=user, declined_at__isnull=True)))
+    return Q(Exists(Participant.objects.filter(study=OuterRef(study), user=user_id, declined_at__isnull=True)))
+
+
+def annotate_rule(study_model: type, user_id, member, study: str = "pk") -> Q:
+    """Who may annotate (not for anonymous users or superusers: callers decide those)."""
+    listed = _listed_or_open(study_model, "annotators", user_id, member(roles.ANNOTATORS), study)
+    return listed | _joined(user_id, study)
+
+
+def read_rule(study_model: type, user_id, member, study: str = "pk") -> Q:
+    """Who may read results (not for anonymous users or superusers: callers decide those)."""
+    admin = member(roles.ADMINS)
+    if admin is True:
+        return Q()
+    rule = _listed_or_open(study_model, "researchers", user_id, member(roles.RESEARCHERS), study)
+    return rule if admin is False else rule | Q(admin)
 
 
 class StudyQuerySet(models.QuerySet):
@@ -71,15 +97,14 @@ class StudyQuerySet(models.QuerySet):
             return NOWHERE
         if user.is_superuser:
             return Q()
-        return (_listed_or_open(self.model, "annotators", user, roles.has_role(user, roles.ANNOTATORS))
-                | _joined(user))
+        return annotate_rule(self.model, user.pk, lambda role: roles.has_role(user, role))
 
     def _read_q(self, user: User) -> Q:
         if not user.is_authenticated:
             return NOWHERE
-        if roles.is_admin(user):  # superusers too
+        if user.is_superuser:
             return Q()
-        return _listed_or_open(self.model, "researchers", user, roles.has_role(user, roles.RESEARCHERS))
+        return read_rule(self.model, user.pk, lambda role: roles.has_role(user, role))
 
     def annotatable_by(self, user: User) -> StudyQuerySet:
         """Studies `user` may annotate (be served items of, submit and edit answers in)."""
@@ -115,20 +140,51 @@ def may_read_results(user: User, slug: str | None = None) -> bool:
     return may_read(user, study) if study is not None else roles.is_researcher(user)
 
 
-def study_for(user: User, slug: str, purpose: str | None = None) -> Study:
-    """The study `slug` for a request by `user` that needs `purpose`: None (just see it),
-    "annotate" or "read". Raises Http404 when the user may not see it (or it does not
-    exist: the two are indistinguishable), PermissionDenied when they see it but may not
-    use it for `purpose`."""
+def access_flags(user_id, superuser: bool, study: str = "pk") -> dict:
+    """{"may_annotate", "may_read"} as boolean SQL expressions for `annotate()`: the rules
+    above (group membership included) decided by the statement that reads the study."""
+    if superuser:
+        return {"may_annotate": Value(True), "may_read": Value(True)}
     from .models import Study
 
-    study = Study.objects.visible_to(user).filter(slug=slug).first()
-    if study is None:
+    member = partial(roles.member, user_id)
+    return {"may_annotate": ExpressionWrapper(annotate_rule(Study, user_id, member, study), BooleanField()),
+            "may_read": ExpressionWrapper(read_rule(Study, user_id, member, study), BooleanField())}
+
+
+def refuse(study: Study | None, may_annotate: bool, may_read: bool, purpose: str | None) -> None:
+    """Raises what a request needing `purpose` (None: just see it, "annotate" or "read") gets:
+    Http404 when the user may not see the study (or it does not exist: the two are
+    indistinguishable), PermissionDenied when they see it but may not use it for `purpose`."""
+    if study is None or not (may_annotate or may_read):
         raise Http404("No such study.")
-    if purpose == "annotate" and not may_annotate(user, study):
+    if purpose == "annotate" and not may_annotate:
         raise PermissionDenied("You are not an annotator of this study.")
-    if purpose == "read" and not may_read(user, study):
+    if purpose == "read" and not may_read:
         raise PermissionDenied("Only this study's researchers may see its results.")
+
+
+def _study_statement(slug, user_id, superuser):
+    from .models import Study
+
+    flags = access_flags(user_id, superuser)
+    return Study.objects.filter(slug=slug).order_by().annotate(**flags).values(*columns(Study), *flags)
+
+
+STUDY = Prepared(_study_statement)
+
+
+def study_for(user: User, slug: str, purpose: str | None = None) -> Study:
+    """The study `slug` for a request by `user` that needs `purpose` (see `refuse`), read and
+    decided in one statement (compiled once: annotate.prepared)."""
+    from .models import Study
+
+    if not user.is_authenticated or not isinstance(slug, str):
+        raise Http404("No such study.")
+    superuser = bool(user.is_superuser)  # their statement names no user: None is no parameter
+    row = STUDY.first(slug=slug, user_id=None if superuser else user.pk, superuser=superuser)
+    study = instance(Study, row) if row else None
+    refuse(study, bool(row and row["may_annotate"]), bool(row and row["may_read"]), purpose)
     return study
 
 

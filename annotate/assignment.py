@@ -17,29 +17,55 @@ Rules (studies.md, issue 4):
   items (gold included; practice items are never served here), and nothing before they
   accept the study's consent text.
 
+One request, few statements (issue 27): a request decides access once, in the statement
+that reads the study (`desk_for`: the study, the access decision, the participant row and
+whether expired assignments wait to be reclaimed). The engine's transaction then locks the
+user's row (in that same statement when the request has no desk yet), reads the user's
+open assignment and count, locks a free item, reads the item's earlier shown orders, and
+stores the assignment; on PostgreSQL the last two also draw the new id and bump the item's
+counter, so a new assignment costs BEGIN + 5 statements + COMMIT. The reads are
+`annotate.prepared` statements: written with the ORM, compiled once per connection.
+
+The steps of `_serve`, in order: (1) the user's open assignment, (2) what the study and
+the participant allow, (3) gold or not, (4) lock a free item, (5) the order the options
+are shown in (`choose_shown_order`: the one replaceable step that decides it from the
+item's earlier orders), (6) store.
+
 Concurrency: expired assignments are reclaimed in a transaction of their own. Then the
 asking user's row is locked (one request per user at a time, so a double-click cannot
-open two assignments) and a candidate item is taken with SELECT ... FOR UPDATE SKIP
-LOCKED, so simultaneous annotators each lock a different row and the overlap check is
-made on the locked, current row. While it waits, a request holds only its user row
-(failed tries are rolled back to a savepoint, releasing their row locks) and waits for
-one item by key, so waits cannot form a cycle. On SQLite `select_for_update`
-is a no-op; a process-wide lock serializes the engine there instead (the dev server).
+open two assignments), and only then is the user's open assignment read (a statement of
+its own: PostgreSQL reads a statement's rows as of its start, before a lock wait). A
+candidate item is taken with SELECT ... FOR UPDATE SKIP LOCKED, so simultaneous annotators
+each lock a different row and the overlap check is made on the locked, current row. When
+every free row is locked by others, the transaction is rolled back and run again in
+"patient" mode: it holds only its user row (failed tries are rolled back to a savepoint,
+releasing their row locks) and waits for one item by key, so waits cannot form a cycle,
+and nobody is told "nothing left" while slots remain. On SQLite `select_for_update` is a
+no-op; a process-wide lock serializes the engine there instead (the dev server).
 """
+from __future__ import annotations
+
+import json
 import logging
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
+from functools import cached_property
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import Count, Exists, F, FilteredRelation, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from .access import NotAllowed, may_annotate
-from .blinding import blinding_for, secret
-from .models import OPEN, Assignment, Item, Participant
-from .ordering import seeded_rng, shown_order_for
+from .access import NotAllowed, access_flags, refuse
+from .blinding import blinding_for, build_mapping, secret
+from .kinds import get_kind, study_config
+from .models import OPEN, Assignment, Item, Study
+from .ordering import item_order_key, item_order_of, seeded_rng, shown_order_for
+from .prepared import Prepared, columns, instance
+from .progress import open_q
 
 log = logging.getLogger(__name__)
 RECLAIM_LIMIT = 500  # expired assignments reclaimed per call, to bound one request's work
@@ -55,6 +81,112 @@ def _serialized():
     else:
         with transaction.atomic():
             yield
+
+
+# --- the desk: one request's study and access decision, in one statement -------------------
+
+SEAT_FIELDS = ("id", "seed", "consented_at")  # the user's Participant row, when there is one
+
+
+@dataclass
+class Desk:
+    """What a request of `user` in one study needs before anything else, read by one
+    statement: the study (None: no such slug), whether the user may annotate it, the
+    user's Participant row (`seat`: id, seed, consented_at; None for staff-made
+    annotators) and whether expired assignments wait to be reclaimed. Whether they may
+    read its results is asked only of a refused request (404 or 403), by a second query."""
+
+    user: object
+    study: Study | None
+    may_annotate: bool = False
+    seat: dict | None = None
+    expired_waiting: bool = False
+
+    @cached_property
+    def may_read(self) -> bool:
+        return self.study is not None and Study.objects.readable_by(self.user).filter(pk=self.study.pk).exists()
+
+    def refuse(self, purpose: str | None = "annotate") -> None:
+        """Raises Http404 / PermissionDenied as annotate.access.refuse says."""
+        if self.study is not None and purpose == "annotate" and self.may_annotate:
+            return
+        refuse(self.study, self.may_annotate, self.may_read, purpose)
+
+
+def _desk_statement(slug, user_id, now, superuser, lock):
+    study = (Study.objects.filter(slug=slug).order_by()
+             .annotate(may_annotate=access_flags(user_id, superuser)["may_annotate"],
+                       expired_waiting=Exists(Assignment.objects.filter(study=OuterRef("pk")).expired(now)),
+                       seat=FilteredRelation("participants", condition=Q(participants__user=user_id))))
+    names = [*columns(Study), "may_annotate", "expired_waiting", *(f"seat__{f}" for f in SEAT_FIELDS)]
+    if lock:  # the engine's user lock, taken by the same statement
+        study = study.annotate(locked=Subquery(get_user_model().objects.filter(pk=user_id)
+                                               .select_for_update().values("pk")))
+        names.append("locked")
+    return study.values(*names)
+
+
+DESK = Prepared(_desk_statement)
+
+
+def desk_for(user, slug: str, now=None, lock: bool = False) -> Desk:
+    """The request's one access decision (see Desk). `lock` (inside a transaction): also
+    lock the user's row, as the engine does first."""
+    row = DESK.first(slug=slug, user_id=user.pk, now=now or timezone.now(), superuser=bool(user.is_superuser),
+                     lock=lock)
+    if row is None:
+        return Desk(user, None)
+    seat = {f: row[f"seat__{f}"] for f in SEAT_FIELDS} if row["seat__id"] is not None else None
+    return Desk(user, instance(Study, row), bool(row["may_annotate"]), seat, bool(row["expired_waiting"]))
+
+
+# --- the statements of a new assignment -------------------------------------------------------
+
+OPEN_FIELDS = [f.name for f in Assignment._meta.concrete_fields]
+ITEM_FIELDS = ["id", "study", "data", "is_gold", "n_completed"]  # what the annotator's doors read of an item
+
+
+def _lock_user_statement(user_id):
+    return get_user_model().objects.filter(pk=user_id).select_for_update().values("pk")
+
+
+def _mine_statement(study_id, user_id, now):
+    """The user's open assignment in the study (with its item) and how many items they had."""
+    had = (Assignment.objects.filter(study=study_id, annotator=OuterRef("pk")).order_by()
+           .values("annotator").annotate(n=Count("pk")).values("n"))
+    mine = (get_user_model().objects.filter(pk=user_id).order_by()
+            .annotate(had=Coalesce(Subquery(had), 0),
+                      current=FilteredRelation("assignments", condition=Q(assignments__study=study_id)
+                                               & open_q(now, "assignments__"))))
+    return mine.values("had", *(f"current__{f}" for f in OPEN_FIELDS),
+                       *(f"current__item__{f}" for f in ITEM_FIELDS))
+
+
+def _pick_statement(study_id, overlap, user_id, gold, m, c, lock):
+    """The first free item (see ItemQuerySet.free_in); gold only while real items remain."""
+    order = item_order_key(m, c) if m is not None else None
+    items = Item.objects.free_in(study_id, overlap, user_id, gold, order)
+    if gold:
+        items = items.filter(Exists(Item.objects.free_in(study_id, overlap, user_id)))
+    if lock:
+        items = items.select_for_update(skip_locked=True, of=("self",))
+    return items.values(*ITEM_FIELDS)[:1]
+
+
+def _previous_statement(item_id):
+    return Assignment.objects.filter(item=item_id).order_by("pk").values("shown_order")
+
+
+LOCK_USER, MINE, PICK, PREVIOUS = (Prepared(_lock_user_statement), Prepared(_mine_statement),
+                                   Prepared(_pick_statement), Prepared(_previous_statement))
+
+# PostgreSQL: the new id is drawn with the earlier orders, so the blinding tokens (made
+# from the id) are stored by the INSERT itself, which also bumps the item's counter.
+PREVIOUS_AND_ID_PG = ("SELECT nextval(pg_get_serial_sequence('annotate_assignment', 'id')), "
+                      "(SELECT jsonb_agg(shown_order ORDER BY id) FROM annotate_assignment WHERE item_id = %s)")
+INSERT_PG = ("WITH bump AS (UPDATE annotate_item SET n_assigned = n_assigned + 1 WHERE id = %s) "
+             "INSERT INTO annotate_assignment (id, study_id, item_id, annotator_id, shown_order, blind, created_at, "
+             "expires_at, skipped, extensions) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, false, 0)")
 
 
 def open_assignment(study, user, now=None):
@@ -98,7 +230,7 @@ def _first_in_savepoint(queryset):
 
 
 def _lock_free_item(study, user, gold, seed=None):
-    """Locks and returns the first free item, or None when none is left.
+    """Patient mode: locks and returns the first free item, or None when none is left.
 
     SKIP LOCKED first, so simultaneous requests spread over different rows without
     waiting. If every free row is held by someone else, wait for the best one by primary
@@ -125,12 +257,13 @@ def gold_seed(study, user, served):
     return (secret("gold").hex(), "gold", study.pk, user.pk, served)
 
 
-def _gold_drawn(study, user):
+def _gold_drawn(study, user, served=None):
     """Whether this request serves a gold item: a Bernoulli(gold_rate) draw seeded by
-    `gold_seed`."""
+    `gold_seed` (`served`: the items the user had in the study; counted when not given)."""
     if study.gold_rate <= 0:
         return False
-    served = Assignment.objects.filter(study=study, annotator=user).count()
+    if served is None:
+        served = Assignment.objects.filter(study=study, annotator=user).count()
     return seeded_rng(*gold_seed(study, user, served)).random() < study.gold_rate
 
 
@@ -144,41 +277,114 @@ def release_expired(study, now=None):
             reclaim_expired(study, now)
 
 
+class _Contended(Exception):
+    """Every free row is locked by another request: run again in patient mode."""
+
+
+def choose_shown_order(study, item, user, previous_orders) -> dict:
+    """Step 5 of `_serve`: the `shown_order` of a new assignment of `item` (which the caller
+    has locked), from the item's earlier orders. The one place that decides what is shown
+    in which order (issue 22 replaces it for items with more than two candidates)."""
+    return shown_order_for(study, item, user.pk, previous_orders)
+
+
+def next_for(user, slug: str | None = None, desk: Desk | None = None, now=None) -> tuple[Desk, Assignment | None]:
+    """(desk, the assignment the user should work on now or None when nothing is left for
+    them). Give the request's `desk` when it has one; else the engine decides access in its
+    first statement (no assignment for a user who may not annotate: see desk.refuse)."""
+    now = now or timezone.now()
+    patient = False
+    while True:
+        if desk is not None and desk.expired_waiting:
+            with _serialized():  # its own transaction, before anything is picked
+                reclaim_expired(desk.study, now)
+            desk.expired_waiting = False
+        try:
+            with _serialized():
+                if desk is None:
+                    desk = desk_for(user, slug, now, lock=True)
+                    if desk.study is None or not desk.may_annotate:
+                        return desk, None
+                    if desk.expired_waiting:
+                        continue  # leaves the transaction (nothing written): reclaim first
+                else:
+                    LOCK_USER.rows(user_id=user.pk)
+                return desk, _serve(desk, user, now, patient)
+        except _Contended:
+            patient = True
+
+
 def next_assignment(study, user, now=None):
     """The assignment the user should work on now (existing open one first), or None when
     nothing is left for them. Raises NotAllowed for users outside the study."""
-    if not may_annotate(user, study):
+    desk, assignment = next_for(user, slug=study.slug, now=now)
+    if desk.study is None or not desk.may_annotate:
         raise NotAllowed(f"{user} may not annotate {study.slug}")
-    now = now or timezone.now()
-    release_expired(study, now)
-    with _serialized():
-        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
-        current = open_assignment(study, user, now)
-        if current:
-            return current
-        if study.status != OPEN:
-            return None
-        participant = Participant.objects.filter(study=study, user=user).first()
-        if participant and study.consent and participant.consented_at is None:
-            return None  # nothing is served before a participant accepts the consent text
-        seed = participant.seed if participant else None
-        quota = study.max_items_per_participant if participant else None
-        if quota is not None and Assignment.objects.filter(study=study, annotator=user).count() >= quota:
-            return None
-        item = None
-        if _gold_drawn(study, user) and Item.objects.free_for(study, user).exists():
-            item = _lock_free_item(study, user, gold=True, seed=seed)
-        if item is None:
-            item = _lock_free_item(study, user, gold=False, seed=seed)
-        if item is None:
-            return None
-        previous = list(item.assignments.values_list("shown_order", flat=True))
-        assignment = Assignment.objects.create(
-            study=study, item=item, annotator=user,
-            shown_order=shown_order_for(study, item, user.pk, previous),
-            expires_at=now + timedelta(minutes=study.assignment_timeout_minutes),
-        )
+    return assignment
+
+
+def _serve(desk, user, now, patient):
+    study, seat = desk.study, desk.seat
+    mine = MINE.rows(study_id=study.pk, user_id=user.pk, now=now)
+    current = instance(Assignment, mine[0], "current__", OPEN_FIELDS)  # (1) the open one
+    if current is not None:
+        current.study, current.item = study, instance(Item, mine[0], "current__item__", ITEM_FIELDS)
+        return current
+    had = mine[0]["had"]
+    if study.status != OPEN:  # (2) what the study and the participant allow
+        return None
+    if seat and study.consent and seat["consented_at"] is None:
+        return None  # nothing is served before a participant accepts the consent text
+    quota = study.max_items_per_participant if seat else None
+    if quota is not None and had >= quota:
+        return None
+    item = None
+    if _gold_drawn(study, user, had):  # (3)
+        item = _pick(study, user, seat, patient, gold=True)
+    if item is None:  # (4)
+        item = _pick(study, user, seat, patient, gold=False)
+    if item is None:
+        return None
+    return _store(study, item, user, now)
+
+
+def _pick(study, user, seat, patient, gold):
+    """A free item, locked (step 4); None when none is left."""
+    seed = seat["seed"] if seat else None
+    m, c = item_order_of(seed) if seed is not None else (None, None)
+    args = {"study_id": study.pk, "overlap": study.annotations_per_item, "user_id": user.pk, "gold": gold,
+            "m": m, "c": c}
+    if patient:
+        if gold and not Item.objects.free_for(study, user).exists():
+            return None  # gold only while real items remain
+        return _lock_free_item(study, user, gold, seed)
+    row = PICK.first(**args, lock=True)
+    if row is None and PICK.first(**args, lock=False) is not None:
+        raise _Contended  # rows that failed the re-check may still be locked: roll back, wait patiently
+    return instance(Item, row, fields=ITEM_FIELDS) if row else None
+
+
+def _store(study, item, user, now):
+    """Steps 5 and 6: the shown order from the item's earlier orders (read under the item's
+    lock, so they are all there), then the assignment with its blinding tokens."""
+    expires = now + timedelta(minutes=study.assignment_timeout_minutes)
+    if connection.vendor != "postgresql":
+        previous = [row["shown_order"] for row in PREVIOUS.rows(item_id=item.pk)]
+        assignment = Assignment.objects.create(study=study, item=item, annotator=user, expires_at=expires,
+                                               shown_order=choose_shown_order(study, item, user, previous))
         Item.objects.filter(pk=item.pk).update(n_assigned=F("n_assigned") + 1)
-        assignment.item = item
         blinding_for(assignment)  # the annotator's tokens, stored with the assignment
         return assignment
+    with connection.cursor() as cursor:
+        cursor.execute(PREVIOUS_AND_ID_PG, [item.pk])
+        new_id, previous = cursor.fetchone()
+        assignment = Assignment(pk=new_id, study=study, item=item, annotator=user, created_at=timezone.now(),
+                                expires_at=expires,
+                                shown_order=choose_shown_order(study, item, user, json.loads(previous or "[]")))
+        assignment.blind = build_mapping(assignment, get_kind(study.kind).questions(study_config(study), item.data))
+        adapt = connection.ops
+        cursor.execute(INSERT_PG, [item.pk, new_id, study.pk, item.pk, user.pk,
+                                   adapt.adapt_json_value(assignment.shown_order, None),
+                                   adapt.adapt_json_value(assignment.blind, None), assignment.created_at, expires])
+    assignment._state.adding = False
+    return assignment

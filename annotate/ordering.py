@@ -23,13 +23,18 @@ def seeded_rng(*parts):
 ORDER_PRIME = 2_147_483_647  # 2**31 - 1: id -> (id * m + c) mod P permutes ids below P
 
 
-def seeded_item_key(seed):
-    """A per-participant random order of items, as a database expression: item ids are
-    permuted by (id * m + c) mod P with m, c drawn from `seed`. Different seeds give
-    different permutations (m changes the order, not just its starting point), the same
-    seed the same one, and it is computed in SQL, so the engine still scans one query."""
+def item_order_of(seed):
+    """The constants (m, c) of a participant's item order: ids are permuted by
+    (id * m + c) mod P with m, c drawn from `seed`. Different seeds give different
+    permutations (m changes the order, not just its starting point), the same seed the
+    same one."""
     rng = seeded_rng("item-order", seed)
-    m, c = rng.randrange(1, ORDER_PRIME), rng.randrange(ORDER_PRIME)
+    return rng.randrange(1, ORDER_PRIME), rng.randrange(ORDER_PRIME)
+
+
+def item_order_key(m, c):
+    """The order (id * m + c) mod P as a database expression, so the engine still scans
+    one query."""
     return ExpressionWrapper((F("id") * Value(m) + Value(c)) % Value(ORDER_PRIME), output_field=BigIntegerField())
 
 

@@ -20,9 +20,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.db import models
-from django.db.models import F, Sum
-from django.db.models.functions import Least
+from django.db.models import Exists, F, Func, Q, Subquery, Sum
+from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
+
+from .prepared import Prepared
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -43,17 +45,27 @@ class ItemQuerySet(models.QuerySet):
         """Items of `study` that `user` could be given, fullest first, then import order
         (the order of the item_pool_idx index the engine scans), or with a participant's
         `seed` their own random order among equally full items (annotate/ordering.py)."""
+        from .ordering import item_order_key, item_order_of
+
+        order = item_order_key(*item_order_of(seed)) if seed is not None else None
+        return self.free_in(study.pk, study.annotations_per_item, user.pk, gold, order)
+
+    def free_in(self, study_id: int, overlap: int, user_id: int, gold: bool = False, order=None) -> ItemQuerySet:
+        """`free_for` by ids (the engine's compiled statements); `order`: an item order key
+        (annotate.ordering.item_order_key) in place of import order."""
         from .models import Assignment
 
-        mine = Assignment.objects.filter(annotator=user, study=study).values("item_id")
-        items = self.filter(study=study, is_gold=gold).exclude(pk__in=mine)
+        mine = Assignment.objects.filter(annotator=user_id, study=study_id).values("item_id")
+        items = self.filter(study=study_id, is_gold=gold).exclude(pk__in=mine)
         if not gold:
-            items = items.filter(n_assigned__lt=study.annotations_per_item)
-        if seed is not None:
-            from .ordering import seeded_item_key
+            items = items.filter(n_assigned__lt=overlap)
+        return items.order_by("-n_assigned", "position" if order is None else order, "id")
 
-            return items.order_by("-n_assigned", seeded_item_key(seed), "id")
-        return items.order_by("-n_assigned", "position", "id")
+
+def open_q(now: datetime | None = None, relation: str = "") -> Q:
+    """Open assignments (handed out, not answered, not expired) as a Q; `relation`
+    ("assignments__") when they are reached through a relation."""
+    return Q(**{f"{relation}completed_at__isnull": True, f"{relation}expires_at__gt": now or timezone.now()})
 
 
 class AssignmentQuerySet(models.QuerySet):
@@ -63,38 +75,50 @@ class AssignmentQuerySet(models.QuerySet):
 
     def open(self, now: datetime | None = None) -> AssignmentQuerySet:
         """Handed out, not answered, not expired."""
-        return self.filter(completed_at__isnull=True, expires_at__gt=now or timezone.now())
+        return self.filter(open_q(now))
 
     def expired(self, now: datetime | None = None) -> AssignmentQuerySet:
         """Handed out, not answered, past expiry: waiting to be reclaimed."""
         return self.filter(completed_at__isnull=True, expires_at__lte=now or timezone.now())
 
 
-def annotator_progress(study: Study, user: AbstractBaseUser) -> dict:
+def _count(queryset):
+    """COUNT(*) of a queryset as a scalar subquery (0 when empty)."""
+    return Coalesce(Subquery(queryset.order_by().annotate(n=Func(F("pk"), function="COUNT")).values("n")), 0)
+
+
+def _progress_statement(study_id, overlap, user_id, now, quota):
+    from django.contrib.auth import get_user_model
+
+    from .models import Assignment, Item, Participant
+
+    mine = Assignment.objects.filter(study=study_id, annotator=user_id)
+    counts = {"done": _count(mine.completed()), "open": _count(mine.open(now)),
+              "free": _count(Item.objects.free_in(study_id, overlap, user_id))}
+    if quota:  # a quota applies to participants only
+        counts["participant"] = Exists(Participant.objects.filter(study=study_id, user=user_id))
+    return get_user_model().objects.filter(pk=user_id).order_by().annotate(**counts).values(*counts)
+
+
+PROGRESS = Prepared(_progress_statement)
+
+
+def annotator_progress(study: Study, user: AbstractBaseUser, now: datetime | None = None) -> dict:
     """{"done", "assigned", "total", "remaining"} for one annotator in one study, as the
     annotator sees it, with gold items invisible: done = items they completed (gold
     included: counting it apart would mark which items were gold); assigned = done +
     open; remaining = their open item (whatever it is) + real items still free for them,
-    capped by a participant's quota; total = done + remaining. So every submit moves one
-    from remaining to done, and done never exceeds total."""
-    from .models import Assignment, Item
-
-    mine = Assignment.objects.filter(study=study, annotator=user)
-    done = mine.completed().count()
-    open_ = mine.open().count()
-    remaining = Item.objects.free_for(study, user).count() + open_
-    quota = participant_quota(study, user)
-    if quota is not None:
+    capped by a participant's quota (`max_items_per_participant`; staff-made annotators
+    have none); total = done + remaining. So every submit moves one from remaining to
+    done, and done never exceeds total. One statement (annotate.prepared)."""
+    quota = study.max_items_per_participant
+    row = PROGRESS.first(study_id=study.pk, overlap=study.annotations_per_item, user_id=user.pk,
+                         now=now or timezone.now(), quota=quota is not None)
+    done, open_ = row["done"], row["open"]
+    remaining = row["free"] + open_
+    if quota is not None and row["participant"]:
         remaining = max(0, min(remaining, quota - done))
     return {"done": done, "assigned": done + open_, "total": done + remaining, "remaining": remaining}
-
-
-def participant_quota(study: Study, user: AbstractBaseUser) -> int | None:
-    """`max_items_per_participant` when `user` is a participant of `study`, else None
-    (staff-made annotators have no quota)."""
-    if study.max_items_per_participant is None:
-        return None
-    return study.max_items_per_participant if study.participants.filter(user=user).exists() else None
 
 
 def study_progress(study: Study) -> dict:

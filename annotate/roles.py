@@ -29,3 +29,13 @@ def is_researcher(user):
 
 def is_annotator(user):
     return has_role(user, ANNOTATORS)
+
+
+def member(user_id, role):
+    """`has_role` for one group as an SQL expression (superusers not included: callers
+    decide those), for decisions made inside one compiled statement."""
+    from django.contrib.auth import get_user_model
+    from django.db.models import Exists
+
+    groups = get_user_model().groups.through.objects
+    return Exists(groups.filter(user_id=user_id, group__name=role))

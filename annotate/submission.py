@@ -16,20 +16,21 @@
 import math
 from datetime import timedelta
 
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
+from django.db.models import F, Value
 from django.utils import timezone
 
 from evaluation.vocabulary import SKIP_QUESTION
 
 from . import report_cache
-from .access import NotAllowed, may_annotate
+from .access import NotAllowed, access_flags
 from .answers import SKIP, InvalidAnswer, answer_value, is_empty
 from .batch_format import unstorable_text
 from .blinding import blinding_for
 from .display import study_questions
-from .models import Assignment, AuditLog, Item, Judgment
+from .models import Assignment, AuditLog, Item, Judgment, Study
 from .ordering import judgment_shown_order
+from .prepared import Prepared, columns, instance
 
 EDIT_ACTION = "judgment.edit"
 MAX_COMMENT_CHARS = 2000
@@ -134,44 +135,125 @@ def stored_judgments(assignment):
 
 
 def _locked_assignment(assignment_id, user):
+    """The user's assignment, locked, with its study and item (edit, skip, extend); the
+    access decision is made by the same statement."""
+    flags = access_flags(user.pk, user.is_superuser, study="study_id")
     assignment = (Assignment.objects.select_for_update(of=("self",)).select_related("study", "item")
-                  .filter(pk=assignment_id, annotator=user).first())
+                  .filter(pk=assignment_id, annotator=user)
+                  .annotate(may_annotate=flags["may_annotate"] if user.is_authenticated else Value(False)).first())
     if assignment is None:
         raise AssignmentGone(f"assignment {assignment_id} is not open for {user}")
-    if not may_annotate(user, assignment.study):  # e.g. removed from the study's list since
+    if not assignment.may_annotate:  # e.g. removed from the study's list since
         raise NotAllowed(f"{user} may no longer annotate {assignment.study.slug}")
     return assignment
 
 
-def submit(assignment_id, user, answers, seconds=None, now=None, comment=None, blinded=False):
+# --- submit: one read, then one write ----------------------------------------------------------
+
+ITEM_FIELDS = ["id", "study", "data", "is_gold", "n_completed"]
+
+
+def _submit_read_statement(assignment_id, user_id, superuser, study_id):
+    """The user's assignment with its study and item and (unless the request decided it
+    already: `study_id` given) whether they may still annotate the study."""
+    rows = Assignment.objects.filter(pk=assignment_id, annotator=user_id).order_by()
+    names = [*columns(Assignment), *columns(Study, "study__"), *(f"item__{f}" for f in ITEM_FIELDS)]
+    if study_id is None:
+        rows = rows.annotate(may_annotate=access_flags(user_id, superuser, study="study_id")["may_annotate"])
+        names.append("may_annotate")
+    else:
+        rows = rows.filter(study=study_id)
+    return rows.values(*names)
+
+
+SUBMIT_READ = Prepared(_submit_read_statement)
+
+# PostgreSQL: claim the assignment, store the answers and count the item as one more
+# completed in one statement (autocommit: its own transaction). The claim's re-check of
+# completed_at on the locked row is what makes a double submit store once.
+STORE_PG = """WITH claim AS (
+    UPDATE annotate_assignment SET completed_at = %s, seconds = %s
+    WHERE id = %s AND completed_at IS NULL AND NOT skipped RETURNING item_id
+), stored AS (
+    INSERT INTO annotate_judgment (study_id, item_id, assignment_id, annotator_id, question, value, shown_order,
+                                   seconds, submitted_at, comment)
+    SELECT %s, claim.item_id, %s, %s, answer.question, answer.value, answer.shown_order, %s, %s, %s
+    FROM claim CROSS JOIN (VALUES {answers}) AS answer (question, value, shown_order)
+)
+UPDATE annotate_item SET n_completed = n_completed + 1 WHERE id IN (SELECT item_id FROM claim) RETURNING n_completed"""
+
+
+def _read_for_submit(assignment_id, user, desk=None):
+    """The assignment, its study and item, for a submit (AssignmentGone, NotAllowed). A
+    `desk` (annotate.assignment.Desk) means the request decided access already: the
+    assignment must then belong to the desk's study."""
+    row = SUBMIT_READ.first(assignment_id=int(assignment_id), user_id=user.pk, superuser=bool(user.is_superuser),
+                            study_id=desk.study.pk if desk else None)
+    if row is None:
+        raise AssignmentGone(f"assignment {assignment_id} is not open for {user}")
+    assignment = instance(Assignment, row)
+    assignment.study, assignment.item = instance(Study, row, "study__"), instance(Item, row, "item__", ITEM_FIELDS)
+    if desk is None and not row["may_annotate"]:  # e.g. removed from the study's list since
+        raise NotAllowed(f"{user} may no longer annotate {assignment.study.slug}")
+    return assignment
+
+
+def _store(assignment, judgments, now, seconds):
+    """Claims the assignment and stores its judgments; the item's new n_completed, or None
+    when another request completed, skipped or reclaimed it first (nothing written)."""
+    if connection.vendor == "postgresql":
+        answers = ", ".join(["(%s, %s, %s)"] * len(judgments))
+        first = judgments[0]
+        params = [now, seconds, assignment.pk, first.study_id, assignment.pk, first.annotator_id, seconds, now,
+                  first.comment]
+        for judgment in judgments:
+            params += [judgment.question, judgment.value, judgment.shown_order]
+        with connection.cursor() as cursor:
+            cursor.execute(STORE_PG.format(answers=answers), params)
+            row = cursor.fetchone()
+        return row[0] if row else None
+    with transaction.atomic():
+        claimed = (Assignment.objects.filter(pk=assignment.pk, completed_at__isnull=True, skipped=False)
+                   .update(completed_at=now, seconds=seconds))
+        if not claimed:
+            return None
+        Judgment.objects.bulk_create(judgments)
+        Item.objects.filter(pk=assignment.item_id).update(n_completed=F("n_completed") + 1)
+        return assignment.item.n_completed + 1  # at least; what the annotator's page shows
+
+
+def submit(assignment_id, user, answers, seconds=None, now=None, comment=None, blinded=False, desk=None):
     """Stores the answers of one assignment. Returns (assignment, judgments, created);
     `created` is False when the assignment had already been submitted (nothing changed).
     `seconds` None falls back to the time since the item was handed out. `comment`, the
     annotator's optional note, is stored on every judgment of the item. `blinded`:
-    answers in the annotator's tokens (checked_answers)."""
+    answers in the annotator's tokens (checked_answers). `desk`: the request's access
+    decision, when it made one (see _read_for_submit)."""
     now = now or timezone.now()
-    with transaction.atomic():
-        assignment = _locked_assignment(assignment_id, user)
-        if assignment.skipped:
-            raise AssignmentGone(f"assignment {assignment_id} was skipped")
-        if assignment.completed_at is not None:
-            return assignment, stored_judgments(assignment), False
-        study, item = assignment.study, assignment.item
-        values = checked_answers(assignment, answers, blinded)
-        comment = parse_comment(comment)
-        seconds = parse_seconds(seconds)
-        if seconds is None:
-            seconds = max(0.0, (now - assignment.created_at).total_seconds())
-        judgments = Judgment.objects.bulk_create([
-            Judgment(study=study, item=item, assignment=assignment, annotator=user, question=qid, value=value,
-                     shown_order=judgment_shown_order(assignment.shown_order, qid), seconds=seconds,
-                     submitted_at=now, comment=comment)
-            for qid, value in values.items()
-        ])
-        assignment.completed_at, assignment.seconds = now, seconds
-        assignment.save(update_fields=["completed_at", "seconds"])
-        Item.objects.filter(pk=item.pk).update(n_completed=F("n_completed") + 1)
-        return assignment, judgments, True
+    assignment = _read_for_submit(assignment_id, user, desk)
+    if assignment.skipped:
+        raise AssignmentGone(f"assignment {assignment_id} was skipped")
+    if assignment.completed_at is not None:
+        return assignment, stored_judgments(assignment), False
+    values = checked_answers(assignment, answers, blinded)
+    comment = parse_comment(comment)
+    seconds = parse_seconds(seconds)
+    if seconds is None:
+        seconds = max(0.0, (now - assignment.created_at).total_seconds())
+    judgments = [Judgment(study_id=assignment.study_id, item_id=assignment.item_id, assignment=assignment,
+                          annotator_id=user.pk, question=qid, value=value,
+                          shown_order=judgment_shown_order(assignment.shown_order, qid), seconds=seconds,
+                          submitted_at=now, comment=comment)
+                 for qid, value in values.items()]
+    n_completed = _store(assignment, judgments, now, seconds)
+    if n_completed is None:  # a double submit (or a skip, or a reclaim) came first
+        assignment = _read_for_submit(assignment_id, user, desk)
+        if assignment.skipped or assignment.completed_at is None:
+            raise AssignmentGone(f"assignment {assignment_id} was skipped or reclaimed")
+        return assignment, stored_judgments(assignment), False
+    assignment.completed_at, assignment.seconds = now, seconds
+    assignment.item.n_completed = n_completed
+    return assignment, judgments, True
 
 
 def can_edit(assignment):
@@ -182,7 +264,7 @@ def can_edit(assignment):
 
 def edit(assignment_id, user, answers, comment=None, blinded=False):
     """Replaces the values of some questions (and the comment, when given) of a submitted
-    assignment while its item is not complete. Returns the judgments; logs one AuditLog
+    assignment while its item is not complete. Returns (assignment, judgments); logs one AuditLog
     row (values and comment before and after, who, when) when anything changed.
     `blinded`: as in submit."""
     with transaction.atomic():
@@ -222,7 +304,7 @@ def edit(assignment_id, user, answers, comment=None, blinded=False):
                                     before={"item_id": item.item_id, **previous},
                                     after={"item_id": item.item_id, "values": after,
                                            **({"comment": new_comment} if "comment" in changes else {})})
-        return stored_judgments(assignment)
+        return assignment, stored_judgments(assignment)
 
 
 class SkipRefused(Exception):

@@ -480,8 +480,8 @@ def main(argv=None):
     parser.add_argument("--baseline-cycles", type=int, default=20)
     parser.add_argument("--database-url", default=None, help="server to create the run's database on")
     parser.add_argument("--keep-db", action="store_true")
-    parser.add_argument("--conn-max-age", type=int, default=0, help="DB_CONN_MAX_AGE of the server (0 = a "
-                        "connection per request)")
+    parser.add_argument("--conn-max-age", type=int, default=None, help="DB_CONN_MAX_AGE of the server (0 = a "
+                        "connection per request; default: the settings' default, persistent)")
     parser.add_argument("--django-task", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.django_task:
@@ -489,7 +489,7 @@ def main(argv=None):
     summary = run(args.annotators, args.duration, args.items, args.overlap, args.workers, args.threads,
                   args.database_url, args.baseline_cycles, args.keep_db,
                   log=lambda msg: print(msg, file=sys.stderr, flush=True),
-                  server_extra_env={"DB_CONN_MAX_AGE": str(args.conn_max_age)})
+                  server_extra_env={} if args.conn_max_age is None else {"DB_CONN_MAX_AGE": str(args.conn_max_age)})
     print(json.dumps(summary, indent=2))
     return 0 if summary["ok"] else 1
 

@@ -113,10 +113,22 @@ TEMPLATES = [
 WSGI_APPLICATION = "humeval.wsgi.application"
 
 # Database: PostgreSQL (psycopg 3) from DATABASE_URL, else the embedded SQLite file.
+# PostgreSQL connections persist: each web worker thread keeps its own for DB_CONN_MAX_AGE
+# seconds (default 600; 0 = a new connection per request) and Django health-checks it
+# (SELECT 1) at the start of each request that uses it, so a connection PostgreSQL dropped
+# (a restart, an idle timeout) is replaced instead of failing the request. A gunicorn with
+# W workers x T threads holds up to W x T connections (docs/running-a-study.md, "Web
+# server and connections"). Behind PgBouncer in transaction pooling mode set
+# DB_DISABLE_SERVER_SIDE_CURSORS=1 (exports and backups stream with cursors). The SQLite
+# quick start keeps a connection per request.
+DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'humeval.sqlite3'}"
+_PERSISTENT = DATABASE_URL.startswith("postgres")
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'humeval.sqlite3'}",
-        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
+        DATABASE_URL,
+        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "600" if _PERSISTENT else "0")),
+        conn_health_checks=_PERSISTENT,
+        disable_server_side_cursors=env_bool("DB_DISABLE_SERVER_SIDE_CURSORS", False),
     )
 }
 if os.environ.get("TEST_DATABASE_NAME"):

@@ -89,3 +89,16 @@ def test_forwarded_proto_is_believed_only_with_a_trusted_proxy():
         "(('HTTP_X_FORWARDED_PROTO', 'https'), ['127.0.0.1/32', '10.0.0.0/8'])"
     bad = run_manage("check", HUMEVAL_TRUSTED_PROXY="proxy.example.org", **production_env())
     assert bad.returncode == 1 and "does not appear to be an IPv4 or IPv6 network" in bad.stderr
+
+
+def test_postgresql_connections_persist_and_are_health_checked_sqlite_unchanged(tmp_path):
+    """Issue 27: on PostgreSQL a web thread keeps its connection (600 s, DB_CONN_MAX_AGE) and
+    Django checks it before a request reuses it; PgBouncer's transaction pooling asks for no
+    server-side cursors; the SQLite quick start keeps one connection per request."""
+    keys = '[s.DATABASES["default"][k] for k in ("CONN_MAX_AGE", "CONN_HEALTH_CHECKS", "DISABLE_SERVER_SIDE_CURSORS")]'
+    postgres = "postgres://postgres@127.0.0.1:5432/unused"
+    assert settings_values(keys, DATABASE_URL=postgres, **production_env()) == "[600, True, False]"
+    assert settings_values(keys, DATABASE_URL=postgres, DB_CONN_MAX_AGE="0", DB_DISABLE_SERVER_SIDE_CURSORS="1",
+                           **production_env()) == "[0, True, True]"
+    sqlite = settings_values(keys, DATABASE_URL="", HUMEVAL_VAR_DIR=str(tmp_path), **production_env())
+    assert sqlite == "[0, False, False]"

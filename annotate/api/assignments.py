@@ -23,7 +23,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate.access import NotAllowed, study_for
+from annotate.access import NotAllowed
 from annotate.api.serializers import (
     AnswerErrorsSerializer,
     AnswersSerializer,
@@ -34,10 +34,10 @@ from annotate.api.serializers import (
     SkipSerializer,
     SubmitResultSerializer,
 )
-from annotate.assignment import next_assignment
+from annotate.assignment import next_for
 from annotate.blinding import blinding_for
 from annotate.display import assignment_payload
-from annotate.models import OPEN, Assignment
+from annotate.models import OPEN
 from annotate.submission import (
     AssignmentGone,
     EditNotAllowed,
@@ -89,25 +89,30 @@ class NextAssignmentView(APIView):
                                                    "(draft, paused or closed).")},
                    summary="The next item for the calling annotator (the open one if any).")
     def post(self, request, slug):
-        study = study_for(request.user, slug, "annotate")
-        try:
-            assignment = next_assignment(study, request.user)
-        except NotAllowed:  # removed from the study between the two checks
-            return Response({"detail": "You are not an annotator of this study."}, status=status.HTTP_403_FORBIDDEN)
+        desk, assignment = next_for(request.user, slug)  # decides access in its first statement
+        desk.refuse("annotate")
+        study = desk.study
         if assignment is None and study.status != OPEN:
             return Response({"detail": f"This study is {study.status}: it hands out no items."},
                             status=status.HTTP_409_CONFLICT)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(NextAssignmentSerializer(assignment_payload(assignment)).data)
+        return Response(assignment_payload(assignment))  # NextAssignmentSerializer's shape, built by display
 
 
-def _result(assignment_id, created, judgments):
-    """The stored judgments as the annotator knows them: in the assignment's tokens."""
-    assignment = Assignment.objects.select_related("study", "item").get(pk=assignment_id)
+def judgment_row(judgment) -> dict:
+    """A stored judgment as JudgmentSerializer writes it (submitted_at in Python's ISO 8601)."""
+    return {"question": judgment.question, "value": judgment.value, "shown_order": judgment.shown_order,
+            "seconds": judgment.seconds, "comment": judgment.comment,
+            "submitted_at": judgment.submitted_at.isoformat() if judgment.submitted_at else None}
+
+
+def _result(assignment, created, judgments):
+    """The stored judgments as the annotator knows them: in the assignment's tokens (the
+    assignment read by the submit itself: nothing is read again)."""
     blinding = blinding_for(assignment)
-    data = SubmitResultSerializer({"assignment": assignment_id, "created": created, "judgments": judgments}).data
-    return {**data, "judgments": [blinding.judgment(row) for row in data["judgments"]]}
+    return {"assignment": assignment.pk, "created": created,
+            "judgments": [blinding.judgment(judgment_row(j)) for j in judgments]}
 
 
 class AssignmentJudgmentsView(APIView):
@@ -121,15 +126,15 @@ class AssignmentJudgmentsView(APIView):
         editing = editing or _truthy(body.get("edit", False))
         try:
             if editing:
-                judgments = edit(pk, request.user, answers, body.get("comment"), blinded=True)
-                code, created, assignment_id = status.HTTP_200_OK, False, pk
+                assignment, judgments = edit(pk, request.user, answers, body.get("comment"), blinded=True)
+                code, created = status.HTTP_200_OK, False
             else:
                 assignment, judgments, created = submit(pk, request.user, answers, body.get("seconds"),
                                                         comment=body.get("comment"), blinded=True)
-                code, assignment_id = (status.HTTP_201_CREATED if created else status.HTTP_200_OK), assignment.pk
+                code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         except REFUSALS as exc:
             return refusal(exc)
-        return Response(_result(assignment_id, created, judgments), status=code)
+        return Response(_result(assignment, created, judgments), status=code)
 
     @extend_schema(request=AnswersSerializer,
                    responses={201: SubmitResultSerializer,

@@ -17,6 +17,8 @@ from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
 
+from annotate.prepared import Prepared, columns, instance
+
 if TYPE_CHECKING:  # not at import time: DRF loads this module while apps may still be loading
     from rest_framework.authtoken.models import Token
 
@@ -32,11 +34,29 @@ def expires_at(token: Token) -> datetime | None:
     return token.created + ttl if ttl else None
 
 
+def _token_statement(key):
+    from rest_framework.authtoken.models import Token
+
+    return Token.objects.filter(key=key).values(*columns(Token), *columns(Token.user.field.related_model, "user__"))
+
+
+TOKEN = Prepared(_token_statement)  # every API request reads its token: compiled once (issue 27)
+
+
 class ExpiringTokenAuthentication(TokenAuthentication):
-    """DRF's token authentication, refusing tokens older than the TTL."""
+    """DRF's token authentication (the token and its user in one compiled statement),
+    refusing tokens older than the TTL."""
 
     def authenticate_credentials(self, key):
-        user, token = super().authenticate_credentials(key)
+        from rest_framework.authtoken.models import Token
+
+        row = TOKEN.first(key=key) if isinstance(key, str) else None
+        if row is None:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        token, user = instance(Token, row), instance(Token.user.field.related_model, row, "user__")
+        if not user.is_active:
+            raise exceptions.AuthenticationFailed("User inactive or deleted.")
+        token.user = user
         end = expires_at(token)
         if end is not None and timezone.now() >= end:
             raise exceptions.AuthenticationFailed(

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from annotate.access import NotAllowed, study_for
 from annotate.models import Assignment
 from annotate.submission import MAX_EXTENSIONS, AssignmentGone, SkipRefused, SubmissionError, extend, skip
-from annotate.views.task import _render_next
+from annotate.views.task import _desk, _render_next
 
 
 def countdown_context(assignment) -> dict:
@@ -25,20 +25,20 @@ def countdown_context(assignment) -> dict:
 @require_POST
 def skip_item(request, slug, pk):
     """htmx: "I can't judge this" with a reason; the next item comes back. Idempotent."""
-    study = study_for(request.user, slug, "annotate")
-    if not Assignment.objects.filter(pk=pk, study=study).exists():
-        return _render_next(request, study, level="warning", notice="That item is no longer yours.")
+    desk = _desk(request, slug)
+    if not Assignment.objects.filter(pk=pk, study=desk.study).exists():
+        return _render_next(request, desk, level="warning", notice="That item is no longer yours.")
     try:
         _, _, created = skip(pk, request.user, request.POST.get("reason"), request.POST.get("comment"),
                              request.POST.get("seconds"))
     except NotAllowed as exc:
         raise PermissionDenied("You may no longer annotate this study.") from exc
     except SubmissionError as exc:
-        return _render_next(request, study, level="error",
+        return _render_next(request, desk, level="error",
                             notice="Not skipped: " + "; ".join(f"{k}: {v}" for k, v in exc.errors.items()) + ".")
     except (AssignmentGone, SkipRefused):
-        return _render_next(request, study, level="warning", notice="That item was already answered or has expired.")
-    return _render_next(request, study, level="ok",
+        return _render_next(request, desk, level="warning", notice="That item was already answered or has expired.")
+    return _render_next(request, desk, level="ok",
                         notice="Skipped: the item goes to someone else." if created else "Already skipped.")
 
 

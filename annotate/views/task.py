@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotate.access import NotAllowed, participant_scope, study_for
-from annotate.assignment import next_assignment, open_assignment, release_expired
+from annotate.assignment import desk_for, next_for, open_assignment, release_expired
 from annotate.blinding import blinding_for
 from annotate.display import annotator_view, study_questions
 from annotate.drafts import answer_handle, item_handle
@@ -114,15 +114,22 @@ def _answers_from(post):
     return {key[len(FIELD_PREFIX):]: value for key, value in post.items() if key.startswith(FIELD_PREFIX)}
 
 
-def _render_next(request, study, notice=None, previous=None, level="ok"):
+def _desk(request, slug):
+    """The request's one access decision (annotate.assignment.Desk): 404 or 403 as study_for."""
+    desk = desk_for(request.user, slug)
+    desk.refuse("annotate")
+    return desk
+
+
+def _render_next(request, desk, notice=None, previous=None, level="ok"):
     """The partial for the user's current/next item (or the done message). `level` (ok,
-    warning, error) styles the notice: a refusal must not look like "Saved."."""
-    assignment = next_assignment(study, request.user)
+    warning, error) styles the notice: a refusal must not look like "Saved.". `previous`:
+    the assignment just submitted, with its item's n_completed as the submit left it."""
+    study = desk.study
+    _, assignment = next_for(request.user, desk=desk)
     if assignment is None and (url := flow_redirect(participant_scope(request), study, request.user)):
         return HttpResponseClientRedirect(url)  # a participant's items are done: on to the end of the flow
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
-    if previous is not None:
-        previous.item.refresh_from_db(fields=["n_completed"])  # the submit just bumped it
     context.update(notice=notice, notice_level=level,
                    previous=previous if previous is not None and can_edit(previous) else None,
                    progress=annotator_progress(study, request.user), oob=True)
@@ -153,11 +160,11 @@ def task(request, slug):
 def next_item(request, slug):
     """htmx: the current or next item (the Start button, after an edit, or to skip back
     from one). Without htmx (the Start form with scripts off): reserve, then show the page."""
-    study = _study(request, slug)
+    desk = _desk(request, slug)
     if not request.htmx:
-        next_assignment(study, request.user)
-        return redirect("annotate-task", slug=study.slug)
-    return _render_next(request, study)
+        next_for(request.user, desk=desk)
+        return redirect("annotate-task", slug=slug)
+    return _render_next(request, desk)
 
 
 @login_required
@@ -165,15 +172,12 @@ def next_item(request, slug):
 def submit_item(request, slug, pk):
     """htmx: submit one item's answers, then show the next item. Idempotent: a repeat of
     an already stored submit just shows the next item."""
-    study = _study(request, slug)
+    desk = _desk(request, slug)
+    study = desk.study
     answers = _answers_from(request.POST)
-    try:
-        if not Assignment.objects.filter(pk=pk, study=study).exists():  # another study's item: not here
-            raise AssignmentGone(f"assignment {pk} is not in {study.slug}")
+    try:  # with the desk, another study's assignment is not found (AssignmentGone)
         assignment, _, created = submit(pk, request.user, answers, request.POST.get("seconds"),
-                                        comment=request.POST.get("comment"), blinded=True)
-    except NotAllowed as exc:
-        raise PermissionDenied("You may no longer annotate this study.") from exc
+                                        comment=request.POST.get("comment"), blinded=True, desk=desk)
     except SubmissionError as exc:
         assignment = get_object_or_404(Assignment.objects.select_related("item"), pk=pk, annotator=request.user)
         context = item_context(study, assignment, values=answers, errors=exc.errors,
@@ -182,21 +186,22 @@ def submit_item(request, slug, pk):
                        notice="Please answer every question before submitting.")
         return render(request, "annotate/_item.html", context)
     except AssignmentGone:
-        return _render_next(request, study, level="warning", notice="That item had expired and went back "
-                                                                    "to the pool. Here is your next item.")
-    return _render_next(request, study, notice="Saved." if created else "Already saved.", previous=assignment)
+        return _render_next(request, desk, level="warning", notice="That item had expired and went back "
+                                                                   "to the pool. Here is your next item.")
+    return _render_next(request, desk, notice="Saved." if created else "Already saved.", previous=assignment)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def edit_item(request, slug, pk):
     """htmx: GET the edit form of a submitted item; POST saves the edit (audited)."""
-    study = _study(request, slug)
+    desk = _desk(request, slug)
+    study = desk.study
     assignment = get_object_or_404(Assignment.objects.select_related("item", "study"), pk=pk,
                                    annotator=request.user, study=study)
     if request.method == "GET":
         if not can_edit(assignment):
-            return _render_next(request, study, level="warning",
+            return _render_next(request, desk, level="warning",
                                 notice="That item is complete; it can no longer be edited.")
         stored = stored_judgments(assignment)
         values = blinding_for(assignment).values({j.question: j.value for j in stored})
@@ -213,7 +218,7 @@ def edit_item(request, slug, pk):
         context.update(progress=annotator_progress(study, request.user), oob=True)
         return render(request, "annotate/_item.html", context)
     except (EditNotAllowed, AssignmentGone) as exc:
-        return _render_next(request, study, notice=f"Not changed: {exc}.", level="error")
+        return _render_next(request, desk, notice=f"Not changed: {exc}.", level="error")
     except NotAllowed as exc:
         raise PermissionDenied("You may no longer annotate this study.") from exc
-    return _render_next(request, study, notice="Your edit was saved.")
+    return _render_next(request, desk, notice="Your edit was saved.")
