@@ -11,7 +11,8 @@ instead, when units nest in them.
 
 The interval (`bootstrap_interval`): bias-corrected percentile interval with a small-sample
 expansion, over the resamples whose statistic is defined. With G(t) = (#{t* < t} + #{t* = t}
-/ 2 + 1/2) / (B + 1) the smoothed share of the B kept resamples below t, z0 = Phi^-1(G(t_hat))
+/ 2 + 1/2) / (B + 1) the smoothed share of the B kept resamples below t (t* = t: within a
+relative 1e-12), z0 = Phi^-1(G(t_hat))
 (the bias correction, Efron 1981) and ze = sqrt(C / (C - 1)) * t_{C-1}(0.975) in place of
 z = 1.96 for C clusters (Hesterberg 2015's expanded percentile interval), the bounds are the
 100 Phi(2 z0 -+ ze) percentiles of the kept resamples (numpy's linear interpolation). The
@@ -26,8 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
-from scipy.stats import t as student_t
+from scipy.special import ndtr, ndtri, stdtr, stdtrit  # Phi, Phi^-1, Student's t cdf and quantile: fast
 
 BLOCK_ENTRIES = 1 << 20  # draws per block: ~8 MB, whatever n is
 # Drawing a multinomial costs about a binomial draw per profile, ~12x an index draw plus
@@ -35,6 +35,7 @@ BLOCK_ENTRIES = 1 << 20  # draws per block: ~8 MB, whatever n is
 MULTINOMIAL_BELOW = 1 / 12
 RESAMPLES = 2000  # a report's bootstraps, except alpha's interval (1,000: statistics.md)
 MIN_CLUSTERS = 5  # no interval from fewer clusters (statistics.md, "Clustered data")
+TIE = 1e-12  # relative: a resample this close to the estimate (or to 0) is a tie with it
 MAX_DROPPED = 0.10  # share of resamples without a defined statistic above which there is no interval
 
 
@@ -163,12 +164,15 @@ def expanded_z(n_clusters: int, level: float = 0.95) -> float:
     """
     if n_clusters < 2:
         return math.inf
-    return math.sqrt(n_clusters / (n_clusters - 1)) * float(student_t.ppf((1 + level) / 2, n_clusters - 1))
+    return math.sqrt(n_clusters / (n_clusters - 1)) * float(stdtrit(n_clusters - 1, (1 + level) / 2))
 
 
 def _smoothed_below(kept: np.ndarray, t: float) -> float:
-    """G(t) = (#{t* < t} + #{t* = t} / 2 + 1/2) / (B + 1): never 0 or 1."""
-    below = np.count_nonzero(kept < t) + 0.5 * np.count_nonzero(kept == t)
+    """G(t) = (#{t* < t} + #{t* = t} / 2 + 1/2) / (B + 1): never 0 or 1. A resample within
+    TIE (relative) of t counts as equal, so rounding in the last digits (the same resample
+    summed in another order) moves nothing."""
+    tie = np.abs(kept - t) <= TIE * max(abs(t), 1e-300)
+    below = np.count_nonzero((kept < t) & ~tie) + 0.5 * np.count_nonzero(tie)
     return (below + 0.5) / (len(kept) + 1)
 
 
@@ -223,13 +227,13 @@ def bootstrap_interval(samples: Sequence[float | None] | np.ndarray, estimate: f
     if reason is not None:
         return Interval(None, n_clusters, len(arr), dropped, reason)
     assert estimate is not None
-    z0 = float(norm.ppf(_smoothed_below(kept, estimate)))
+    z0 = float(ndtri(_smoothed_below(kept, estimate)))
     ze = expanded_z(n_clusters, level)
-    bounds = np.percentile(kept, [100 * norm.cdf(2 * z0 - ze), 100 * norm.cdf(2 * z0 + ze)])
+    bounds = np.percentile(kept, [100 * float(ndtr(2 * z0 - ze)), 100 * float(ndtr(2 * z0 + ze))])
     p = None
     if p_value:
-        distance = abs(2 * z0 - float(norm.ppf(_smoothed_below(kept, 0.0))))
-        p = float(min(1.0, 2 * student_t.sf(distance * math.sqrt((n_clusters - 1) / n_clusters), n_clusters - 1)))
+        distance = abs(2 * z0 - float(ndtri(_smoothed_below(kept, 0.0))))
+        p = float(min(1.0, 2 * stdtr(n_clusters - 1, -distance * math.sqrt((n_clusters - 1) / n_clusters))))
     return Interval([float(bounds[0]), float(bounds[1])], n_clusters, len(arr), dropped, None, p)
 
 

@@ -33,6 +33,7 @@ METHODS = ("pearson", "spearman", "kendall")
 RESAMPLES = 2000
 EXACT_MAX_N = 9
 BOOTSTRAP_MIN_N = 20
+DENSE_ENTRIES = 1 << 22  # clusters x cells up to this: a dense matrix product per block
 FISHER_MIN_N = 10  # no Fisher-z interval below this n (statistics.md, "Clustered data")
 Z975 = float(stats.norm.ppf(0.975))
 Numbers = Sequence[Any] | np.ndarray
@@ -187,11 +188,13 @@ def clustered_samples(x: np.ndarray, y: np.ndarray, codes: np.ndarray, n_cluster
     sx, sy = np.std(x), np.std(y)
     cx, cy = (x[first] - np.mean(x)) / sx, (y[first] - np.mean(y)) / sy  # standardized: no cancellation
     moments = np.column_stack([np.ones(n_cells), cx, cy, cx * cx, cy * cy, cx * cy])
-    per_cluster = sparse.csr_matrix((np.ones(len(x)), (codes, cells.of_unit)), shape=(n_clusters, n_cells))
+    per_cluster: Any = sparse.csr_matrix((np.ones(len(x)), (codes, cells.of_unit)), shape=(n_clusters, n_cells))
+    if n_clusters * n_cells <= DENSE_ENTRIES:
+        per_cluster = per_cluster.toarray()
     block = max(1, BLOCK_ENTRIES // max(n_clusters, n_cells))
     pearson, rho, tau = [], [], []
     for drawn in cluster_counts(n_clusters, resamples, seed, block):
-        weights = np.asarray((per_cluster.T @ drawn.T).T)
+        weights = np.asarray(drawn @ per_cluster)  # (k, cells): integer counts held as floats
         m = weights @ moments
         n = m[:, 0]
         vx, vy = m[:, 3] - m[:, 1] ** 2 / n, m[:, 4] - m[:, 2] ** 2 / n
@@ -199,7 +202,7 @@ def clustered_samples(x: np.ndarray, y: np.ndarray, codes: np.ndarray, n_cluster
         with np.errstate(invalid="ignore", divide="ignore"):
             pearson.append(np.where(ok, (m[:, 5] - m[:, 1] * m[:, 2] / n) / np.sqrt(np.where(ok, vx * vy, 1.0)),
                                     np.nan))
-        a, b = rank_stats_of_counts(cells, np.rint(weights))
+        a, b = rank_stats_of_counts(cells, weights.astype(np.int32))
         rho.append(a)
         tau.append(b)
     return {"pearson": np.concatenate(pearson), "spearman": np.concatenate(rho), "kendall": np.concatenate(tau)}
