@@ -322,3 +322,21 @@ def test_html_never_prints_0_000_and_shows_tiny_p_values_as_below_0_001():
     html = render(report, inp, "html")
     assert "&lt; 0.001" in html  # "< 0.001", escaped
     assert not ZERO.findall(html)
+
+
+def test_infinite_scores_are_no_scores_for_picks_correlations_and_means_alike():
+    """Issue 24: +-inf scores counted as alignment picks but left the correlations. A score
+    that is not a finite number is now no score everywhere, and counted in coverage."""
+    n = 6
+    first = [0.9, 0.2, float("inf"), 0.7, float("-inf"), 0.4]
+    inp = ReportInput(slug="inf", kind="pairwise_alignment", config={}, item_ids=[f"i{k}" for k in range(n)],
+                      is_gold=[False] * n, gold=None, candidates=np.array([["x", "y"]] * n, dtype=object),
+                      j_item=[k for k in range(n) for _ in range(3)], j_annotator=["a", "b", "c"] * n,
+                      j_question=["choice"] * 3 * n, j_value=["x", "x", "y"] * n, j_shown=["x|y"] * 3 * n,
+                      s_item=list(range(n)) * 2, s_metric=["m"] * 2 * n, s_candidate=["x"] * n + ["y"] * n,
+                      s_value=first + [0.5] * n)
+    report = build_report(inp)
+    assert report["alignment"]["m"]["n"] == 4 == report["correlations"]["m"]["n"]
+    assert report["coverage"]["m"]["n_nonfinite"] == 2 and report["coverage"]["m"]["n_scored"] == 4
+    assert report["systems"]["x"]["metrics"]["m"]["n"] == 4
+    assert "m: 2 items have a score of +-inf, left out as no score" in report["warnings"]
