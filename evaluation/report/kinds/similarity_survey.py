@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.bootstrap import RESAMPLES, bootstrap_method, clustered_mean
+from evaluation.bootstrap import MIN_CLUSTERS, RESAMPLES, Interval, bootstrap_method, clustered_mean, interval_refusal
 from evaluation.paradoxes import STYLES, SUMMARY, paradox_tests
 from evaluation.text import preprocess
 
@@ -28,20 +28,31 @@ Origin = tuple[str, ...]  # ("reference",) or ("model", model, prompt style)
 
 def mean_similarity(js: Judgments) -> dict[str, dict[str, Any]]:
     """{pair id: {"mean" (over all non-gold ratings of that pair id), "n" (ratings),
-    "n_items", interval keys (bootstrap over its items)}}."""
+    "n_items", interval keys (bootstrap over its items; none below 5 items, as for the
+    usual pair id of one item)}}."""
     ratings = to_float(js.value)
     keep = ~np.isnan(ratings)
     if not keep.any():
         return {}
-    questions = js.question[keep].astype(str)
-    names, inverse = np.unique(questions, return_inverse=True)
+    names, inverse = np.unique(js.question[keep].astype(str), return_inverse=True)
+    inverse = inverse.ravel()
     items, values = js.item[keep], ratings[keep]
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(names) + 1))
+    sums, counts = np.bincount(inverse, weights=values), np.bincount(inverse)
+    pair_items = np.unique(inverse.astype(np.int64) * (int(items.max()) + 1) + items) // (int(items.max()) + 1)
+    n_items = np.bincount(pair_items, minlength=len(names))
+    method = bootstrap_method("items", RESAMPLES)
     out = {}
     for k, name in enumerate(names.tolist()):
-        mine = inverse.ravel() == k
-        mean, interval = clustered_mean(values[mine], items[mine])
-        out[str(name)] = {"mean": clean(mean), "n": int(mine.sum()), "n_items": int(interval.n_clusters),
-                          **interval_keys(interval, bootstrap_method("items", RESAMPLES))}
+        if n_items[k] >= MIN_CLUSTERS:
+            rows = order[bounds[k]:bounds[k + 1]]
+            mean, interval = clustered_mean(values[rows], items[rows])
+        else:
+            mean, interval = float(sums[k] / counts[k]), Interval(None, int(n_items[k]), 0, 0,
+                                                                   interval_refusal(int(n_items[k])))
+        out[str(name)] = {"mean": clean(mean), "n": int(counts[k]), "n_items": int(n_items[k]),
+                          **interval_keys(interval, method)}
     return out
 
 
