@@ -313,7 +313,7 @@ def egises_interval(per_document: Mapping[Any, float], resamples: int = RESAMPLE
 
     >>> r = egises_interval({"d1": 0.5, "d2": 0.7, "d3": 0.6, "d4": 0.8, "d5": 0.4})
     >>> round(r["egises"], 6), r["n_documents"], [round(v, 4) for v in r["ci95"]]
-    (0.4, 5, [0.2341, 0.58])
+    (0.4, 5, [0.22, 0.58])
     """
     docs = sorted(per_document, key=str)
     values = np.array([per_document[d] for d in docs], dtype=float)
