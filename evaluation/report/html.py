@@ -190,8 +190,8 @@ def alignment_section(r: Report) -> str:
                        ylim=(0, 1), reference=0.5) if metrics else None
     n_text = ", ".join(f"{m}: n = {alignment[m]['n']}" for m in metrics) or "no metric has scored items with a majority"
     fig_caption = (f"Half-credit alignment of each metric with the human majority over items ({n_text}). Whiskers: "
-                   "95% Wilson score interval (not a percentile bootstrap, which undercovers at small n). Dashed line: "
-                   "chance (0.5).")
+                   "95% Wilson score interval over items, none below 5 items (not a percentile bootstrap, which "
+                   "undercovers at small n). Dashed line: chance (0.5).")
     comparisons = table(["metric a", "metric b", "n", "only a agrees", "only b agrees", "McNemar p", "Holm p"],
                         [(c["a"], c["b"], c.get("n"), c.get("a_only"), c.get("b_only"), pval(c["p_value"]),
                           pval(c["p_holm"])) for c in r.get("metric_comparisons", [])],
