@@ -26,6 +26,8 @@ from ..inputs import Judgments, ReportInput, codes_of, to_float
 from ..systems import system_wins, systems_table
 
 MISSING_PICKS = ("", "N/A")
+MCNEMAR = ("exact McNemar test over the items both metrics pick on (discordant items a_only, b_only); p_holm: Holm "
+           "over all metric pairs")
 # {metric: (item index, candidate id, value)}: scores from outside the item (ExPerT).
 Extra = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 # {metric: (score of each item's first candidate, of its second)}; NaN = no score.
@@ -157,7 +159,7 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     by_metric = {metric: marks(labels, pick, has_majority) for metric, pick in picks.items()}
     alignment = {metric: alignment_entry(alignment_of(m)) for metric, m in by_metric.items()}
     comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"]),
-                    "n": c["n"], "a_only": c["a_only"], "b_only": c["b_only"]}
+                    "n": c["n"], "a_only": c["a_only"], "b_only": c["b_only"], "test": MCNEMAR, "n_clusters": c["n"]}
                    for c in compare_marks(by_metric)] if len(picks) >= 2 else []
     coverage = metric_coverage(inp, picks)
     wins = system_wins(inp, labels)
