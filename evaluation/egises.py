@@ -228,6 +228,7 @@ def egises(documents: list[dict[str, Any]], variant: str = "code", stopword_list
     """
     prepared, errors, steps = tokenize_documents(documents, stopword_list)
     result = egises_from_tokens(prepared, variant)
+    result.pop("per_document", None)  # manage.py egises prints this dict: its keys are interfaces.md's
     result["preprocessing"] = steps
     result["errors"] = errors
     return result
