@@ -10,6 +10,8 @@ dashboard shows the stale report ("updating") until the worker's refresh: one re
 cycle (test_with_a_broker_a_shell_update_shows_after_one_refresh).
 """
 
+import io
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.db.models import F
@@ -172,3 +174,21 @@ def test_a_json_refresh_keeps_no_stale_csv(study, researcher):
     assert row.csv == "" and row.version == report_cache.data_version(study)
     text = api.get("/api/studies/pw/report/?format=csv").content.decode()
     assert "i3,choice,0,2,x,2,0" in text and ReportCache.objects.get(study=study).csv == text
+
+
+def test_runtime_and_import_writes_bump_the_revision(study):
+    """The runtime's one writer of predictions (services.upsert_predictions) and an
+    `import_predictions` of changed values: in-place updates, seen by the triggers with no
+    call to report_cache."""
+    from annotate.judgments_io import import_predictions
+    from annotate.services import PredictionRow, upsert_predictions
+
+    item = Item.objects.get(study=study, item_id="i1")
+    rev = revision(study)
+    upsert_predictions("pw", [PredictionRow(str(item.pk), "bleu", "x", "7")])
+    assert revision(study) > rev and Prediction.objects.get(item=item, evaluator="bleu", question="x").value == "7"
+    rev = revision(study)
+    upsert_predictions("pw", [PredictionRow(str(item.pk), "bleu", "x", "7")])  # unchanged: nothing written
+    assert revision(study) == rev
+    import_predictions(io.BytesIO(b"study,item_id,evaluator,annotator,question,value\npw,i1,bleu,,x,8\n"))
+    assert revision(study) > rev and Prediction.objects.get(item=item, evaluator="bleu", question="x").value == "8"
