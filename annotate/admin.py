@@ -42,7 +42,9 @@ class ItemAdmin(admin.ModelAdmin):
     list_filter = ("study", "is_gold")
     search_fields = ("item_id",)
     raw_id_fields = ("batch",)
-    readonly_fields = ("content_hash",)
+    # The counters are the assignment engine's bookkeeping, kept in step with assignments:
+    # a hand edit would break its overlap guarantee (and is no change of the study's data).
+    readonly_fields = ("content_hash", "n_assigned", "n_completed")
     list_select_related = ("study",)
 
 

@@ -20,7 +20,6 @@ from django.utils import timezone
 
 from evaluation.vocabulary import SKIP_QUESTION
 
-from . import report_cache
 from .answers import SKIP, InvalidAnswer, answer_value
 from .batch_format import BatchInvalid, ErrorList, unstorable_text
 from .judgments_csv import (
@@ -435,6 +434,5 @@ def _upsert_predictions(rows):
             pred.value = value
             to_update.append(pred)
     Prediction.objects.bulk_create(to_create, batch_size=CHUNK)
-    Prediction.objects.bulk_update(to_update, ["value"], batch_size=CHUNK)
-    report_cache.touch(*{pred.study_id for pred in to_update})
+    Prediction.objects.bulk_update(to_update, ["value"], batch_size=CHUNK)  # the report version: triggers
     return len(to_create), len(to_update), skipped

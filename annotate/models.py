@@ -44,7 +44,8 @@ class Study(models.Model):
     quality = models.JSONField(default=dict, blank=True)  # {"min_gold_accuracy", "min_median_seconds"}
     # Items with "practice": true: [{"item_id", "data", "gold", "feedback"}]; never Item rows.
     practice_items = models.JSONField(default=list, blank=True)
-    # Bumped when stored judgments or predictions are edited in place (new rows change the
+    # Bumped by database triggers (migration 0010) when the study's judgments, predictions or
+    # items are updated in place or deleted, or an annotator renamed (new rows change the
     # counts instead): part of the report version (annotate/report_cache.py).
     report_revision = models.PositiveBigIntegerField(default=0, editable=False)
 
@@ -236,6 +237,7 @@ class ReportCache(models.Model):
     version = models.CharField(max_length=200, blank=True)  # "" = never built
     report_json = models.TextField(blank=True)  # text, not JSON: keeps the report's key order
     fragment = models.TextField(blank=True)
+    csv = models.TextField(blank=True)  # the CSV report of the same version; "" = not built yet
     built_at = models.DateTimeField(null=True, blank=True)
     build_seconds = models.FloatField(null=True, blank=True)
     building_since = models.DateTimeField(null=True, blank=True)

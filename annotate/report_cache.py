@@ -2,9 +2,12 @@
 "Cache"): the dashboard and the JSON API read it instead of recomputing the report.
 
 - The data version (`data_version`) is one query of counts and highest ids of the study's
-  judgments, predictions and items, plus `Study.report_revision` (bumped by `touch` when
-  rows are edited in place) and a digest of the settings the report reads. A new judgment
-  changes it; a submit writes nothing for the cache.
+  judgments, predictions and items, plus `Study.report_revision` and a digest of the
+  settings the report reads. A new row changes the counts; an update in place or a delete
+  bumps the revision through database triggers (migration 0010), whatever wrote it (admin,
+  shell `.update()`, import, API); a submit writes nothing for the cache.
+- The JSON, the dashboard's HTML fragment (the HTML page is that fragment in a page) and,
+  once asked for, the CSV are stored under one version.
 - The cache is a table (`ReportCache`, one row per study and parameter set), so web
   processes and Celery workers share it and it survives restarts.
 - A stale entry is refreshed by the Celery task `annotate.refresh_report` (run in process
@@ -61,15 +64,17 @@ def data_version(study: Study) -> str:
         cursor.execute(_counts_sql(), [study.pk] * 6)
         nj, mj, npred, mp, ni, mi = cursor.fetchone()
     revision = Study.objects.filter(pk=study.pk).values_list("report_revision", flat=True).first() or 0
-    read = [study.kind, study.config, study.annotations_per_item] + ([study.quality] if study.quality else [])
+    read = [study.slug, study.kind, study.config, study.annotations_per_item] + (
+        [study.quality] if study.quality else [])  # the slug: the report names its study
     digest = hashlib.sha256(json.dumps(read,
                                        sort_keys=True, default=str).encode()).hexdigest()[:10]
     return f"j{nj}.{mj or 0}-p{npred}.{mp or 0}-i{ni}.{mi or 0}-r{revision}-s{digest}"
 
 
 def touch(*study_ids: int) -> None:
-    """Marks the studies' cached reports stale after an in-place edit (a judgment's value,
-    a prediction's value): row counts do not see those."""
+    """Marks the studies' cached reports stale. The database triggers (migration 0010) do
+    this for every update or delete of judgments, predictions and items; kept for writes
+    they cannot see (a database without them)."""
     if study_ids:
         Study.objects.filter(pk__in=set(study_ids)).update(report_revision=F("report_revision") + 1)
 
@@ -84,6 +89,7 @@ class ReportState:
     report: dict[str, Any] | None
     fragment: str
     updating: bool
+    csv: str = ""
 
     @property
     def fresh(self) -> bool:
@@ -98,8 +104,8 @@ class ReportState:
 def report_state(study: Study, params: dict[str, Any], read: tuple[str, ...] = (),
                  current: str | None = None) -> ReportState:
     """The cache entry's state (no build), with what `read` names of "report" (the JSON,
-    ~1 MB at 100k judgments) and "fragment" (the dashboard's HTML). `current`: the data
-    version when the caller has just read it."""
+    ~1 MB at 100k judgments), "fragment" (the dashboard's HTML) and "csv". `current`: the
+    data version when the caller has just read it."""
     current = current or data_version(study)
     fields = ["version", "building_since"] + [{"report": "report_json"}.get(part, part) for part in read]
     row = ReportCache.objects.filter(study=study, params=params_key(params)).values(*fields).first()
@@ -108,13 +114,14 @@ def report_state(study: Study, params: dict[str, Any], read: tuple[str, ...] = (
     since = row["building_since"]
     report = json.loads(row["report_json"]) if row.get("report_json") else None
     return ReportState(params, current, row["version"], report, row.get("fragment", ""),
-                       since is not None and since > timezone.now() - BUILD_TIMEOUT)
+                       since is not None and since > timezone.now() - BUILD_TIMEOUT, row.get("csv", ""))
 
 
-def build(study: Study, params: dict[str, Any]) -> ReportState:
-    """Builds the report now and stores it. The version is read before the data, so rows
-    that arrive during the build leave the entry stale (refreshed again), never wrong."""
-    from evaluation.report import build_report
+def build(study: Study, params: dict[str, Any], with_csv: bool = False) -> ReportState:
+    """Builds the report now and stores it (with its CSV when `with_csv`). The version is
+    read before the data, so rows that arrive during the build leave the entry stale
+    (refreshed again), never wrong."""
+    from evaluation.report import build_report, render
     from evaluation.report.html import report_fragment
 
     start = time.perf_counter()
@@ -122,12 +129,13 @@ def build(study: Study, params: dict[str, Any]) -> ReportState:
     inp = fetch_report_input(study, params["min_votes"], params.get("include_flagged", False))
     report = build_report(inp)
     fragment = report_fragment(report, inp)
+    csv = render(report, inp, "csv") if with_csv else ""
     text = json.dumps(report, allow_nan=False)
     ReportCache.objects.update_or_create(
         study=study, params=params_key(params),
-        defaults={"version": version, "report_json": text, "fragment": fragment, "built_at": timezone.now(),
-                  "build_seconds": time.perf_counter() - start, "building_since": None})
-    return ReportState(params, version, version, report, fragment, False)
+        defaults={"version": version, "report_json": text, "fragment": fragment, "csv": csv,
+                  "built_at": timezone.now(), "build_seconds": time.perf_counter() - start, "building_since": None})
+    return ReportState(params, version, version, report, fragment, False, csv)
 
 
 def uses_broker() -> bool:
@@ -196,3 +204,35 @@ def fresh_report(study: Study, params: dict[str, Any]) -> dict[str, Any]:
     report = build(study, params).report
     assert report is not None
     return report
+
+
+def fresh_text(study: Study, params: dict[str, Any], fmt: str) -> str:
+    """The current report as CSV or HTML text, from the cache when current (the HTML page
+    is the cached fragment in a page; the CSV is stored beside the JSON the first time it
+    is asked for), else built now and stored under the same version."""
+    from evaluation.report.html import html_page
+
+    if fmt not in ("csv", "html"):
+        raise ValueError(f"no cached text of format {fmt!r}")
+    state = report_state(study, params, ("fragment", "csv"))
+    if state.fresh and fmt == "html" and state.fragment:
+        return html_page(study.slug, study.kind, state.fragment)
+    if state.fresh and fmt == "csv" and state.csv:
+        return state.csv
+    if state.fresh and fmt == "csv":  # the JSON is current: only the CSV is missing
+        return _store_csv(study, params, state.current)
+    built = build(study, params, with_csv=fmt == "csv")
+    return built.csv if fmt == "csv" else html_page(study.slug, study.kind, built.fragment)
+
+
+def _store_csv(study: Study, params: dict[str, Any], version: str) -> str:
+    """Renders the CSV of the current entry and stores it when the data did not change
+    meanwhile (else it is served but not stored: it may be newer than the cached JSON)."""
+    from evaluation.report import render
+
+    state = report_state(study, params, ("report",), version)
+    inp = fetch_report_input(study, params["min_votes"], params.get("include_flagged", False))
+    text = render(state.report or {}, inp, "csv")
+    if data_version(study) == version:
+        ReportCache.objects.filter(study=study, params=params_key(params), version=version).update(csv=text)
+    return text

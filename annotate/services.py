@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from . import report_cache
 from .access import may_read_results
 from .api.permissions import IsAdminRole
 from .api.serializers import DetailSerializer, IsoDateTimeField, json_as
@@ -186,9 +185,7 @@ def upsert_predictions(slug: str, rows: Iterable[PredictionRow]) -> UpsertCounts
         # nothing and loses nothing.
         Prediction.objects.bulk_create(create, update_conflicts=True, update_fields=["value"],
                                        unique_fields=["item", "evaluator", "annotator", "question"])
-        Prediction.objects.bulk_update(update, ["value"])
-        if create or update:  # update_conflicts may have changed values in place
-            report_cache.touch(*{study_of[key[0]] for key in keys})
+        Prediction.objects.bulk_update(update, ["value"])  # in-place changes: the report triggers (0010)
     return UpsertCounts(created=len(create), updated=len(update), unchanged=len(rows) - len(create) - len(update))
 
 

@@ -22,7 +22,6 @@ from django.utils import timezone
 
 from evaluation.vocabulary import SKIP_QUESTION
 
-from . import report_cache
 from .access import NotAllowed, access_flags
 from .answers import SKIP, InvalidAnswer, answer_value, is_empty
 from .batch_format import unstorable_text
@@ -295,8 +294,6 @@ def edit(assignment_id, user, answers, comment=None, blinded=False):
         if new_comment is not None and new_comment != old_comment:
             Judgment.objects.filter(pk__in=[j.pk for j in stored.values()]).update(comment=new_comment)
             changes["comment"] = new_comment
-        if after:
-            report_cache.touch(study.pk)
         if changes:
             previous = {"values": before, **({"comment": old_comment} if "comment" in changes else {})}
             AuditLog.objects.create(study=study, user=user, action=EDIT_ACTION, object_type="assignment",

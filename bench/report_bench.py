@@ -5,8 +5,10 @@ the same judgment columns (the least any report must pay to read its rows).
 - cold report: SQL (fetching the rows into arrays) + statistics (building the report), and
   the figures/HTML fragment; the cache refresh (all of it, stored: what the Celery task does);
 - warm (the report cache is current): the dashboard page, the report section alone, the
-  JSON version endpoint and the dashboard's polled version badge, best and median of
-  `--repeat` calls through Django's test client (no network).
+  JSON version endpoint, the dashboard's polled version badge and the CSV and HTML
+  downloads (cached with the JSON since issue 25; the first CSV of a version is rendered
+  and stored, timed on its own), best and median of `--repeat` calls through Django's
+  test client (no network).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/humeval \
         .venv/bin/python bench/report_bench.py [--sizes 10000,100000,1000000]
@@ -144,10 +146,17 @@ def measure(n_judgments, client, repeat):
     print(f"{'':>9} cache refresh (cold report + fragment + store) {cache_build:7.3f} s "
           f"({cache_build / reference:6.1f}x)", flush=True)
     rows = {"cold": total}
+    api = f"/api/studies/{study.slug}/report/"
+    start = time.perf_counter()
+    get_ok(client, api + "?format=csv")  # the first CSV of this version: rendered and stored beside the JSON
+    first_csv = time.perf_counter() - start
+    print(f"{'':>9} first CSV download of the version (rendered, stored) {first_csv:7.3f} s "
+          f"({first_csv / reference:6.1f}x)", flush=True)
     for label, url in (("warm dashboard page", f"/studies/{study.slug}/"),
                        ("warm report section", f"/studies/{study.slug}/report-panel/"),
                        ("version endpoint", f"/api/studies/{study.slug}/report/version/"),
-                       ("polled version badge", f"/studies/{study.slug}/report-version/")):
+                       ("polled version badge", f"/studies/{study.slug}/report-version/"),
+                       ("warm CSV download", api + "?format=csv"), ("warm HTML download", api + "?format=html")):
         get_ok(client, url)
         best, median = timed(lambda url=url: get_ok(client, url), repeat)
         rows[label] = best

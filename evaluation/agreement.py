@@ -78,13 +78,28 @@ def krippendorff_alpha(units: Column, coders: Column, values: Column, level: str
         observed = _within_unit_sum(unit, value, count, m, x)
         expected = _ratio_expected(n_c, x)
     else:
-        # ordinal: delta_ck = distance of midranks in the pooled values
-        x = np.cumsum(n_c) - n_c / 2.0 if level == "ordinal" else c.value_labels.astype(float)
+        # ordinal: delta_ck = distance of midranks in the pooled values; interval: the values
+        # mapped onto [0, 1] (alpha is unchanged by an affine map; no square of a difference
+        # under- or overflows, e.g. at 1e-300)
+        x = np.cumsum(n_c) - n_c / 2.0 if level == "ordinal" else unit_scale(c.value_labels.astype(float))
         observed = _interval_observed(unit, value, count, m, x, len(c.m))
         mean = float(n_c @ x) / n
         expected = 2.0 * n * float(n_c @ (x - mean) ** 2)
+    if not expected > 0:  # distinct values whose distances all vanish in floating point
+        return AlphaResult(None, "no expected disagreement in floating point", n_units, int(n))
     alpha = 1.0 - (n - 1.0) * observed / expected
     return AlphaResult(float(alpha), None, n_units, int(n))
+
+
+def unit_scale(x: np.ndarray) -> np.ndarray:
+    """Sorted distinct values mapped onto [0, 1] (first -> 0, last -> 1).
+
+    >>> unit_scale(np.array([2.0, 3.0, 6.0])).tolist()
+    [0.0, 0.25, 1.0]
+    """
+    if len(x) < 2 or x[-1] == x[0]:
+        return x
+    return (x - x[0]) / (x[-1] - x[0])
 
 
 def _interval_observed(unit: np.ndarray, value: np.ndarray, count: np.ndarray, m: np.ndarray, x: np.ndarray,
@@ -267,10 +282,11 @@ def quadratic_kappa(a_values: Column, b_values: Column) -> float | None:
 
 
 def pairwise_cohen_kappa(units: Column, coders: Column, values: Column, min_shared: int = 10,
-                         weights: str | None = None, counts: Counts | None = None
-                         ) -> dict[tuple[Any, Any], float | None]:
+                         weights: str | None = None, counts: Counts | None = None, with_n: bool = False
+                         ) -> dict[tuple[Any, Any], Any]:
     """{(coder_a, coder_b): kappa|None} for coder pairs (a < b) sharing >= min_shared units:
-    unweighted (choices), or weights="quadratic" (rating scales, `quadratic_kappa`)."""
+    unweighted (choices), or weights="quadratic" (rating scales, `quadratic_kappa`). With
+    `with_n`, {(a, b): (kappa, shared units)}."""
     if weights not in (None, "quadratic"):
         raise ValueError(f"weights must be None or 'quadratic', got {weights!r}")
     c = counts if counts is not None else tabulate(units, coders, values, numeric=weights is not None)
@@ -293,15 +309,16 @@ def pairwise_cohen_kappa(units: Column, coders: Column, values: Column, min_shar
                   else None for g, s in enumerate(shared.tolist())]
     labels = c.coder_labels.tolist()
     return {
-        (labels[p // n_coders], labels[p % n_coders]): k
+        (labels[p // n_coders], labels[p % n_coders]): (k, int(s)) if with_n else k
         for p, k, s in zip(pair_ids.tolist(), kappas, shared)
         if s >= min_shared
     }
 
 
-def leave_one_out_agreement(units: Column, coders: Column, values: Column,
-                            counts: Counts | None = None) -> dict[Any, float | None]:
-    """{coder: share of their judgments equal to the other coders' strict majority}.
+def leave_one_out_agreement(units: Column, coders: Column, values: Column, counts: Counts | None = None,
+                            with_n: bool = False) -> dict[Any, Any]:
+    """{coder: share of their judgments equal to the other coders' strict majority}; with
+    `with_n`, {coder: (share, units counted)}.
 
     Only units where the other coders have a strict majority count; None if there are none.
 
@@ -322,16 +339,23 @@ def leave_one_out_agreement(units: Column, coders: Column, values: Column,
     n_coders = len(c.coder_labels)
     n_def = np.bincount(c.j_coder, weights=defined, minlength=n_coders)
     n_agree = np.bincount(c.j_coder, weights=agree & defined, minlength=n_coders)
-    return {
-        label: (float(n_agree[i] / n_def[i]) if n_def[i] else None)
-        for i, label in enumerate(c.coder_labels.tolist())
-    }
+    return _per_coder(c.coder_labels, n_agree, n_def, with_n)
 
 
-def leave_one_out_rating_difference(units: Column, coders: Column, values: Column,
-                                    counts: Counts | None = None) -> dict[Any, float | None]:
+def _per_coder(labels: np.ndarray, total: np.ndarray, n: np.ndarray, with_n: bool) -> dict[Any, Any]:
+    """{coder: total / n (None for n = 0)}, or {coder: (that, n)} `with_n`."""
+    out: dict[Any, Any] = {}
+    for i, label in enumerate(labels.tolist()):
+        value = float(total[i] / n[i]) if n[i] else None
+        out[label] = (value, int(n[i])) if with_n else value
+    return out
+
+
+def leave_one_out_rating_difference(units: Column, coders: Column, values: Column, counts: Counts | None = None,
+                                    with_n: bool = False) -> dict[Any, Any]:
     """{coder: mean |rating - median of the other coders' ratings|} over the units where at
-    least 2 other coders rated; None for a coder with no such unit.
+    least 2 other coders rated; None for a coder with no such unit. With `with_n`, {coder:
+    (mean, units counted)}.
 
     >>> leave_one_out_rating_difference([1, 1, 1], ["x", "y", "z"], [1, 2, 6])
     {'x': 3.0, 'y': 1.5, 'z': 4.5}
@@ -357,8 +381,7 @@ def leave_one_out_rating_difference(units: Column, coders: Column, values: Colum
     n_coders = len(c.coder_labels)
     n = np.bincount(coder, weights=keep, minlength=n_coders)
     total = np.bincount(coder, weights=diff, minlength=n_coders)
-    return {label: (float(total[i] / n[i]) if n[i] else None)
-            for i, label in enumerate(c.coder_labels.tolist())}
+    return _per_coder(c.coder_labels, total, n, with_n)
 
 
 pairwise_kappa = pairwise_cohen_kappa  # the name statistics.md uses

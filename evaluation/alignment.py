@@ -1,9 +1,10 @@
 """Metric-vs-human alignment for pairwise studies (ExPerT Table 1; statistics.md).
 
 Items whose human majority is `tie` are left out of alignment, McNemar and win rate (the
-report counts them in `tie_majority`). Intervals are 95% Wilson score intervals: a
-percentile bootstrap of a proportion undercovers at pilot sizes and gives [1, 1] when
-every item agrees.
+report counts them in `tie_majority`). Intervals are 95% Wilson score intervals over items
+(one majority per item: independent units): a percentile bootstrap of a proportion
+undercovers at pilot sizes and gives [1, 1] when every item agrees. No interval from
+fewer than 5 items (statistics.md, "Clustered data").
 """
 import itertools
 import math
@@ -15,9 +16,11 @@ from typing import Any
 import numpy as np
 from scipy.stats import binom, norm
 
+from evaluation.bootstrap import interval_refusal
 from evaluation.vocabulary import TIE
 
 Z95 = float(norm.ppf(0.975))
+WILSON = "Wilson score interval over items"
 
 
 def metric_pick(scores: Mapping[Any, Any]) -> Any:
@@ -103,12 +106,17 @@ def alignment_of(m: Marks) -> dict[str, Any]:
     agree = int(np.count_nonzero(m.scored & m.agree))
     ties = int(np.count_nonzero(m.scored & m.tie))
     n = int(np.count_nonzero(m.scored))
+    keys = {"ci_method": WILSON, "n_clusters": n}
+    refusal = interval_refusal(n)
+    if refusal is not None:
+        keys["ci_reason"] = refusal
     if n == 0:
         return {"alignment": None, "alignment_strict": None, "agree": 0, "ties": 0, "n": 0,
-                "ci95": None, "ci95_strict": None}
+                "ci95": None, "ci95_strict": None, **keys}
     return {"alignment": (agree + 0.5 * ties) / n, "alignment_strict": agree / n,
             "agree": int(agree), "ties": int(ties), "n": n,
-            "ci95": wilson_ci(agree + 0.5 * ties, n), "ci95_strict": wilson_ci(agree, n)}
+            "ci95": wilson_ci(agree + 0.5 * ties, n) if refusal is None else None,
+            "ci95_strict": wilson_ci(agree, n) if refusal is None else None, **keys}
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -155,7 +163,7 @@ def compare_marks(by_metric: Mapping[str, Marks]) -> list[dict[str, Any]]:
         both = ma.scored & mb.scored
         a_only = int(np.count_nonzero(both & ma.agree & ~mb.agree))
         b_only = int(np.count_nonzero(both & mb.agree & ~ma.agree))
-        rows.append({"a": a, "b": b, "a_only": a_only, "b_only": b_only,
+        rows.append({"a": a, "b": b, "a_only": a_only, "b_only": b_only, "n": int(np.count_nonzero(both)),
                      "p_value": mcnemar_exact(a_only, b_only)})
     for row, adjusted in zip(rows, holm([r["p_value"] for r in rows])):
         row["p_holm"] = adjusted

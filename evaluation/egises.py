@@ -6,16 +6,18 @@ softmax and mean over k != j. `variant="paper"` is the appendix equation read li
 the k = j terms (sigma = 0, so w = 0 and prop = 1) are also in the softmax sum and the mean.
 """
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from evaluation.agreement import within_unit_pairs
+from evaluation.bootstrap import bootstrap_interval, bootstrap_method, cluster_counts
 from evaluation.text import preprocess
 
 EPS = 1e-5
+RESAMPLES = 2000  # bootstrap over documents
 VARIANTS = ("code", "paper")
 
 
@@ -76,21 +78,26 @@ def egises_from_distances(documents: Iterable[dict[str, Any]], variant: str = "c
     """EGISES from precomputed distances.
 
     documents: iterable of dicts {"ref": UxU, "ref_doc": U, "model": UxU, "model_doc": U}
-    (see `degress_batch`). Returns {"egises", "degress", "n_documents"}; documents with
-    no usable pair are not counted; no usable document gives None.
+    (see `degress_batch`). Returns {"egises", "degress", "n_documents", "per_document":
+    DEGRESS(d) of each input document, None where it has no usable pair}; documents with no
+    usable pair are not counted; no usable document gives None.
     """
-    by_size: dict[int, list[dict[str, Any]]] = {}
-    for d in documents:
-        by_size.setdefault(len(d["ref_doc"]), []).append(d)
-    values: list[float] = []
-    for group in by_size.values():
+    by_size: dict[int, list[int]] = {}
+    documents = list(documents)
+    for k, d in enumerate(documents):
+        by_size.setdefault(len(d["ref_doc"]), []).append(k)
+    per_document: list[float | None] = [None] * len(documents)
+    for positions in by_size.values():
+        group = [documents[k] for k in positions]
         ref, ref_doc, model, model_doc = (np.array([d[key] for d in group], float)
                                           for key in ("ref", "ref_doc", "model", "model_doc"))
-        values.extend(v for v in degress_batch(ref, ref_doc, model, model_doc, variant).tolist() if not math.isnan(v))
+        for k, v in zip(positions, degress_batch(ref, ref_doc, model, model_doc, variant).tolist()):
+            per_document[k] = None if math.isnan(v) else v
+    values = [v for v in per_document if v is not None]
     if not values:
-        return {"egises": None, "degress": None, "n_documents": 0}
+        return {"egises": None, "degress": None, "n_documents": 0, "per_document": per_document}
     degress = float(np.mean(values))
-    return {"egises": 1.0 - degress, "degress": degress, "n_documents": len(values)}
+    return {"egises": 1.0 - degress, "degress": degress, "n_documents": len(values), "per_document": per_document}
 
 
 def document_text(doc: dict[str, Any]) -> str:
@@ -221,6 +228,7 @@ def egises(documents: list[dict[str, Any]], variant: str = "code", stopword_list
     """
     prepared, errors, steps = tokenize_documents(documents, stopword_list)
     result = egises_from_tokens(prepared, variant)
+    result.pop("per_document", None)  # manage.py egises prints this dict: its keys are interfaces.md's
     result["preprocessing"] = steps
     result["errors"] = errors
     return result
@@ -258,7 +266,9 @@ def egises_hj(documents: list[dict[str, Any]], scale: tuple[float, float] = (1, 
     A user pair is unordered: the ratings under (a, b) and (b, a) are pooled. sigma =
     (max - mean) / (max - min) on `scale`; sigma to the document is JSD. A user pair missing either rating is skipped
     (left out of that document) and counted in "skipped".
-    Returns {"egises_hj", "degress", "n_documents", "skipped", "errors", "preprocessing"}.
+    Returns {"egises_hj", "degress", "n_documents", "skipped", "errors", "preprocessing",
+    "per_document": {doc_id: DEGRESS(d)} of the usable documents} (`egises_interval` turns
+    the last into an interval over documents).
 
     statistics.md's minimal check: model ratings (a,b) 5 and (b,a) 1 pool to 3, sigma .6;
     reference 2, sigma .8; EGISES-HJ = 1 - (.6 + 1e-5)/(.8 + 1e-5):
@@ -290,5 +300,34 @@ def egises_hj(documents: list[dict[str, Any]], scale: tuple[float, float] = (1, 
         sigmas.append({"ref": ref, "ref_doc": j[1:1 + u, 0],
                        "model": model, "model_doc": j[1 + u:, 0]})
     result = egises_from_distances(sigmas, variant)
+    degress = {doc_id: v for (doc_id, _, _), v in zip(prepared, result["per_document"]) if v is not None}
     return {"egises_hj": result["egises"], "degress": result["degress"],
-            "n_documents": result["n_documents"], "skipped": skipped, "errors": errors, "preprocessing": steps}
+            "n_documents": result["n_documents"], "skipped": skipped, "errors": errors, "preprocessing": steps,
+            "per_document": degress}
+
+
+def egises_interval(per_document: Mapping[Any, float], resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Any]:
+    """EGISES = 1 - mean DEGRESS(d) over documents with its bootstrap interval over documents
+    (statistics.md, "Clustered data"): {"egises", "n_documents", "ci95", "ci_method",
+    "n_clusters", "dropped_resamples", "ci_reason" (when there is no interval)}. Documents
+    are taken in sorted id order (str) and drawn as `bootstrap.cluster_counts` does.
+
+    >>> r = egises_interval({"d1": 0.5, "d2": 0.7, "d3": 0.6, "d4": 0.8, "d5": 0.4})
+    >>> round(r["egises"], 6), r["n_documents"], [round(v, 4) for v in r["ci95"]]
+    (0.4, 5, [0.22, 0.58])
+    """
+    docs = sorted(per_document, key=str)
+    values = np.array([per_document[d] for d in docs], dtype=float)
+    out: dict[str, Any] = {"egises": None, "n_documents": len(docs), "ci95": None,
+                           "ci_method": bootstrap_method("documents", resamples, seed), "n_clusters": len(docs),
+                           "dropped_resamples": 0}
+    if not len(docs):
+        out["ci_reason"] = "no document"
+        return out
+    out["egises"] = 1.0 - float(np.mean(values))
+    samples = np.concatenate([1.0 - (w @ values) / len(docs) for w in cluster_counts(len(docs), resamples, seed)])
+    interval = bootstrap_interval(samples, out["egises"], len(docs))
+    out.update(ci95=interval.ci95, dropped_resamples=interval.dropped)
+    if interval.ci95 is None:
+        out["ci_reason"] = interval.reason
+    return out

@@ -1,6 +1,14 @@
-"""Per-DOC aspect accuracy of evaluators (PerSE Table 4) and the reviewer_prior baseline."""
+"""Per-DOC aspect accuracy of evaluators (PerSE Table 4) and the reviewer_prior baseline.
+
+An accuracy is a share of judgments (item, annotator), which cluster in items: its
+interval, and that of the average over aspects, resample items (`accuracy_intervals`).
+"""
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import numpy as np
+
+from evaluation.bootstrap import RESAMPLES, Interval, bootstrap_interval, interval_refusal, ratio_samples
 
 NOT_AVAILABLE = "N/A"
 UNPARSED = ""
@@ -10,15 +18,16 @@ def _norm(v: Any) -> str:
     return "" if v is None else str(v).strip()
 
 
-def aspect_accuracy(judgments: Iterable[tuple[Any, Any, Any]],
-                    predictions: Mapping[tuple[Any, Any], Any]) -> dict[str, Any]:
+def aspect_accuracy(judgments: Iterable[tuple[Any, Any, Any]], predictions: Mapping[tuple[Any, Any], Any],
+                    per_item: bool = False) -> dict[str, Any]:
     """Accuracy of an evaluator on one aspect.
 
     judgments: [(item, annotator, choice)]. predictions: {(item, annotator): value} for a
     personalized evaluator and/or {(item, ""): value} for one prediction for everyone; the
     annotator's own key wins. A value of "" (or None, or no prediction at all) could not
     be parsed: left out of `accuracy`, wrong in `accuracy_strict`. "N/A" is wrong in both.
-    Returns {"accuracy", "accuracy_strict", "n", "n_unparsed"}; n counts all judgments.
+    Returns {"accuracy", "accuracy_strict", "n", "n_unparsed"}; n counts all judgments;
+    with `per_item` also "per_item": {item: [right, parsed, judgments]}.
 
     Right, N/A (wrong), unparsed (left out of accuracy, wrong in accuracy_strict):
 
@@ -28,7 +37,10 @@ def aspect_accuracy(judgments: Iterable[tuple[Any, Any, Any]],
     """
     right = parsed = 0
     judgments = list(judgments)
+    by_item: dict[Any, list[int]] = {}
     for item, annotator, choice in judgments:
+        counts = by_item.setdefault(item, [0, 0, 0])
+        counts[2] += 1
         pred = predictions.get((item, annotator))
         if pred is None:
             pred = predictions.get((item, ""))
@@ -36,11 +48,45 @@ def aspect_accuracy(judgments: Iterable[tuple[Any, Any, Any]],
         if pred == UNPARSED:
             continue
         parsed += 1
-        right += pred != NOT_AVAILABLE and pred == _norm(choice)
+        hit = pred != NOT_AVAILABLE and pred == _norm(choice)
+        right += hit
+        counts[0] += hit
+        counts[1] += 1
     n = len(judgments)
-    return {"accuracy": right / parsed if parsed else None,
-            "accuracy_strict": right / n if n else None,
-            "n": n, "n_unparsed": n - parsed}
+    out: dict[str, Any] = {"accuracy": right / parsed if parsed else None,
+                           "accuracy_strict": right / n if n else None,
+                           "n": n, "n_unparsed": n - parsed}
+    if per_item:
+        out["per_item"] = by_item
+    return out
+
+
+def accuracy_intervals(per_item: Mapping[str, Mapping[Any, list[int]]], aspects: list[str],
+                       resamples: int = RESAMPLES, seed: int = 0) -> tuple[dict[str, Interval], Interval]:
+    """({aspect: interval of the lenient accuracy}, interval of their mean over `aspects`)
+    from `aspect_accuracy(..., per_item=True)["per_item"]` of each aspect: one bootstrap
+    over the items (sorted ids as text, `bootstrap.cluster_counts`), so every aspect and the
+    average see the same resampled items; a resample leaving an aspect without a parsed
+    prediction is dropped for it (and for the average)."""
+    items = sorted({i for a in aspects for i in per_item.get(a, {})}, key=str)
+    col = {i: k for k, i in enumerate(items)}
+    right, parsed = np.zeros((len(aspects), len(items))), np.zeros((len(aspects), len(items)))
+    for a, aspect in enumerate(aspects):
+        for item, (hits, n_parsed, _) in per_item.get(aspect, {}).items():
+            right[a, col[item]], parsed[a, col[item]] = hits, n_parsed
+    clusters = [int(np.count_nonzero(parsed[a])) for a in range(len(aspects))]
+    every = int(np.count_nonzero(parsed.sum(axis=0)))
+    if not items or interval_refusal(every) is not None:
+        reason = interval_refusal(every) or "no items"
+        return ({a: Interval(None, c, 0, 0, interval_refusal(c) or reason) for a, c in zip(aspects, clusters)},
+                Interval(None, every, 0, 0, reason))
+    samples = ratio_samples(right, parsed, resamples, seed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimate = right.sum(axis=1) / parsed.sum(axis=1)
+    per_aspect = {a: bootstrap_interval(samples[:, k], float(estimate[k]), clusters[k])
+                  for k, a in enumerate(aspects)}
+    average = bootstrap_interval(samples.mean(axis=1), float(np.mean(estimate)), every)
+    return per_aspect, average
 
 
 def reviewer_prior(judgments: Iterable[tuple[Any, Any, Any, Any]]) -> dict[tuple[Any, Any], Any]:

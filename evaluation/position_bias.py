@@ -3,14 +3,25 @@
 The unit of the test is one screen (item, annotator): the choices on one screen share one
 display order and are not independent, so a screen casts one vote: "first" when most of
 its non-tie two-option choices picked the option shown first, "second" when most picked
-the other, none when they split evenly. The share of "first" votes is tested against 0.5
-with a two-sided exact binomial test.
+the other, none when they split evenly.
+
+Screens cluster in annotators (a personal habit of picking the first option makes one
+annotator's screens alike), so the study-level test is over annotators (statistics.md,
+"Clustered data"): a two-sided one-sample t-test of each annotator's share of "first"
+votes against 0.5, over the annotators with at least MIN_SCREENS voting screens, n =
+annotators (`annotator_test`). Each annotator's own share gets a two-sided exact binomial
+test against 0.5, Holm-adjusted over the annotators (`per_annotator`).
 """
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from scipy.stats import binom
+
+from evaluation.alignment import holm
+from evaluation.intervals import t_interval
+
+MIN_SCREENS = 5  # an annotator enters the study-level test with this many voting screens
 
 
 def position_bias(chose_first: Sequence[bool | None] | np.ndarray) -> dict[str, Any]:
@@ -57,3 +68,39 @@ def screen_votes(screens: np.ndarray, chose_first: np.ndarray) -> tuple[np.ndarr
     first = np.bincount(inverse.ravel(), weights=np.asarray(chose_first, dtype=float), minlength=len(ids))
     votes = 2 * first != total
     return ids[votes], (2 * first > total)[votes]
+
+
+def annotator_test(firsts: np.ndarray, votes: np.ndarray, min_screens: int = MIN_SCREENS) -> dict[str, Any]:
+    """The study-level position-bias test over annotators: {"first_shown_rate" (mean of the
+    tested annotators' shares), "n" (annotators tested), "p_value" (one-sample t-test
+    against 0.5, two-sided), "ci95" (t interval), "sd", "n_screens" (their voting screens),
+    "reason" (why p or the interval is missing, else absent)}. `firsts` / `votes`: each
+    annotator's "first" votes and voting screens.
+
+    >>> r = annotator_test(np.array([4, 6, 5, 7, 3, 1]), np.array([10, 10, 10, 10, 10, 4]))
+    >>> r["n"], round(r["first_shown_rate"], 3), round(r["p_value"], 6), r["n_screens"]
+    (5, 0.5, 1.0, 50)
+    """
+    firsts, votes = np.asarray(firsts, dtype=float), np.asarray(votes, dtype=np.int64)
+    tested = votes >= min_screens
+    shares = firsts[tested] / votes[tested]
+    result = t_interval(shares, null=0.5)
+    out: dict[str, Any] = {"first_shown_rate": result.mean, "n": int(result.n), "p_value": result.p_value,
+                           "ci95": result.ci95, "sd": result.sd, "n_screens": int(votes[tested].sum())}
+    if result.n < 2:
+        out["reason"] = f"fewer than 2 annotators with >= {min_screens} voting screens"
+    elif result.reason:
+        out["reason"] = result.reason
+    return out
+
+
+def per_annotator(firsts: np.ndarray, votes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(exact binomial p of each annotator's share of "first" votes against 0.5, the same
+    Holm-adjusted over the annotators), for annotators with at least one vote.
+
+    >>> raw, adjusted = per_annotator(np.array([10, 5, 0]), np.array([10, 10, 10]))
+    >>> [round(v, 6) for v in raw.tolist()], [round(v, 6) for v in adjusted.tolist()]
+    ([0.001953, 1.0, 0.001953], [0.005859, 1.0, 0.005859])
+    """
+    raw = binomial_p_half(np.asarray(firsts), np.asarray(votes))
+    return raw, np.array(holm(raw.tolist()) if len(raw) else [], dtype=float)

@@ -307,10 +307,10 @@ def _midranks(totals: np.ndarray, out: np.ndarray, mean: float) -> tuple[float, 
     return ties, tied, squares
 
 
-def _parallel(task: Callable[[int, int], None], resamples: int) -> None:
+def _parallel(task: Callable[[int, int], None], resamples: int, chunk: int = CHUNK) -> None:
     """task(r0, r1) over chunks of the resamples, on the machine's cores (the kernels
     release the GIL)."""
-    bounds = [(r0, min(resamples, r0 + CHUNK)) for r0 in range(0, resamples, CHUNK)]
+    bounds = [(r0, min(resamples, r0 + chunk)) for r0 in range(0, resamples, chunk)]
     workers = min(len(bounds), os.cpu_count() or 1)
     if workers <= 1:
         for r0, r1 in bounds:
@@ -382,27 +382,73 @@ def draw_counts(multiplicity: np.ndarray, resamples: int, seed: int = 0) -> np.n
     return out
 
 
+class Cells:
+    """The distinct (x, y) values ("profiles", "cells") of paired numbers, sorted by x group
+    then y level: `group`, `level` of each cell, `mult` (units per cell), `of_unit` (each
+    unit's cell). y is the side with fewer distinct values (the levels of Kendall's running
+    sums; both coefficients are symmetric), so x and y may be swapped."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray) -> None:
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        if len(np.unique(x)) < len(np.unique(y)):
+            x, y = y, x
+        _, xcode = np.unique(x, return_inverse=True)
+        _, ycode = np.unique(y, return_inverse=True)
+        self.n_levels = int(ycode.max()) + 1
+        cell, of_unit, mult = np.unique(xcode.ravel().astype(np.int64) * self.n_levels + ycode.ravel(),
+                                        return_inverse=True, return_counts=True)
+        self.group = (cell // self.n_levels).astype(np.int32)
+        self.level = (cell % self.n_levels).astype(np.int32)
+        self.mult, self.of_unit = mult, of_unit.ravel()
+        self.n_groups = int(self.group[-1]) + 1
+
+
 def rank_bootstrap(x: np.ndarray, y: np.ndarray, resamples: int = 2000,
                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(Spearman rho, Kendall tau-b) of each bootstrap resample of the (x, y) units; NaN
-    where a resample is constant on one side. Profiles are the distinct (x, y), sorted, so
-    `draw_counts` of their multiplicities gives the same resamples; y is the side with
-    fewer distinct values (the levels of Kendall's running sums; both are symmetric)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    where a resample is constant on one side. Profiles are the distinct (x, y), sorted
+    (`Cells`), so `draw_counts` of their multiplicities gives the same resamples."""
     rho, tau = np.full(resamples, np.nan), np.full(resamples, np.nan)
     if not len(x):
         return rho, tau
-    if len(np.unique(x)) < len(np.unique(y)):
-        x, y = y, x
-    _, xcode = np.unique(x, return_inverse=True)
-    _, ycode = np.unique(y, return_inverse=True)
-    n_levels = int(ycode.max()) + 1
-    cell, mult = np.unique(xcode.astype(np.int64) * n_levels + ycode, return_counts=True)
-    group, level = (cell // n_levels).astype(np.int32), (cell % n_levels).astype(np.int32)
-    mult, cum, prob, alias, size, units = _draw_args(mult)
-    n_groups = int(group[-1]) + 1
+    cells = Cells(x, y)
+    group, level, n_groups, n_levels = cells.group, cells.level, cells.n_groups, cells.n_levels
+    mult, cum, prob, alias, size, units = _draw_args(cells.mult)
     _parallel(lambda r0, r1: _rank_rows(seed, r0, r1, mult, cum, prob, alias, size, units, group, level,
                                         n_groups, n_levels, rho[r0:r1], tau[r0:r1]), resamples)
+    return rho, tau
+
+
+@njit(nogil=True, cache=True)
+def _rank_rows_of_counts(counts: np.ndarray, group: np.ndarray, level: np.ndarray, n_groups: int,
+                         n_levels: int, rho: np.ndarray, tau: np.ndarray) -> None:
+    """rho[r], tau[r] of given cell counts (one resample a row, n = the row's sum)."""
+    scratch = (np.zeros(n_groups, np.int64), np.zeros(n_levels, np.int64), np.zeros(n_groups),
+               np.zeros(n_levels), np.zeros(n_levels + 1, np.int64))
+    k = n_levels if n_levels <= FEW_LEVELS else 0
+    sign = np.zeros((k, k), np.int64)
+    for b in range(k):
+        for e in range(k):
+            sign[b, e] = (e > b) - (e < b)
+    single = n_groups == counts.shape[1] and k > 0
+    for r in range(counts.shape[0]):
+        row = counts[r]
+        n = row.sum()
+        if single:
+            rho[r], tau[r] = _rank_stats_single(n, row, level, n_levels, sign, scratch)
+        else:
+            rho[r], tau[r] = _rank_stats(n, row, group, level, n_groups, n_levels, sign, scratch)
+
+
+def rank_stats_of_counts(cells: Cells, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Spearman rho, Kendall tau-b) of each row of `counts` (k, cells): how often each cell
+    is in one resample (any n; e.g. the units of resampled clusters). NaN where a row is
+    constant on one side. Rows in chunks on the machine's cores, as `rank_bootstrap`."""
+    counts = np.ascontiguousarray(counts, dtype=np.int32)
+    rho, tau = np.full(len(counts), np.nan), np.full(len(counts), np.nan)
+    _parallel(lambda r0, r1: _rank_rows_of_counts(counts[r0:r1], cells.group, cells.level, cells.n_groups,
+                                                  cells.n_levels, rho[r0:r1], tau[r0:r1]), len(counts),
+              chunk=max(1, -(-len(counts) // (os.cpu_count() or 1))))
     return rho, tau
 
 
@@ -416,4 +462,7 @@ def warm_up() -> float:
     rank_bootstrap(np.arange(30.0), np.arange(30.0) % 4, 4)
     rank_bootstrap(np.arange(30.0), np.arange(30.0) % 10, 4)
     draw_counts(np.array([2, 1]), 2)
+    for levels in (4, 10):
+        cells = Cells(np.arange(30.0), np.arange(30.0) % levels)
+        rank_stats_of_counts(cells, np.ones((2, len(cells.mult)), np.int32))
     return time.perf_counter() - start

@@ -47,7 +47,7 @@ def expected_version(study, revision=0):
         rows = model.objects.filter(study=study)
         parts.append(f"{letter}{rows.count()}.{rows.aggregate(m=Max('id'))['m'] or 0}")
     study.refresh_from_db()
-    digest = hashlib.sha256(json.dumps([study.kind, study.config, study.annotations_per_item],
+    digest = hashlib.sha256(json.dumps([study.slug, study.kind, study.config, study.annotations_per_item],
                                        sort_keys=True).encode()).hexdigest()[:10]
     return "-".join(parts) + f"-r{revision}-s{digest}"
 
@@ -95,7 +95,8 @@ def test_new_prediction_and_item_make_the_report_stale(study):
 
 
 def test_an_edited_judgment_makes_the_report_stale(study):
-    """Edits change no count: the edit path bumps the study's report_revision."""
+    """Edits change no count: the database trigger on judgment updates bumps the study's
+    report_revision (migration 0010)."""
     report_cache.current_report(study, PARAMS, READ)
     assignment = Assignment.objects.get(study=study, item__item_id="i3", annotator__username="ann1")
     edit(assignment.pk, assignment.annotator, {"choice": "y"})  # i3 is not complete: editable

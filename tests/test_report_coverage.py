@@ -30,9 +30,9 @@ def test_coverage_and_warnings_on_a_hand_made_study():
     study = make_judged_study("cov", "pairwise_alignment", items, judgments, predictions)
     report = build_report(fetch_report_input(study))
     assert report["coverage"] == {
-        "gemba": {"n_items": 12, "n_scored": 5, "n_unparsed": 7},
-        "geval": {"n_items": 12, "n_scored": 0, "n_unparsed": 2},
-        "rougeL": {"n_items": 12, "n_scored": 12, "n_unparsed": 0},
+        "gemba": {"n_items": 12, "n_scored": 5, "n_unparsed": 7, "n_nonfinite": 0},
+        "geval": {"n_items": 12, "n_scored": 0, "n_unparsed": 2, "n_nonfinite": 0},
+        "rougeL": {"n_items": 12, "n_scored": 12, "n_unparsed": 0, "n_nonfinite": 0},
     }
     assert (report["alignment"]["gemba"]["n"], report["alignment"]["rougeL"]["n"]) == (5, 12)
     # the HTML report (and the dashboard, which shows the same fragment) prints both

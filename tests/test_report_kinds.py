@@ -1,5 +1,4 @@
 """explanation_choice, similarity_survey and aspect_pairwise reports on hand-worked studies."""
-import itertools
 from datetime import UTC, datetime, timedelta
 
 import krippendorff
@@ -45,10 +44,15 @@ def test_explanation_choice_keys(explanation_report):
     """Higher ExPerT: e1 x, e2 y (e3 equal, left out). Choices on e1: x x y, on e2: y x y
     -> 4 of 6 match. Usefulness 5 4 2 3 3 4 1 2: mean 24/8 = 3, squared deviations sum
     4+1+1+0+0+1+4+1 = 12 -> sd = sqrt(12/7). Majority e1 x, e2 y, e3 none; the `expert`
-    metric picks x on e1 and y on e2 -> alignment 2/2."""
+    metric picks x on e1 and y on e2 -> alignment 2/2. Both rest on 3 items: no interval
+    (fewer than 5 clusters)."""
     r = explanation_report
     assert r["choice_matches_expert"] == pytest.approx(4 / 6)
-    assert r["usefulness"] == {"mean": pytest.approx(3.0), "sd": pytest.approx((12 / 7) ** 0.5), "n": 8}
+    assert {k: r["choice_matches_expert_detail"][k] for k in ("share", "n", "n_items", "ci95", "ci_reason")} == {
+        "share": pytest.approx(4 / 6), "n": 6, "n_items": 2, "ci95": None, "ci_reason": "fewer than 5 clusters (2)"}
+    assert {k: r["usefulness"][k] for k in ("mean", "sd", "n", "n_items", "ci95", "n_clusters")} == {
+        "mean": pytest.approx(3.0), "sd": pytest.approx((12 / 7) ** 0.5), "n": 8, "n_items": 3, "ci95": None,
+        "n_clusters": 3}
     assert r["majority"] == {"e1": "x", "e2": "y", "e3": None} and r["no_majority"] == 1
     assert r["win_rate"] == {"x": 0.5, "y": 0.5}
     assert r["alignment"]["expert"]["alignment"] == 1.0 and r["alignment"]["expert"]["n"] == 2
@@ -76,11 +80,11 @@ def test_explanation_choice_agreement(explanation_report):
 
 
 def test_explanation_choice_position_bias(explanation_report):
-    """One choice per screen. First-shown choices: e1 ann1; e2 ann2, ann3; e3 ann1, ann2 -> 5 of 8;
-    two-sided exact binomial p = 2 * (56 + 28 + 8 + 1) / 256."""
+    """One choice per screen. First-shown choices: e1 ann1; e2 ann2, ann3; e3 ann1, ann2 -> 5 of
+    8 screens. Nobody has the 5 voting screens of the test over annotators: no p."""
     bias = explanation_report["position_bias"]
-    assert {k: bias[k] for k in ("first_shown_rate", "n", "p_value", "unit")} == {
-        "first_shown_rate": 0.625, "n": 8, "p_value": pytest.approx(186 / 256), "unit": "screen"}
+    assert {k: bias[k] for k in ("screen_rate", "n_screens_all", "n", "p_value", "unit")} == {
+        "screen_rate": 0.625, "n_screens_all": 8, "n": 0, "p_value": None, "unit": "annotator"}
     assert list(bias["per_question"]) == ["choice"]
 
 
@@ -100,7 +104,8 @@ def test_explanation_choice_correlations(explanation_report):
     e1 (0.4, 2/3), e2 (-0.4, 1/3), e3 (0, 1/2) -> every coefficient 1, exact p 2/3! = 1/3.
     expert_chosen_vs_usefulness (per judgment): ExPerT of the chosen candidate vs the same
     annotator's usefulness: (.8, 5) (.8, 4) (.4, 2) (.6, 3) (.2, 3) (.6, 4) (.5, 1) (.5, 2);
-    coefficients from scipy, p over all 8! orderings (brute force here)."""
+    coefficients from scipy. The judgments nest in 3 items: no permutation p (it assumes
+    independent units) and no cluster bootstrap below 20 units and 5 items."""
     c = explanation_report["correlations"]
     assert c["expert"]["n"] == 3
     for method in ("pearson", "spearman", "kendall"):
@@ -110,13 +115,12 @@ def test_explanation_choice_correlations(explanation_report):
     y = [5, 4, 2, 3, 3, 4, 1, 2]
     u = c["expert_chosen_vs_usefulness"]
     assert (u["n"], u["unit"]) == (8, "judgment")
-    r = stats.spearmanr(x, y).statistic
-    rx, ry = stats.rankdata(x), stats.rankdata(y)  # Spearman = Pearson of midranks, per ordering
-    orderings = ry[np.array(list(itertools.permutations(range(8))))]
-    null = [np.corrcoef(rx, row)[0, 1] for row in orderings]
-    assert u["spearman"]["r"] == pytest.approx(r)
-    assert u["spearman"]["p_value"] == pytest.approx(np.mean(np.abs(null) >= abs(r) - 1e-12))
+    assert u["n_clusters"] == 3
+    assert u["spearman"]["r"] == pytest.approx(stats.spearmanr(x, y).statistic)
     assert u["pearson"]["r"] == pytest.approx(stats.pearsonr(x, y).statistic)
+    for method in ("pearson", "spearman", "kendall"):
+        assert (u[method]["p_value"], u[method]["ci95"]) == (None, None)
+        assert u[method]["p_reason"] == "clustered units: intervals and p-values need n >= 20 and >= 5 items"
 
 
 # ---------------------------------------------------------------- similarity_survey
@@ -165,8 +169,9 @@ def test_similarity_mean_and_agreement(survey_report):
     data = np.array([[2, 5, 3, 6, 1, 6, 1], [4, 5, 3, 6, 1, 6, 2]], float)
     assert a["krippendorff_alpha"] == pytest.approx(krippendorff.alpha(data, level_of_measurement="interval"))
     assert a["krippendorff_alpha_ordinal"] == pytest.approx(krippendorff.alpha(data, level_of_measurement="ordinal"))
-    assert r["position_bias"] == {"first_shown_rate": None, "n": 0, "p_value": None, "unit": "screen",
-                                  "per_question": {}}
+    bias = r["position_bias"]
+    assert (bias["first_shown_rate"], bias["n"], bias["p_value"], bias["n_screens_all"], bias["per_question"]) == (
+        None, 0, None, 0, {})
     assert r["jsd_preprocessing"][:4] == ["remove_punctuation", "lowercase", "remove_digits", "tokenize_treebank"]
     assert r["egises_hj_errors"] == [] and r["correlations"] == {}
     assert {n: a["gold_accuracy"] for n, a in r["annotators"].items()} == {"ann1": 1.0, "ann2": 0.0}
@@ -177,15 +182,24 @@ def test_similarity_egises_hj_and_paradoxes(survey_report):
     prop = (min(s_ref, s_model) + 1e-5) / (max + 1e-5) and EGISES-HJ = 1 - mean over documents.
     C-0-shot: d1 (.6, .2), d2 (1, 0). C-2-shot w/o hist: d1 (.6, .6), d2 (1, .9).
     C-2-shot w/ hist: d1 (.6, 0); d2 has no m-c2h rating: skipped (1).
-    PX-5 = EGISES(C-2-shot w/ hist) >= EGISES(C-0-shot) (true here);
-    PX-6 = EGISES(C-2-shot w/o hist) >= EGISES(C-0-shot) (false)."""
+    PX-5 = EGISES(C-2-shot w/ hist) >= EGISES(C-0-shot) (true by the point values);
+    PX-6 = EGISES(C-2-shot w/o hist) >= EGISES(C-0-shot) (false by them). Two documents give
+    no interval of the difference, so neither flag is resolved (null)."""
     prop = lambda a, b: (min(a, b) + EPS) / (max(a, b) + EPS)  # noqa: E731
     hj = survey_report["egises_hj"]["m"]
     assert hj["C-0-shot"] == pytest.approx(1 - (prop(0.6, 0.2) + prop(1.0, 0.0)) / 2)
     assert hj["C-2-shot w/o hist"] == pytest.approx(1 - (prop(0.6, 0.6) + prop(1.0, 0.9)) / 2)
     assert hj["C-2-shot w/ hist"] == pytest.approx(1 - prop(0.6, 0.0))
     assert survey_report["egises_hj_skipped"] == 1
-    assert survey_report["paradoxes"] == {"m": {"PX-5": True, "PX-6": False}}
+    assert survey_report["paradoxes"] == {"m": {"PX-5": None, "PX-6": None}}
+    detail = survey_report["paradoxes_detail"]["m"]
+    assert detail["PX-5"]["difference"] == pytest.approx(hj["C-2-shot w/ hist"] - hj["C-0-shot"])
+    assert detail["PX-6"]["difference"] == pytest.approx(hj["C-2-shot w/o hist"] - hj["C-0-shot"])
+    assert detail["PX-5"]["difference"] > 0 > detail["PX-6"]["difference"]
+    assert (detail["PX-5"]["probe"], detail["PX-5"]["n_documents"], detail["PX-5"]["reason"]) == (
+        "PX-1-h-c", 2, "fewer than 5 clusters (2)")
+    one = survey_report["egises_hj_detail"]["m"]["C-2-shot w/ hist"]
+    assert (one["egises"], one["n_documents"], one["ci95"]) == (pytest.approx(hj["C-2-shot w/ hist"]), 1, None)
 
 
 # ---------------------------------------------------------------- aspect_pairwise
@@ -243,9 +257,12 @@ def test_aspect_evaluators(aspect_report):
     end ann1 a1<-a2 q right, a2<-a1 s right, a3<-a1 q wrong; ann2 a1<-a2 q wrong, a2<-a1 r
     wrong, a3<-a1 p wrong; ann3 a1<-a3 q right, a3<-a1 q right -> 4/8."""
     fun, end = aspect_report["aspects"]["fun"]["evaluators"], aspect_report["aspects"]["end"]["evaluators"]
-    assert fun["llm"] == {"accuracy": 0.4, "accuracy_strict": 0.25, "n": 8}
-    assert end["llm"] == {"accuracy": 0.625, "accuracy_strict": 0.625, "n": 8}
-    assert end["perse"] == {"accuracy": pytest.approx(2 / 3), "accuracy_strict": 0.25, "n": 8}
+    keys = ("accuracy", "accuracy_strict", "n")
+    assert {k: fun["llm"][k] for k in keys} == {"accuracy": 0.4, "accuracy_strict": 0.25, "n": 8}
+    assert {k: end["llm"][k] for k in keys} == {"accuracy": 0.625, "accuracy_strict": 0.625, "n": 8}
+    assert {k: end["perse"][k] for k in keys} == {"accuracy": pytest.approx(2 / 3), "accuracy_strict": 0.25, "n": 8}
+    assert (fun["llm"]["ci95"], fun["llm"]["n_clusters"], fun["llm"]["ci_reason"]) == (
+        None, 2, "fewer than 5 clusters (2)")  # a3's predictions are unparsed: a1, a2 remain
     assert "perse" not in fun
     assert fun["reviewer_prior"]["accuracy"] == 0.375 and end["reviewer_prior"]["accuracy"] == 0.5
     # perse predicts one of the two aspects: no average (statistics.md: null unless every aspect).
@@ -259,16 +276,14 @@ def test_aspect_position_bias(aspect_report):
     """One vote per screen (item, annotator) over its two choices (first-shown = the
     candidates' order): a1 ann1 p,q split; a2 ann1 s,s second; a3 ann1 p,p first; a1 ann2
     p,p first; a2 ann2 r,s split; a3 ann2 q,q second; a1 ann3 q,q second; a3 ann3 p,q split
-    -> 2 "first" of 5 votes, p = 1. Per annotator: ann1 1/2, ann2 1/2, ann3 0/1 (p = 1).
-    Per question (one choice per screen): fun 5 of 8 first (p = 186/256), end 2 of 8
-    (p = 2 * 37/256); Holm: end 2 * 74/256, fun max(that, 186/256)."""
+    -> 2 "first" of 5 votes. Per annotator: ann1 1/2, ann2 1/2, ann3 0/1 (exact p = 1, Holm
+    1). Per question each choice votes: fun 5 of 8 first, end 2 of 8. Nobody has 5 votes,
+    so neither the study-level nor a question's test over annotators has a p."""
     bias = aspect_report["position_bias"]
-    assert {k: bias[k] for k in ("first_shown_rate", "n", "p_value", "unit")} == {
-        "first_shown_rate": 0.4, "n": 5, "p_value": 1.0, "unit": "screen"}
-    assert bias["per_question"] == {
-        "fun": {"first_shown_rate": 0.625, "n": 8, "p_value": pytest.approx(186 / 256),
-                "p_holm": pytest.approx(186 / 256)},
-        "end": {"first_shown_rate": 0.25, "n": 8, "p_value": pytest.approx(74 / 256),
-                "p_holm": pytest.approx(148 / 256)}}
-    assert {n: (a["first_shown_rate"], a["first_shown_p"]) for n, a in aspect_report["annotators"].items()} == {
-        "ann1": (0.5, 1.0), "ann2": (0.5, 1.0), "ann3": (0.0, 1.0)}
+    assert {k: bias[k] for k in ("screen_rate", "n_screens_all", "n", "p_value", "unit")} == {
+        "screen_rate": 0.4, "n_screens_all": 5, "n": 0, "p_value": None, "unit": "annotator"}
+    assert {q: (v["n_judgments"], v["n"], v["p_value"], v["p_holm"]) for q, v in bias["per_question"].items()} == {
+        "fun": (8, 0, None, None), "end": (8, 0, None, None)}
+    assert {n: (a["first_shown_rate"], a["first_shown_p"], a["n_screens"])
+            for n, a in aspect_report["annotators"].items()} == {
+        "ann1": (0.5, 1.0, 2), "ann2": (0.5, 1.0, 2), "ann3": (0.0, 1.0, 1)}

@@ -11,6 +11,7 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from annotate.report_data import fetch_report_input
+from evaluation.alignment import wilson_ci
 from evaluation.report import build_report
 from tests.factories import make_judged_study, two
 
@@ -100,14 +101,15 @@ def test_alignment(report):
     assert al["bleu"]["alignment"] == pytest.approx(2 / 3)
     assert (al["bleu"]["agree"], al["bleu"]["ties"], al["bleu"]["n"]) == (2, 0, 3)
     assert (al["gemba"]["alignment"], al["gemba"]["n"]) == (1.0, 1)
-    # 95% Wilson score intervals (statsmodels' proportion_confint, method="wilson"): at
-    # x = agree + 0.5 ties (half-credit) and x = agree (strict).
-    for metric, (x_half, x_strict, n) in {"rougeL": (2.5, 2, 3), "bleu": (2, 2, 3), "gemba": (1, 1, 1)}.items():
-        assert al[metric]["ci95"] == pytest.approx(list(proportion_confint(x_half, n, method="wilson")), abs=1e-12)
-        assert al[metric]["ci95_strict"] == pytest.approx(list(proportion_confint(x_strict, n, method="wilson")),
-                                                          abs=1e-12)
+    # No interval from fewer than 5 items (statistics.md, "Clustered data"); the Wilson score
+    # interval itself (statsmodels' proportion_confint) is checked in tests/evaluation.
+    for metric, n in {"rougeL": 3, "bleu": 3, "gemba": 1}.items():
+        assert (al[metric]["ci95"], al[metric]["ci95_strict"]) == (None, None)
+        assert (al[metric]["ci_method"], al[metric]["n_clusters"], al[metric]["ci_reason"]) == (
+            "Wilson score interval over items", n, f"fewer than 5 clusters ({n})")
     # One agreeing item is not [1, 1] (a percentile bootstrap's answer): Wilson gives [0.2065, 1].
-    assert [round(v, 4) for v in al["gemba"]["ci95"]] == [0.2065, 1.0]
+    assert [round(v, 4) for v in wilson_ci(1, 1)] == [0.2065, 1.0]
+    assert wilson_ci(2.5, 5) == pytest.approx(list(proportion_confint(2.5, 5, method="wilson")), abs=1e-12)
 
 
 def test_metric_comparisons(report):
@@ -122,14 +124,20 @@ def test_metric_comparisons(report):
 
 def test_position_bias(report):
     """One choice per screen, so each screen votes with its choice. Chose the first-shown
-    option: ann1 i1 i2 i3 i4 (4/4), ann2 i4 (1/4), ann3 i2 (1/3): 6 of 11; exact two-sided
-    binomial p for 6/11 is 1. Per annotator: 4/4 -> 2/16; 1/4 -> 2 * 5/16; 1/3 -> 1."""
-    per_question = {"choice": {"first_shown_rate": pytest.approx(6 / 11), "n": 11, "p_value": pytest.approx(1.0),
-                               "p_holm": pytest.approx(1.0)}}
-    assert report["position_bias"] == {"first_shown_rate": pytest.approx(6 / 11), "n": 11,
-                                       "p_value": pytest.approx(1.0), "unit": "screen", "per_question": per_question}
-    rates = {name: (a["first_shown_rate"], a["first_shown_p"]) for name, a in report["annotators"].items()}
-    assert rates == {"ann1": (1.0, 0.125), "ann2": (0.25, 0.625), "ann3": (pytest.approx(1 / 3), pytest.approx(1.0))}
+    option: ann1 i1 i2 i3 i4 (4/4), ann2 i4 (1/4), ann3 i2 (1/3): 6 of 11 screens. No
+    annotator has the 5 voting screens the study-level t-test over annotators needs, so it
+    has n = 0 and no p. Per annotator, exact binomial: 4/4 -> 2/16; 1/4 -> 2 * 5/16; 1/3 ->
+    1; Holm over the three: .125 x 3 = .375, then max(.625 x 2, .375) = 1, 1."""
+    bias = report["position_bias"]
+    assert {k: bias[k] for k in ("first_shown_rate", "n", "p_value", "ci95", "unit", "n_screens_all",
+                                 "screen_rate", "reason")} == {
+        "first_shown_rate": None, "n": 0, "p_value": None, "ci95": None, "unit": "annotator", "n_screens_all": 11,
+        "screen_rate": pytest.approx(6 / 11), "reason": "fewer than 2 annotators with >= 5 voting screens"}
+    assert bias["per_question"]["choice"]["n_judgments"] == 11 and bias["per_question"]["choice"]["p_value"] is None
+    rates = {name: (a["first_shown_rate"], a["first_shown_p_raw"], a["first_shown_p"], a["n_screens"])
+             for name, a in report["annotators"].items()}
+    assert rates == {"ann1": (1.0, 0.125, 0.375, 4), "ann2": (0.25, 0.625, 1.0, 4),
+                     "ann3": (pytest.approx(1 / 3), pytest.approx(1.0), 1.0, 3)}
 
 
 def test_annotators(report):
@@ -177,21 +185,23 @@ def test_csv_table():
         "g1,choice,1,2,,1,1,,,",
     ]
     assert lines[6] == ""
-    assert lines[7] == "correlation_table,metric,unit,n,coefficient,r,p_value,ci95_low,ci95_high,x,y"
+    assert lines[7] == ("correlation_table,metric,unit,n,coefficient,r,p_value,ci95_low,ci95_high,x,y,n_clusters,"
+                        "ci_method,p_method")
     rows = list(csv.reader(io.StringIO("\n".join(lines[8:]))))
     assert [(r[0], r[1], r[3], r[4]) for r in rows] == [
         ("correlations", m, n, c) for m, n in (("bleu", "3"), ("rougeL", "4"))
         for c in ("pearson", "spearman", "kendall")]
     pearson = report["correlations"]["rougeL"]["pearson"]
-    assert float(rows[3][5]) == pytest.approx(pearson["r"]) and float(rows[3][7]) == pytest.approx(pearson["ci95"][0])
+    assert float(rows[3][5]) == pytest.approx(pearson["r"]) and rows[3][7:9] == ["", ""]  # Fisher z needs n >= 10
     assert rows[4][7:9] == ["", ""]  # Spearman's interval needs n >= 20
+    assert rows[3][11:14] == ["4", "", "exact permutation (all n! orderings)"]
 
 
 def test_item_correlations():
     """Items with >= 2 choices and both scores; x = score(x) - score(y), y = share of choices
     for x (the first candidate): rougeL i1 (0.2, 2/3), i2 (-0.2, 0), i3 (-0.1, 1/2), i4 (0, 1);
     bleu i1 (-1, 2/3), i2 (-1, 0), i4 (4, 1). Coefficients: scipy; p: all n! orderings
-    (brute force here); Pearson's CI: Fisher z by hand. gemba has no scores, no entry."""
+    (brute force here); no Fisher z interval below n = 10. gemba has no scores, no entry."""
     report = build_report(fetch_report_input(pairwise_study("pw-corr")))
     data = {"rougeL": ([0.2, -0.2, -0.1, 0.0], [2 / 3, 0.0, 0.5, 1.0]), "bleu": ([-1.0, -1.0, 4.0], [2 / 3, 0.0, 1.0])}
     assert set(report["correlations"]) == {"rougeL", "bleu"} and "correlations_system" not in report
@@ -205,10 +215,7 @@ def test_item_correlations():
             assert c[method]["r"] == pytest.approx(r)
             assert c[method]["p_value"] == pytest.approx(np.mean([abs(v) >= abs(r) - 1e-12 for v in perms]))
         assert c["spearman"]["ci95"] is None and c["kendall"]["ci95"] is None
-        r = c["pearson"]["r"]
-        expected = None if len(x) <= 3 else [np.tanh(np.arctanh(r) + s * 1.959963984540054 / np.sqrt(len(x) - 3))
-                                             for s in (-1, 1)]
-        assert c["pearson"]["ci95"] == (None if expected is None else pytest.approx(expected))
+        assert c["pearson"]["ci95"] is None and c["pearson"]["ci_reason"] == "Fisher z needs n >= 10"
 
 
 def test_pairwise_kappa_lists_pairs_with_ten_shared_items():
@@ -228,9 +235,9 @@ def test_pairwise_kappa_lists_pairs_with_ten_shared_items():
                   ("g1", "ann3", "choice", "y", "x|y", 5)]
     report = build_report(fetch_report_input(make_judged_study("kappa", "pairwise_alignment", items, judgments)))
     assert report["pairwise_kappa"]["choice"] == [
-        {"a": "ann1", "b": "ann3", "kappa": pytest.approx(7 / 12)},
-        {"a": "ann2", "b": "ann3", "kappa": pytest.approx(8 / 13)},
-        {"a": "ann1", "b": "ann2", "kappa": pytest.approx(2 / 3)},
+        {"a": "ann1", "b": "ann3", "kappa": pytest.approx(7 / 12), "n": 10},
+        {"a": "ann2", "b": "ann3", "kappa": pytest.approx(8 / 13), "n": 10},
+        {"a": "ann1", "b": "ann2", "kappa": pytest.approx(2 / 3), "n": 12},
     ]
     small = build_report(fetch_report_input(pairwise_study("pw-small")))
     assert small["pairwise_kappa"] == {"choice": []}

@@ -1,6 +1,7 @@
 """GET /api/studies/{slug}/report/?format=json|csv|html and GET /api/studies/{slug}/report/version/
-— the study's researchers (and admins). JSON reports come from the report cache
-(annotate/report_cache.py) when it is current."""
+— the study's researchers (and admins). Every format comes from the report cache
+(annotate/report_cache.py) when it is current: the JSON and the HTML page (the cached
+fragment) always, the CSV once it was asked for under the current version."""
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -12,8 +13,7 @@ from rest_framework.views import APIView
 
 from annotate.access import study_for
 from annotate.api.serializers import DetailSerializer, ReportSerializer
-from annotate.report_cache import fresh_report, report_params, report_state
-from annotate.report_data import study_report
+from annotate.report_cache import fresh_report, fresh_text, report_params, report_state
 from evaluation.report import FORMATS
 
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "html": "text/html; charset=utf-8"}
@@ -26,13 +26,13 @@ def download_name(study, fmt):
 
 
 def report_response(study, fmt, include_flagged=False):
-    """The rendered report as a download (csv, html) or a JSON response."""
+    """(a download response for csv and html, None for json; the JSON report or None)."""
+    params = report_params(study, include_flagged=include_flagged)
     if fmt == "json":
-        return None, fresh_report(study, report_params(study, include_flagged=include_flagged))
-    report, text = study_report(study, fmt, include_flagged=include_flagged)
-    response = HttpResponse(text, content_type=CONTENT_TYPES[fmt])
+        return None, fresh_report(study, params)
+    response = HttpResponse(fresh_text(study, params, fmt), content_type=CONTENT_TYPES[fmt])
     response["Content-Disposition"] = download_name(study, fmt)
-    return response, report
+    return response, None
 
 
 class JsonOnly(BaseContentNegotiation):

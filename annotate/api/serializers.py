@@ -330,13 +330,24 @@ class AgreementSerializer(serializers.Serializer):
     krippendorff_alpha_ordinal = serializers.FloatField(allow_null=True, required=False,
                                                         help_text="Rating questions: alpha at the ordinal level.")
     alpha_reason = serializers.CharField(required=False, help_text="Why alpha is null, when it is.")
+    ci_method = serializers.CharField(required=False, help_text="What alpha's interval resamples (items).")
+    n_clusters = serializers.IntegerField(required=False, help_text="Items resampled.")
+    dropped_resamples = serializers.IntegerField(required=False, help_text="Resamples where alpha was undefined.")
+    ci_reason = serializers.CharField(required=False, help_text="Why there is no interval, when there is none.")
 
 
 class PositionBiasSerializer(serializers.Serializer):
-    first_shown_rate = serializers.FloatField(allow_null=True)
-    n = serializers.IntegerField()
-    p_value = serializers.FloatField(allow_null=True)
-    unit = serializers.CharField(required=False, help_text="What one observation is, e.g. `screen`.")
+    first_shown_rate = serializers.FloatField(allow_null=True, help_text="Mean share of the tested annotators.")
+    n = serializers.IntegerField(help_text="Annotators in the test (>= min_screens voting screens).")
+    p_value = serializers.FloatField(allow_null=True, help_text="One-sample t-test over annotators against 0.5.")
+    ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True, required=False)
+    ci_method = serializers.CharField(required=False)
+    n_clusters = serializers.IntegerField(required=False)
+    unit = serializers.CharField(required=False, help_text="The unit of the test: `annotator`.")
+    vote_unit = serializers.CharField(required=False, help_text="What one vote is: `screen`.")
+    n_screens = serializers.IntegerField(required=False)
+    n_screens_all = serializers.IntegerField(required=False)
+    screen_rate = serializers.FloatField(allow_null=True, required=False, help_text="Pooled share of all screens.")
     per_question = serializers.DictField(required=False)
 
 
@@ -345,9 +356,15 @@ class AnnotatorStatsSerializer(serializers.Serializer):
     median_seconds = serializers.FloatField(allow_null=True)
     gold_accuracy = serializers.FloatField(allow_null=True)
     first_shown_rate = serializers.FloatField(allow_null=True)
-    first_shown_p = serializers.FloatField(allow_null=True, required=False)
+    first_shown_p = serializers.FloatField(allow_null=True, required=False,
+                                           help_text="Exact binomial p, Holm-adjusted over the annotators.")
+    first_shown_p_raw = serializers.FloatField(allow_null=True, required=False)
+    n_screens = serializers.IntegerField(required=False)
+    n_timed_items = serializers.IntegerField(required=False)
+    n_gold_answers = serializers.IntegerField(required=False)
     loo = serializers.DictField(child=serializers.FloatField(allow_null=True), required=False,
                                 help_text="Per question: agreement without this annotator.")
+    loo_n = serializers.DictField(child=serializers.IntegerField(), required=False, help_text="Units of each loo.")
 
 
 class ReportSerializer(serializers.Serializer):
@@ -375,16 +392,23 @@ class ReportSerializer(serializers.Serializer):
     alignment = serializers.DictField(child=serializers.DictField(), required=False,
                                       help_text="Pairwise kinds: per metric/evaluator.")
     win_rate = serializers.DictField(child=serializers.FloatField(), required=False, help_text="Pairwise kinds.")
+    win_rate_detail = serializers.DictField(required=False, help_text="Pairwise kinds: wins, n, Wilson interval.")
     choice_matches_expert = serializers.FloatField(allow_null=True, required=False, help_text="explanation_choice.")
+    choice_matches_expert_detail = serializers.DictField(required=False, help_text="explanation_choice: n, interval.")
     usefulness = serializers.DictField(required=False, help_text="explanation_choice: mean, sd, n.")
     mean_similarity = serializers.DictField(child=serializers.FloatField(allow_null=True), required=False,
                                             help_text="similarity_survey: per pair id.")
+    mean_similarity_detail = serializers.DictField(required=False, help_text="similarity_survey: n, interval.")
     egises_hj = serializers.DictField(child=serializers.DictField(), required=False,
                                       help_text="similarity_survey: model -> prompt style -> value.")
-    paradoxes = serializers.DictField(child=serializers.DictField(), required=False, help_text="similarity_survey.")
+    egises_hj_detail = serializers.DictField(required=False, help_text="similarity_survey: n_documents, interval.")
+    paradoxes = serializers.DictField(child=serializers.DictField(), required=False,
+                                      help_text="similarity_survey: true/false when the interval excludes 0.")
+    paradoxes_detail = serializers.DictField(required=False, help_text="similarity_survey: difference, interval.")
     aspects = serializers.DictField(child=serializers.DictField(), required=False, help_text="aspect_pairwise.")
     evaluators_average = serializers.DictField(child=serializers.FloatField(allow_null=True), required=False,
                                                help_text="aspect_pairwise.")
+    evaluators_average_detail = serializers.DictField(required=False, help_text="aspect_pairwise: n, interval.")
     skipped = serializers.DictField(required=False, help_text="\"I can't judge this\" answers, left out of every "
                                                               "statistic: {n, by_reason: {reason: n}}.")
 

@@ -24,10 +24,12 @@ from evaluation.agreement import (
     pairwise_cohen_kappa,
     percent_agreement,
 )
-from evaluation.alignment import holm
+from evaluation.alignment import WILSON, holm, wilson_ci
+from evaluation.alpha_ci import RESAMPLES as ALPHA_RESAMPLES
 from evaluation.alpha_ci import krippendorff_alpha_ci95
+from evaluation.bootstrap import Interval, bootstrap_method, interval_refusal
 from evaluation.majority import Majority, majority_codes
-from evaluation.position_bias import binomial_p_half, position_bias, screen_votes
+from evaluation.position_bias import MIN_SCREENS, annotator_test, per_annotator, position_bias, screen_votes
 from evaluation.tabulate import Counts, distinct_sorted, is_missing, tabulate
 from evaluation.vocabulary import TIE
 
@@ -36,6 +38,10 @@ from .inputs import Judgments, ReportInput, codes_of, objects, to_float
 NOMINAL = "nominal"
 INTERVAL = "interval"
 ORDINAL = "ordinal"
+ALPHA_CI_METHOD = bootstrap_method("items", ALPHA_RESAMPLES)
+T_OVER_ANNOTATORS = "t interval over annotators"
+POSITION_TEST = (f"one-sample t-test over annotators (those with >= {MIN_SCREENS} votes) of each annotator's share "
+                 "of votes for the option shown first, against 0.5, two-sided")
 
 
 @dataclass(frozen=True)
@@ -54,12 +60,15 @@ class Question:
 @dataclass(frozen=True)
 class Coded:
     """One agreement question's rows as long format: units, coders, values (value codes
-    at the nominal level, numbers otherwise: `numeric`); missing values already dropped."""
+    at the nominal level, numbers otherwise: `numeric`); missing values already dropped.
+    `clusters`: each row's item when units are (item, question id), else None (units are
+    items)."""
 
     units: np.ndarray
     coders: np.ndarray
     values: np.ndarray
     numeric: bool = False
+    clusters: np.ndarray | None = None
 
     @cached_property
     def counts(self) -> Counts:
@@ -87,6 +96,32 @@ def clean(x: Any) -> Any:
 
 def clean_list(values: list[float] | None) -> list[float | None] | None:
     return None if values is None else [clean(v) for v in values]
+
+
+def interval_keys(interval: Interval, method: str) -> dict[str, Any]:
+    """A bootstrap interval as the keys beside its figure: ci95, ci_method, n_clusters,
+    dropped_resamples, and ci_reason when there is no interval."""
+    out = {"ci95": clean_list(interval.ci95), "ci_method": method, "n_clusters": int(interval.n_clusters),
+           "dropped_resamples": int(interval.dropped)}
+    if interval.ci95 is None and interval.reason:
+        out["ci_reason"] = interval.reason
+    return out
+
+
+def wilson_keys(successes: float, n: int) -> dict[str, Any]:
+    """A share's Wilson interval over n items (none below 5 items) as report keys."""
+    refusal = interval_refusal(n)
+    out = {"ci95": clean_list(wilson_ci(successes, n)) if refusal is None else None, "ci_method": WILSON,
+           "n_clusters": int(n)}
+    if refusal is not None:
+        out["ci_reason"] = refusal
+    return out
+
+
+def share_detail(counts: dict[str, int], n: int, name: str = "share") -> dict[str, dict[str, Any]]:
+    """{label: {name: count / n, "wins": count, "n": n, Wilson keys}}: shares of n items."""
+    return {str(k): {name: clean(c / n) if n else None, "wins": int(c), "n": int(n), **wilson_keys(c, n)}
+            for k, c in counts.items()}
 
 
 def header(inp: ReportInput) -> dict[str, Any]:
@@ -129,12 +164,14 @@ def coded(js: Judgments, question: Question, value_names: np.ndarray) -> Coded:
     when the question pools several ids."""
     rows = js.where(np.isin(js.qcode, [k for k, q in enumerate(js.question_names.tolist()) if q in question.ids]))
     keep = ~missing_codes(value_names)[rows.vcode] if len(rows) else np.zeros(0, bool)
-    units = rows.item if len(question.ids) == 1 else rows.item * max(len(js.question_names), 1) + rows.qcode
+    pooled = len(question.ids) > 1
+    units = rows.item * max(len(js.question_names), 1) + rows.qcode if pooled else rows.item
     if question.level == NOMINAL:
-        return Coded(units[keep], rows.coder[keep], rows.vcode[keep])
+        return Coded(units[keep], rows.coder[keep], rows.vcode[keep], clusters=rows.item[keep] if pooled else None)
     numbers = to_float(value_names)[rows.vcode] if len(rows) else np.zeros(0)
     keep &= ~np.isnan(numbers)
-    return Coded(units[keep], rows.coder[keep], numbers[keep], numeric=True)
+    return Coded(units[keep], rows.coder[keep], numbers[keep], numeric=True,
+                 clusters=rows.item[keep] if pooled else None)
 
 
 def agreement(data: Coded, level: str) -> dict[str, Any] | None:
@@ -145,13 +182,16 @@ def agreement(data: Coded, level: str) -> dict[str, Any] | None:
     alpha = krippendorff_alpha(units, coders, values, level, counts=counts)
     if alpha.n_units < 2:
         return None
-    ci = krippendorff_alpha_ci95(units, coders, values, level, counts=counts)
+    ci = krippendorff_alpha_ci95(units, coders, values, level, counts=counts, clusters=data.clusters)
     kappa, kappa_units = fleiss_kappa(units, coders, values, level, counts=counts)
     result = {
         "krippendorff_alpha": clean(alpha.value),
         "level": level,
         "krippendorff_alpha_ci95": clean_list(ci.ci95),
-        "krippendorff_alpha_ci95_undefined": int(ci.undefined),
+        "ci_method": ALPHA_CI_METHOD,
+        "n_clusters": int(ci.n_clusters),
+        "dropped_resamples": int(ci.undefined),
+        **({"ci_reason": ci.reason} if ci.ci95 is None and ci.reason else {}),
         "fleiss_kappa": clean(kappa),
         "fleiss_n_units": int(kappa_units),
         "percent_agreement": clean(percent_agreement(units, coders, values, level, counts=counts)),
@@ -228,38 +268,60 @@ def chose_first(js: Judgments) -> tuple[np.ndarray, np.ndarray]:
 
 def position_bias_part(js: Judgments, choice_questions: list[str], n_coders: int
                        ) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
-    """(position_bias, {coder code: {"first_shown_rate", "first_shown_p"}}): one vote per
-    screen (item, annotator) over its choice questions, an exact binomial test overall and
-    per annotator; each question on its own with Holm-corrected p-values."""
+    """(position_bias, {coder code: {"first_shown_rate", "first_shown_p", "first_shown_p_raw",
+    "n_screens"}}): one vote per screen (item, annotator) over its choice questions; the
+    study-level test over annotators (statistics.md, "Clustered data"); each annotator's
+    exact binomial p, Holm-adjusted over the annotators; each question on its own (its
+    choices are the votes), Holm-corrected over the questions."""
     codes = [k for k, q in enumerate(js.question_names.tolist()) if q in choice_questions]
     rows = js.where(np.isin(js.qcode, codes))
     ok, first = chose_first(rows)
-    screens = rows.item[ok].astype(np.int64) * max(n_coders, 1) + rows.coder[ok]
+    width = max(n_coders, 1)
+    screens = rows.item[ok].astype(np.int64) * width + rows.coder[ok]
     voted, vote_first = screen_votes(screens, first[ok])
-    overall = position_bias(vote_first)
-    voter = voted % max(n_coders, 1)
-    votes = np.bincount(voter, minlength=max(n_coders, 1))
-    firsts = np.bincount(voter, weights=vote_first.astype(float), minlength=max(n_coders, 1)).astype(np.int64)
+    pooled = position_bias(vote_first)
+    votes, firsts = _votes_by_coder(voted % width, vote_first, width)
     has = np.flatnonzero(votes)
-    p_first = binomial_p_half(firsts[has], votes[has])
-    per_coder = {int(c): {"first_shown_rate": clean(firsts[c] / votes[c]), "first_shown_p": clean(p)}
-                 for c, p in zip(has.tolist(), p_first.tolist())}
+    raw, adjusted = per_annotator(firsts[has], votes[has])
+    per_coder = {int(c): {"first_shown_rate": clean(firsts[c] / votes[c]), "first_shown_p": clean(p_adj),
+                          "first_shown_p_raw": clean(p), "n_screens": int(votes[c])}
+                 for c, p, p_adj in zip(has.tolist(), raw.tolist(), adjusted.tolist())}
     per_question = {}
     for q in choice_questions:
         mask = ok & (rows.question == q)
         if mask.any():
-            per_question[q] = position_bias(first[mask])
-    adjusted = holm([r["p_value"] for r in per_question.values()]) if per_question else []
-    for r, p in zip(per_question.values(), adjusted):
-        r["p_holm"] = p
-    part = {"first_shown_rate": clean(overall["first_shown_rate"]), "n": int(overall["n"]),
-            "p_value": clean(overall["p_value"]), "unit": "screen",
-            "per_question": {q: {k: clean(v) for k, v in r.items()} for q, r in per_question.items()}}
+            q_votes, q_firsts = _votes_by_coder(rows.coder[mask], first[mask], width)
+            per_question[q] = {**_bias_entry(annotator_test(q_firsts, q_votes)), "n_judgments": int(mask.sum())}
+    tested = [q for q, r in per_question.items() if r["p_value"] is not None]
+    for q, p in zip(tested, holm([per_question[q]["p_value"] for q in tested]) if tested else []):
+        per_question[q]["p_holm"] = clean(p)
+    for q in per_question:
+        per_question[q].setdefault("p_holm", None)
+    part = {**_bias_entry(annotator_test(firsts, votes)), "unit": "annotator", "vote_unit": "screen",
+            "min_screens": MIN_SCREENS, "n_screens_all": int(pooled["n"]),
+            "screen_rate": clean(pooled["first_shown_rate"]), "per_question": per_question}
     return part, per_coder
 
 
+def _votes_by_coder(coder: np.ndarray, first: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(votes, "first" votes) per coder code."""
+    votes = np.bincount(coder, minlength=width)
+    return votes, np.bincount(coder, weights=first.astype(float), minlength=width).astype(np.int64)
+
+
+def _bias_entry(test: dict[str, Any]) -> dict[str, Any]:
+    """A position-bias test (position_bias.annotator_test) as report keys."""
+    entry = {"first_shown_rate": clean(test["first_shown_rate"]), "n": int(test["n"]),
+             "p_value": clean(test["p_value"]), "ci95": clean_list(test["ci95"]), "ci_method": T_OVER_ANNOTATORS,
+             "n_clusters": int(test["n"]), "test": POSITION_TEST, "n_screens": int(test["n_screens"])}
+    if test.get("reason"):
+        entry["reason"] = test["reason"]
+    return entry
+
+
 def empty_bias() -> dict[str, Any]:
-    return {"first_shown_rate": None, "n": 0, "p_value": None, "unit": "screen", "per_question": {}}
+    return {**_bias_entry(annotator_test(np.zeros(0), np.zeros(0))), "unit": "annotator", "vote_unit": "screen",
+            "min_screens": MIN_SCREENS, "n_screens_all": 0, "screen_rate": None, "per_question": {}}
 
 
 def _same(value: Any, expected: Any) -> bool:
@@ -271,8 +333,9 @@ def _same(value: Any, expected: Any) -> bool:
         return False
 
 
-def gold_accuracy(inp: ReportInput, primary_question: str | None) -> dict[int, float]:
-    """{coder code: share of their gold answers equal to the item's gold}. An item's gold is
+def gold_accuracy(inp: ReportInput, primary_question: str | None) -> dict[int, tuple[float, int]]:
+    """{coder code: (share of their gold answers equal to the item's gold, gold answers
+    checked)}. An item's gold is
     {question: value} or one value; one value applies to `primary_question` (None: to every
     question of the item)."""
     hits: Counter[int] = Counter()
@@ -291,23 +354,23 @@ def gold_accuracy(inp: ReportInput, primary_question: str | None) -> dict[int, f
             expected = gold
         totals[coder] += 1
         hits[coder] += _same(value, expected)
-    return {c: hits[c] / totals[c] for c in totals}
+    return {c: (hits[c] / totals[c], totals[c]) for c in totals}
 
 
-def loo_part(data: dict[str, Coded], levels: dict[str, str]) -> dict[int, dict[str, float | None]]:
-    """{coder code: {question: agreement with the others}} per question, never pooled:
-    choices, the share equal to the others' strict majority; ratings, the mean absolute
-    difference from the others' median (statistics.md)."""
-    out: dict[int, dict[str, float | None]] = {}
+def loo_part(data: dict[str, Coded], levels: dict[str, str]) -> dict[int, dict[str, tuple[float | None, int]]]:
+    """{coder code: {question: (agreement with the others, units it rests on)}} per
+    question, never pooled: choices, the share equal to the others' strict majority;
+    ratings, the mean absolute difference from the others' median (statistics.md)."""
+    out: dict[int, dict[str, tuple[float | None, int]]] = {}
     for name, d in data.items():
         if not len(d.units):
             continue
         if levels[name] == NOMINAL:
-            values = leave_one_out_agreement(d.units, d.coders, d.values, counts=d.counts)
+            values = leave_one_out_agreement(d.units, d.coders, d.values, counts=d.counts, with_n=True)
         else:
-            values = leave_one_out_rating_difference(d.units, d.coders, d.values, counts=d.counts)
-        for coder, v in values.items():
-            out.setdefault(int(coder), {})[name] = clean(v)
+            values = leave_one_out_rating_difference(d.units, d.coders, d.values, counts=d.counts, with_n=True)
+        for coder, (v, n) in values.items():
+            out.setdefault(int(coder), {})[name] = (clean(v), n)
     return out
 
 
@@ -316,9 +379,9 @@ def small_ints(codes: np.ndarray) -> np.ndarray:
     return codes.astype(np.int16) if len(codes) and codes.max() < 2**15 else codes
 
 
-def median_seconds(inp: ReportInput) -> dict[int, float]:
-    """{coder code: median seconds per judged item}; every question of an item carries the
-    item's time, so each (item, annotator) counts once."""
+def median_seconds(inp: ReportInput) -> dict[int, tuple[float, int]]:
+    """{coder code: (median seconds per judged item, timed items)}; every question of an
+    item carries the item's time, so each (item, annotator) counts once."""
     keep = ~np.isnan(inp.j_seconds)
     if not keep.any():
         return {}
@@ -330,28 +393,33 @@ def median_seconds(inp: ReportInput) -> dict[int, float]:
     coder, secs = coder[order], secs[order]
     starts = np.r_[0, np.flatnonzero(np.diff(coder)) + 1]
     ends = np.r_[starts[1:], len(coder)]
-    return {int(coder[s]): float(np.median(secs[s:e])) for s, e in zip(starts, ends)}
+    return {int(coder[s]): (float(np.median(secs[s:e])), int(e - s)) for s, e in zip(starts, ends)}
 
 
 def annotators_part(inp: ReportInput, primary_question: str | None, bias: dict[int, dict[str, Any]],
-                    loo: dict[int, dict[str, float | None]], questions: list[str]) -> dict[str, Any]:
-    """Per-annotator table: judgments (all, gold included), median seconds per item, gold
-    accuracy, first-shown rate and its exact p (screen votes), agreement with the others
-    per question (`loo`)."""
+                    loo: dict[int, dict[str, tuple[float | None, int]]], questions: list[str]) -> dict[str, Any]:
+    """Per-annotator table: judgments (all, gold included), median seconds per item (over
+    `n_timed_items`), gold accuracy (over `n_gold_answers`), first-shown rate and its exact
+    p, Holm-adjusted over the annotators (over `n_screens` voting screens), agreement with
+    the others per question (`loo`, over `loo_n` units)."""
     gold = gold_accuracy(inp, primary_question)
     counts = np.bincount(inp.j_coder, minlength=len(inp.annotator_names))
     seconds = median_seconds(inp)
-    no_bias = {"first_shown_rate": None, "first_shown_p": None}
-    return {
-        str(name): {
+    no_bias = {"first_shown_rate": None, "first_shown_p": None, "first_shown_p_raw": None, "n_screens": 0}
+    out = {}
+    for c, name in enumerate(inp.annotator_names.tolist()):
+        median, n_timed = seconds.get(c, (None, 0))
+        accuracy, n_gold = gold.get(c, (None, 0))
+        mine = loo.get(c, {})
+        out[str(name)] = {
             "judgments": int(counts[c]),
-            "median_seconds": clean(seconds.get(c)),
-            "gold_accuracy": clean(gold.get(c)),
+            "median_seconds": clean(median), "n_timed_items": n_timed,
+            "gold_accuracy": clean(accuracy), "n_gold_answers": n_gold,
             **bias.get(c, no_bias),
-            "loo": {q: loo.get(c, {}).get(q) for q in questions},
+            "loo": {q: mine.get(q, (None, 0))[0] for q in questions},
+            "loo_n": {q: mine.get(q, (None, 0))[1] for q in questions},
         }
-        for c, name in enumerate(inp.annotator_names.tolist())
-    }
+    return out
 
 
 def pairwise_kappa_part(data: Coded, level: str, annotator_names: np.ndarray,
@@ -362,9 +430,9 @@ def pairwise_kappa_part(data: Coded, level: str, annotator_names: np.ndarray,
     if not len(data.units):
         return []
     kappas = pairwise_cohen_kappa(data.units, data.coders, data.values, min_shared,
-                                  weights=None if level == NOMINAL else "quadratic", counts=data.counts)
-    rows = [{"a": str(annotator_names[a]), "b": str(annotator_names[b]), "kappa": clean(k)}
-            for (a, b), k in kappas.items()]
+                                  weights=None if level == NOMINAL else "quadratic", counts=data.counts, with_n=True)
+    rows = [{"a": str(annotator_names[a]), "b": str(annotator_names[b]), "kappa": clean(k), "n": n}
+            for (a, b), (k, n) in kappas.items()]
     return sorted(rows, key=lambda r: (r["kappa"] is None, r["kappa"] if r["kappa"] is not None else 0.0,
                                        r["a"], r["b"]))
 

@@ -13,7 +13,10 @@
   (`expert_chosen_vs_usefulness`, one unit per judgment).
 
 Each entry is `evaluation.correlation.correlations` plus `unit`, `x` and `y` in words.
+Units nested in items ((item, pair), judgments) are resampled by item (statistics.md,
+"Clustered data"): `clusters` is each unit's item.
 """
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -22,28 +25,35 @@ import numpy as np
 
 from evaluation.correlation import correlations, system_correlations
 
-from .common import TIE, clean, missing_codes
+from .common import TIE, clean, clean_list, missing_codes
 from .inputs import Judgments, ReportInput, to_float
 
 SYSTEMS_MIN = 3
 EXPERT_USEFULNESS = "expert_chosen_vs_usefulness"
 
 
-def entry(x: np.ndarray, y: np.ndarray, unit: str, x_label: str, y_label: str) -> dict[str, Any]:
+def entry(x: np.ndarray, y: np.ndarray, unit: str, x_label: str, y_label: str,
+          clusters: np.ndarray | None = None) -> dict[str, Any]:
     """A report entry: the three coefficients of (x, y) and what was correlated. The pairs
-    are sorted first, so the same data read in another row order gives the same digits."""
+    are sorted first, so the same data read in another row order gives the same digits.
+    `clusters`: each unit's item when units nest in items (None: units are items)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    order = np.lexsort((y, x))
-    return entry_from(correlations(x[order], y[order]), unit, x_label, y_label)
+    if clusters is None:
+        order = np.lexsort((y, x))
+        result = correlations(x[order], y[order], unit="items")
+    else:
+        clusters = np.asarray(clusters)
+        order = np.lexsort((y, x, clusters))
+        result = correlations(x[order], y[order], clusters=clusters[order], unit=unit, cluster="items")
+    return entry_from(result, unit, x_label, y_label)
 
 
 def entry_from(result: dict[str, Any], unit: str, x_label: str, y_label: str) -> dict[str, Any]:
     """`correlations` output made JSON-safe, with the unit and the two sides in words."""
-    out: dict[str, Any] = {"n": int(result["n"]), "unit": unit, "x": x_label, "y": y_label}
+    out: dict[str, Any] = {"n": int(result["n"]), "n_clusters": int(result["n_clusters"]), "unit": unit,
+                           "x": x_label, "y": y_label}
     for method in ("pearson", "spearman", "kendall"):
-        r = result[method]
-        out[method] = {"r": clean(r["r"]), "p_value": clean(r["p_value"]),
-                       "ci95": None if r["ci95"] is None else [clean(v) for v in r["ci95"]]}
+        out[method] = {key: clean_list(v) if key == "ci95" else clean(v) for key, v in result[method].items()}
     return out
 
 
@@ -59,7 +69,7 @@ def first_choice_share(inp: ReportInput, rows: Judgments) -> tuple[np.ndarray, n
     return share, n
 
 
-def entries(jobs: dict[str, tuple[np.ndarray, np.ndarray, str, str, str]]) -> dict[str, Any]:
+def entries(jobs: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
     """{name: entry(*job)}, the metrics computed side by side on threads: each one's
     bootstrap is independent (own seed-0 stream) and NumPy releases the GIL in its loops,
     so a report with several metrics uses the machine's cores."""
@@ -122,18 +132,19 @@ def similarity_correlations(inp: ReportInput, js: Judgments, pair_ids: list[str]
     pairs = set(pair_ids)
     rows = (inp.p_annotator == "") & np.isin(inp.p_question, list(pairs)) & ~inp.is_gold[inp.p_item] \
         if len(inp.p_item) else np.zeros(0, bool)
+    item_of_unit = np.array([item for item, _ in unit_of], dtype=np.int64)
     by_metric: dict[str, dict[int, float]] = {}
     for item, metric, question, value in zip(inp.p_item[rows].tolist(), inp.p_evaluator[rows].tolist(),
                                              inp.p_question[rows].tolist(), to_float(inp.p_value[rows]).tolist()):
         unit = unit_of.get((item, str(question)))
-        if unit is not None and value == value:
+        if unit is not None and math.isfinite(value):
             by_metric.setdefault(str(metric), {})[unit] = value
     jobs = {}
     for metric in sorted(by_metric):
         units_scored = np.array(list(by_metric[metric]), dtype=np.int64)
         x = np.array(list(by_metric[metric].values()), dtype=float)
         jobs[metric] = (x, mean[units_scored], "(item, pair)", f"{metric} of the pair's two texts",
-                        "mean similarity rating of the pair")
+                        "mean similarity rating of the pair", item_of_unit[units_scored])
     return entries(jobs)
 
 
@@ -141,10 +152,10 @@ def expert_usefulness(inp: ReportInput, js: Judgments, choice: str, usefulness: 
     """The ExPerT score of the candidate each annotator chose against their usefulness
     rating of the same item (choices of `tie` or without a score left out)."""
     score = {(int(i), str(c)): float(v) for i, c, v in zip(inp.e_item.tolist(), inp.e_candidate.tolist(),
-                                                             inp.e_value.tolist()) if v == v}
+                                                             inp.e_value.tolist()) if math.isfinite(v)}
     chosen = {(int(i), int(a)): str(v) for i, a, v, q in zip(js.item.tolist(), js.coder.tolist(),
                                                               js.value.tolist(), js.question.tolist()) if q == choice}
-    x, y = [], []
+    x, y, items = [], [], []
     for i, a, v, q in zip(js.item.tolist(), js.coder.tolist(), js.value.tolist(), js.question.tolist()):
         if q != usefulness:
             continue
@@ -154,5 +165,6 @@ def expert_usefulness(inp: ReportInput, js: Judgments, choice: str, usefulness: 
             continue
         x.append(score[(i, pick)])
         y.append(rating)
+        items.append(i)
     return entry(np.array(x), np.array(y), "judgment", "ExPerT score of the chosen candidate",
-                 "the same annotator's usefulness rating")
+                 "the same annotator's usefulness rating", np.array(items, dtype=np.int64))

@@ -7,7 +7,9 @@ Per metric, over the study's real (non-gold) items:
 - `n_scored`: the items the metric has a pick on (every candidate scored, or a predicted
   choice);
 - `n_unparsed`: the items with at least one prediction of the metric whose value is empty
-  or not a number (the judge's answer had no score in it; "N/A" choices are not counted).
+  or not a number (the judge's answer had no score in it; "N/A" choices are not counted);
+- `n_nonfinite`: the items with a score of +-inf (in `metric_scores` or a score prediction):
+  not a finite number, so no score there (no pick, left out of correlations and means).
 `warnings` flags an alignment that rests on fewer than MIN_ITEMS items, one whose 95% CI is
 degenerate (zero width), and every metric with unparsed items.
 """
@@ -36,13 +38,22 @@ def metric_coverage(inp: ReportInput, picks: dict[str, np.ndarray]) -> dict[str,
     not_a_number = np.zeros(len(inp.p_item), dtype=bool)
     not_a_number[on_candidate] = np.isnan(to_float(inp.p_value[on_candidate]))  # only score rows are read
     unparsed = own & ((on_candidate & not_a_number) | ((inp.p_question == CHOICE) & (inp.p_value == "")))
-    names = set(picks) | {str(n) for n in np.unique(inp.p_evaluator[unparsed]).tolist()}
+    infinite = np.zeros(len(inp.p_item), dtype=bool)
+    infinite[on_candidate] = np.isinf(to_float(inp.p_value[on_candidate]))
+    infinite &= own
+    s_inf = np.isinf(inp.s_value) & real[inp.s_item] if len(inp.s_item) else np.zeros(0, dtype=bool)
+    nonfinite_items: dict[str, set[int]] = {}
+    for item, name in zip(np.r_[inp.p_item[infinite], inp.s_item[s_inf]].tolist(),
+                          np.r_[inp.p_evaluator[infinite], inp.s_metric[s_inf]].tolist()):
+        nonfinite_items.setdefault(str(name), set()).add(int(item))
+    names = set(picks) | {str(n) for n in np.unique(inp.p_evaluator[unparsed]).tolist()} | set(nonfinite_items)
     out = {}
     for name in sorted(names):
         bad = unparsed & (inp.p_evaluator == name) if unparsed.any() else unparsed
         scored = int(np.count_nonzero(picks[name] != None)) if name in picks else 0  # noqa: E711 (elementwise)
         out[name] = {"n_items": n_items, "n_scored": scored,
-                     "n_unparsed": int(len(np.unique(inp.p_item[bad])))}
+                     "n_unparsed": int(len(np.unique(inp.p_item[bad]))),
+                     "n_nonfinite": len(nonfinite_items.get(name, ()))}
     return out
 
 
@@ -59,4 +70,6 @@ def report_warnings(alignment: dict[str, dict[str, Any]], coverage: dict[str, di
         if cov is not None and cov["n_unparsed"]:
             warnings.append(f"{name}: {cov['n_unparsed']} of {cov['n_items']} items have unparsed judge answers "
                             f"({cov['n_scored']} scored)")
+        if cov is not None and cov.get("n_nonfinite"):
+            warnings.append(f"{name}: {cov['n_nonfinite']} items have a score of +-inf, left out as no score")
     return warnings

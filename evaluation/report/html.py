@@ -22,13 +22,19 @@ figcaption{font-size:.9rem;color:#444;max-width:50rem}
 svg{max-width:100%;height:auto}
 """
 Report = dict[str, Any]
+BOOTSTRAP_NOTE = ("Every bootstrap interval resamples items (the top-level cluster; documents for EGISES-HJ) and is "
+                  "the bias-corrected percentile interval, widened for few clusters (quantiles at Phi(2 z0 -+ "
+                  "sqrt(C/(C-1)) t(0.975, C-1)) for C clusters); there is none from fewer than 5 clusters or when "
+                  "over 10% of the resamples had no defined value.")
 
 
 def num(x: Any, digits: int = 3) -> str:
-    """A number for people: 3 decimals for floats, plain ints, an en dash for missing.
+    """A number for people: 3 decimals for floats, plain ints, an en dash for missing. A
+    value that 3 decimals would show as 0.000 without being 0 is shown in scientific
+    notation, and 0 as 0: a page never prints "0.000".
 
-    >>> num(0.5), num(3), num(None), num(True)
-    ('0.500', '3', '–', 'yes')
+    >>> num(0.5), num(3), num(None), num(True), num(0.0), num(0.0002), num(-0.0002)
+    ('0.500', '3', '–', 'yes', '0', '2.0e-04', '-2.0e-04')
     """
     if x is None:
         return "–"
@@ -37,8 +43,32 @@ def num(x: Any, digits: int = 3) -> str:
     if isinstance(x, int):
         return str(x)
     if isinstance(x, float):
+        if x == 0:
+            return "0"
+        if abs(x) < 0.5 * 10 ** -digits:
+            return f"{x:.1e}"
         return f"{x:.{digits}f}"
     return escape(str(x))
+
+
+class Num(str):
+    """A table cell already formatted as a number (right-aligned like one)."""
+
+
+def pval(p: Any) -> "Num":
+    """A p-value for people: 3 decimals, "< 0.001" below 0.001 (never "0.000").
+
+    >>> pval(0.0312), pval(0.0004), pval(0.0), pval(None)
+    ('0.031', '< 0.001', '< 0.001', '–')
+    """
+    if p is None:
+        return Num("–")
+    return Num("< 0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def flag(holds: Any) -> str:
+    """A paradox flag: yes / no / not resolved (null: the interval holds 0 or there is none)."""
+    return "not resolved" if holds is None else ("yes" if holds else "no")
 
 
 def interval(ci: list[float | None] | None) -> str:
@@ -59,6 +89,8 @@ def table(headers: list[str], rows: list[Any], caption: str | None = None, cls: 
         for cell in row:
             if cell is None or isinstance(cell, int | float):
                 cells.append(f'<td class="num">{num(cell)}</td>')
+            elif isinstance(cell, Num):
+                cells.append(f'<td class="num">{escape(str(cell))}</td>')
             else:
                 cells.append(f"<td>{escape(str(cell))}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
@@ -92,28 +124,37 @@ def summary_section(r: Report) -> str:
         rows.append(("Items with a majority, by number of votes",
                      ", ".join(f"{k} votes: {v}" for k, v in r["majority_votes"].items())))
     if "choice_matches_expert" in r:
-        rows.append(("Choices matching the higher ExPerT score", r["choice_matches_expert"]))
+        d = r.get("choice_matches_expert_detail") or {}
+        rows.append(("Choices matching the higher ExPerT score (95% CI over items; judgments, items)",
+                     f"{num(r['choice_matches_expert'])} {interval(d.get('ci95'))} "
+                     f"(n = {d.get('n', 0)} judgments, {d.get('n_items', 0)} items)"))
     if "usefulness" in r:
         u = r["usefulness"]
-        rows += [("Usefulness mean", u["mean"]), ("Usefulness sd", u["sd"]), ("Usefulness n", u["n"])]
+        rows += [("Usefulness mean (95% CI over items)", f"{num(u['mean'])} {interval(u.get('ci95'))}"),
+                 ("Usefulness sd", u["sd"]), ("Usefulness n (ratings, items)", f"{u['n']}, {u.get('n_items', 0)}")]
     caption = ("Counts over all items; every statistic below leaves gold (attention-check) items out. A majority is "
                "the value chosen by strictly more non-gold judgments than any other, on items with at least the "
-               "minimum number of votes (report --min-votes N, or the study setting min_votes; default 2).")
+               "minimum number of votes (report --min-votes N, or the study setting min_votes; default 2). "
+               f"{BOOTSTRAP_NOTE}")
     return '<section id="summary"><h2>Summary</h2>' + table(["", "value"], rows, caption) + "</section>"
 
 
 def agreement_section(r: Report) -> str:
     agreement = r["agreement"]
     rows = [(q, a["level"], a["krippendorff_alpha"], interval(a.get("krippendorff_alpha_ci95")),
+             a.get("n_clusters"), a.get("dropped_resamples"),
              a.get("krippendorff_alpha_ordinal"), a["fleiss_kappa"], a["fleiss_n_units"], a["percent_agreement"],
              a["n_units"]) for q, a in agreement.items()]
     caption = ("One row per question with at least 2 pairable units (units = items; for a similarity survey, "
                "(item, pair)). alpha: Krippendorff's alpha at the level shown (choices nominal, ratings interval), "
-               "over units with 2 or more values. alpha 95% CI: percentile interval of 1,000 bootstrap resamples of "
-               "those units (seed 0; resamples where alpha is undefined are dropped). alpha (ordinal): the rating "
+               "over units with 2 or more values. alpha 95% CI: bootstrap over items, 1,000 resamples (seed 0), "
+               "each recomputing observed and expected disagreement; a similarity survey's (item, pair) units are "
+               "resampled with their item ('items resampled'); resamples where alpha is undefined are dropped and "
+               "counted ('dropped'). alpha (ordinal): the rating "
                "questions at the ordinal level. Fleiss' kappa: generalised to a varying number of ratings per unit, "
                "over the units with 2 or more ratings ('Fleiss units'). Percent agreement: mean share of agreeing "
-               "ordered annotator pairs per unit. An en dash is an undefined value (e.g. all values identical).")
+               "ordered annotator pairs per unit. An en dash is an undefined value (e.g. all values identical) or "
+               f"no interval. {BOOTSTRAP_NOTE}")
     defined = [q for q, a in agreement.items() if a["krippendorff_alpha"] is not None]
     svg = None
     if defined:
@@ -125,11 +166,11 @@ def agreement_section(r: Report) -> str:
                            "Krippendorff's alpha", lo=lows, hi=highs,
                            ylim=(min([0.0] + [v for v in lows if v is not None]), 1.0))
     n_text = ", ".join(f"{q}: n = {agreement[q]['n_units']} units" for q in defined) or "none defined"
-    fig_caption = (f"Krippendorff's alpha per question ({n_text}); whiskers: 95% bootstrap interval over units "
+    fig_caption = (f"Krippendorff's alpha per question ({n_text}); whiskers: 95% bootstrap interval over items "
                    "(1,000 resamples, seed 0). Questions whose alpha is undefined are not drawn.")
     return ('<section id="agreement"><h2>Agreement per question</h2>'
-            + table(["question", "level", "alpha", "alpha 95% CI", "alpha (ordinal)", "Fleiss' kappa", "Fleiss units",
-                     "percent agreement", "units"], rows, caption)
+            + table(["question", "level", "alpha", "alpha 95% CI", "items resampled", "dropped", "alpha (ordinal)",
+                     "Fleiss' kappa", "Fleiss units", "percent agreement", "units"], rows, caption)
             + figure("fig-agreement", svg, fig_caption) + "</section>")
 
 
@@ -140,23 +181,29 @@ def alignment_section(r: Report) -> str:
     caption = ("n: items with a human majority for one candidate (items whose majority is 'tie', or that have no "
                "majority or fewer votes than the minimum, are left out) and scores for both candidates. The metric "
                "picks the candidate with the higher score, a tie on equal scores. alignment (half-credit) = (agree + "
-               "0.5 x ties) / n; strict = agree / n. 95% CI: Wilson score interval at x = agree + 0.5 ties "
-               "(half-credit) or x = agree (strict).")
+               "0.5 x ties) / n; strict = agree / n. 95% CI: Wilson score interval over items at x = agree + 0.5 "
+               "ties (half-credit) or x = agree (strict); none below 5 items.")
     metrics = [m for m in alignment if alignment[m]["n"]]
+    cis = [alignment[m]["ci95"] or [None, None] for m in metrics]
     svg = figures.bars("fig-alignment", metrics, [alignment[m]["alignment"] for m in metrics],
-                       "alignment with majority",
-                       lo=[alignment[m]["ci95"][0] for m in metrics], hi=[alignment[m]["ci95"][1] for m in metrics],
+                       "alignment with majority", lo=[c[0] for c in cis], hi=[c[1] for c in cis],
                        ylim=(0, 1), reference=0.5) if metrics else None
     n_text = ", ".join(f"{m}: n = {alignment[m]['n']}" for m in metrics) or "no metric has scored items with a majority"
     fig_caption = (f"Half-credit alignment of each metric with the human majority over items ({n_text}). Whiskers: "
-                   "95% Wilson score interval (not a percentile bootstrap, which undercovers at small n). Dashed line: "
-                   "chance (0.5).")
-    comparisons = table(["metric a", "metric b", "McNemar p", "Holm p"],
-                        [(c["a"], c["b"], c["p_value"], c["p_holm"]) for c in r.get("metric_comparisons", [])],
+                   "95% Wilson score interval over items, none below 5 items (not a percentile bootstrap, which "
+                   "undercovers at small n). Dashed line: chance (0.5).")
+    comparisons = table(["metric a", "metric b", "n", "only a agrees", "only b agrees", "McNemar p", "Holm p"],
+                        [(c["a"], c["b"], c.get("n"), c.get("a_only"), c.get("b_only"), pval(c["p_value"]),
+                          pval(c["p_holm"])) for c in r.get("metric_comparisons", [])],
                         "Exact McNemar test on the items where exactly one of the two metrics agrees with the majority "
-                        "(a metric tie counts as not agreeing); Holm p: corrected over all metric pairs.")
-    wins = table(["candidate", "win rate"], list(r.get("win_rate", {}).items()),
-                 "Share of the items with a candidate majority whose majority is that candidate.")
+                        "(a metric tie counts as not agreeing); n: items both metrics pick on; Holm p: corrected over "
+                        "all metric pairs.")
+    detail = r.get("win_rate_detail") or {}
+    wins = table(["candidate", "win rate", "95% CI", "wins", "n"],
+                 [(c, w, interval(detail.get(c, {}).get("ci95")), detail.get(c, {}).get("wins"),
+                   detail.get(c, {}).get("n")) for c, w in r.get("win_rate", {}).items()],
+                 "Share of the n items with a candidate majority whose majority is that candidate; 95% CI: Wilson "
+                 "score interval over those items (none below 5).")
     return ('<section id="alignment"><h2>Metric alignment with human majority</h2>'
             + table(["metric", "alignment", "95% CI", "strict", "strict 95% CI", "agree", "ties", "n"], rows, caption)
             + figure("fig-alignment", svg, fig_caption)
@@ -183,18 +230,22 @@ def coverage_section(r: Report) -> str:
 def _correlation_rows(entries: dict[str, Any]) -> list[tuple[Any, ...]]:
     rows = []
     for metric, e in entries.items():
-        rows.append((metric, e["unit"], e["n"],
-                     e["pearson"]["r"], interval(e["pearson"]["ci95"]), e["pearson"]["p_value"],
-                     e["spearman"]["r"], interval(e["spearman"]["ci95"]), e["spearman"]["p_value"],
-                     e["kendall"]["r"], interval(e["kendall"]["ci95"]), e["kendall"]["p_value"]))
+        rows.append((metric, e["unit"], e["n"], e.get("n_clusters"),
+                     e["pearson"]["r"], interval(e["pearson"]["ci95"]), pval(e["pearson"]["p_value"]),
+                     e["spearman"]["r"], interval(e["spearman"]["ci95"]), pval(e["spearman"]["p_value"]),
+                     e["kendall"]["r"], interval(e["kendall"]["ci95"]), pval(e["kendall"]["p_value"])))
     return rows
 
 
-CORRELATION_HEADERS = ["metric", "unit", "n", "Pearson r", "95% CI", "p", "Spearman rho", "95% CI", "p",
+CORRELATION_HEADERS = ["metric", "unit", "n", "clusters", "Pearson r", "95% CI", "p", "Spearman rho", "95% CI", "p",
                        "Kendall tau-b", "95% CI", "p"]
-CORRELATION_NOTE = ("Pearson's CI: Fisher z (n > 3). Spearman's and Kendall's CI: percentile bootstrap over units "
-                    "(2,000 resamples, seed 0), only when n >= 20. p: exact permutation p-value (all n! orderings) "
-                    "when n <= 9, else scipy's. An en dash: undefined (n < 3, a constant side) or not computed.")
+CORRELATION_NOTE = ("Independent units (one per item or system: clusters = n): Pearson's CI by Fisher z (n >= 10); "
+                    "Spearman's and Kendall's CI by bootstrap over the units (2,000 resamples, seed 0), only when "
+                    "n >= 20; p: exact permutation p-value (all n! orderings) when n <= 9, else scipy's. Units nested "
+                    "in items ((item, pair) units, judgments: clusters = items < n): every CI and p-value from one "
+                    "bootstrap over items (2,000 resamples, seed 0; n >= 20 and 5 items), p being the interval's own "
+                    "test of r = 0. An en dash: undefined (n < 3, a constant side) or not computed. "
+                    + BOOTSTRAP_NOTE)
 
 
 def correlations_section(r: Report) -> str:
@@ -267,22 +318,33 @@ SCREEN_VOTE = ("A screen is one item as one annotator saw it; it votes 'first' w
 def position_section(r: Report) -> str:
     b = r["position_bias"]
     names = [n for n, a in r["annotators"].items() if a["first_shown_rate"] is not None]
-    labels = ["all"] + names if b["n"] else []
-    values = [b["first_shown_rate"]] + [r["annotators"][n]["first_shown_rate"] for n in names] if b["n"] else []
+    screens = b.get("n_screens_all", b["n"])
+    labels = ["all"] + names if screens else []
+    values = [b.get("screen_rate", b["first_shown_rate"])] + [r["annotators"][n]["first_shown_rate"]
+                                                             for n in names] if screens else []
     svg = figures.bars("fig-position-bias", labels, values, "share of screens voting 'first'",
                        ylim=(0, 1), reference=0.5,
                        colors=[figures.ORANGE] + [figures.BLUE] * len(names) if labels else None)
-    caption = (f"Position bias, unit = screen (n = {b['n']} voting screens): share of screens voting 'first', "
-               f"overall and per annotator; dashed line = 0.5 (no bias). Exact two-sided binomial test of the overall "
-               f"share against 0.5: p = {num(b['p_value'])}. {SCREEN_VOTE}")
+    caption = (f"Position bias: share of screens voting 'first' overall (all {b.get('n_screens_all', 0)} voting "
+               "screens pooled) and per annotator; dashed line = 0.5 (no bias). The test is over annotators "
+               f"(n = {b['n']} with at least {b.get('min_screens', 5)} voting screens): one-sample t-test of their "
+               f"shares against 0.5, p = {pval(b['p_value'])}. {SCREEN_VOTE}")
     per_question = b.get("per_question") or {}
-    rows = [("all choice questions (unit = screen)", b["first_shown_rate"], b["n"], b["p_value"], None)]
-    rows += [(f"{q} (unit = judgment)", v["first_shown_rate"], v["n"], v["p_value"], v.get("p_holm"))
-             for q, v in per_question.items()]
-    questions = table(["choices", "first-shown rate", "n", "p", "Holm p"], rows,
-                      "First row: share of screens voting 'first', exact two-sided binomial p. Then each choice "
-                      "question on its own (one choice per screen): share of non-tie choices of the option shown "
-                      "first, exact binomial p, and p Holm-corrected across the questions.")
+    rows: list[tuple[Any, ...]] = [("all choice questions (votes = screens)", b.get("screen_rate"),
+                                    b.get("n_screens_all"), b["first_shown_rate"], interval(b.get("ci95")), b["n"],
+                                    pval(b["p_value"]), None)]
+    rows += [(f"{q} (votes = its choices)", None, v.get("n_judgments"), v["first_shown_rate"], interval(v.get("ci95")),
+              v["n"], pval(v["p_value"]), pval(v.get("p_holm"))) for q, v in per_question.items()]
+    questions = table(["choices", "pooled share", "votes", "first-shown rate", "95% CI", "annotators", "p", "Holm p"],
+                      rows,
+                      "pooled share: share of all votes for the option shown first. first-shown rate: mean over "
+                      "the annotators with at least "
+                      f"{b.get('min_screens', 5)} votes of their share of votes for the option shown first (ties "
+                      "and screens that split evenly do not vote); 95% CI: t interval over those annotators (none "
+                      "from fewer than 5, nor when every share is the same); p: two-sided one-sample t-test of the "
+                      "shares against 0.5 (annotators are the unit: their habits make one annotator's votes alike). "
+                      "First row: one vote per screen over all choice questions; then each choice question on its "
+                      "own, Holm p corrected across the questions.")
     return ('<section id="position-bias"><h2>Position bias</h2>' + questions + figure("fig-position-bias", svg, caption)
             + "</section>")
 
@@ -292,11 +354,11 @@ KAPPA_ROWS = 10
 
 def pairwise_kappa_table(r: Report) -> str:
     """The lowest pairwise Cohen's kappas per question (outlier pairs first)."""
-    rows = [(q, p["a"], p["b"], p["kappa"]) for q, pairs in r.get("pairwise_kappa", {}).items()
+    rows = [(q, p["a"], p["b"], p["kappa"], p.get("n")) for q, pairs in r.get("pairwise_kappa", {}).items()
             for p in pairs[:KAPPA_ROWS]]
     if not rows:
         return "<p>No annotator pair shares 10 or more units of one question yet.</p>"
-    return table(["question", "annotator a", "annotator b", "Cohen's kappa"], rows,
+    return table(["question", "annotator a", "annotator b", "Cohen's kappa", "shared units"], rows,
                  caption=f"Lowest {KAPPA_ROWS} Cohen's kappas per question (unweighted for choices, quadratic-weighted "
                          "for rating scales), over annotator pairs sharing at least 10 non-gold units (the full list "
                          "is in the JSON report).")
@@ -305,16 +367,19 @@ def pairwise_kappa_table(r: Report) -> str:
 def annotators_section(r: Report) -> str:
     first: dict[str, Any] = next(iter(r["annotators"].values()), {})
     questions = list(first.get("loo", {}))
-    rows = [[n, a["judgments"], a["median_seconds"], a["gold_accuracy"], a["first_shown_rate"], a["first_shown_p"]]
+    rows = [[n, a["judgments"], a["median_seconds"], a["gold_accuracy"], a.get("n_gold_answers"),
+             a["first_shown_rate"], a.get("n_screens"), pval(a["first_shown_p"])]
             + [a.get("loo", {}).get(q) for q in questions] for n, a in r["annotators"].items()]
     caption = ("judgments: all of the annotator's judgments, gold included. median seconds: per judged item. gold "
-               "accuracy: share of gold answers equal to the expected one. first-shown rate / p: share of the "
-               "annotator's screens voting 'first' and its exact binomial p. '<question>: vs the others', per question "
+               "accuracy: share of the 'gold answers' equal to the expected one. first-shown rate / p: share of the "
+               "annotator's 'screens' voting 'first' and its exact two-sided binomial p against 0.5, Holm-adjusted "
+               "over the annotators. '<question>: vs the others', per question "
                "(never pooled): for a choice question the share of units where the annotator's value equals the "
                "strict majority of the other annotators (units without one skipped); for a rating question the mean "
                "absolute difference from the median of the others' ratings (units with 2 or more other ratings; "
                f"lower = closer). {SCREEN_VOTE}")
-    headers = ["annotator", "judgments", "median seconds", "gold accuracy", "first-shown rate", "first-shown p"]
+    headers = ["annotator", "judgments", "median seconds", "gold accuracy", "gold answers", "first-shown rate",
+               "screens", "first-shown p (Holm)"]
     headers += [f"{q}: vs the others" for q in questions]
     return ('<section id="annotators"><h2>Annotators</h2>' + table(headers, rows, caption)
             + "<h3>Pairwise agreement</h3>" + pairwise_kappa_table(r) + "</section>")
@@ -326,19 +391,30 @@ def _probe_text(label: str) -> str:
 
 
 def similarity_section(r: Report) -> str:
-    mean = table(["pair", "mean similarity"], list(r.get("mean_similarity", {}).items()),
-                 "Mean rating of each pair id over its non-gold ratings (all items and annotators).")
-    hj = r.get("egises_hj", {})
-    styles = sorted({s for by_style in hj.values() for s in by_style})
+    detail = r.get("mean_similarity_detail") or {}
+    mean = table(["pair", "mean similarity", "95% CI", "ratings", "items"],
+                 [(p, m, interval(detail.get(p, {}).get("ci95")), detail.get(p, {}).get("n"),
+                   detail.get(p, {}).get("n_items")) for p, m in r.get("mean_similarity", {}).items()],
+                 "Mean rating of each pair id over its non-gold ratings (all items and annotators); 95% CI: "
+                 "bootstrap over the items that show it (none from fewer than 5, as for a pair id of one item).")
+    hj, hj_detail = r.get("egises_hj", {}), r.get("egises_hj_detail") or {}
     steps = ", ".join(r.get("jsd_preprocessing", []))
-    egises = table(["model"] + styles, [[m] + [hj[m].get(s) for s in styles] for m in hj],
+    rows: list[tuple[Any, ...]] = [(m, s, v, interval(hj_detail.get(m, {}).get(s, {}).get("ci95")),
+             hj_detail.get(m, {}).get(s, {}).get("n_documents")) for m in hj for s, v in sorted(hj[m].items())]
+    egises = table(["model", "prompt style", "EGISES-HJ", "95% CI", "documents"], rows,
                    "EGISES-HJ per model and prompt style (lower = more personalized): sigma between two summaries = "
                    "(max - mean rating) / (max - min) over all ratings of that pair of texts (a user pair is "
-                   f"unordered); sigma between a summary and the document = JSD after: {steps}.")
-    paradox = table(["model", "PX-5", "PX-6"], [(m, num(p.get("PX-5")), num(p.get("PX-6")))
-                                                 for m, p in r.get("paradoxes", {}).items()],
+                   f"unordered); sigma between a summary and the document = JSD after: {steps}. 95% CI: bootstrap "
+                   "over documents.")
+    paradox_detail = r.get("paradoxes_detail") or {}
+    rows = [(m, label, d.get("probe"), d.get("difference"), interval(d.get("ci95")), d.get("n_documents"),
+             flag(d.get("holds"))) for m, by_label in paradox_detail.items() for label, d in by_label.items()]
+    paradox = table(["model", "label", "probe", "EGISES(richer) - EGISES(plainer)", "95% CI", "documents", "paradox"],
+                    rows,
                     "Paradox flags (yes = the richer prompt did not make the model more personalized): "
-                    f"{_probe_text('PX-5')}; {_probe_text('PX-6')}. An en dash: a score is missing.")
+                    f"{_probe_text('PX-5')}; {_probe_text('PX-6')}. The flag is yes or no only when the 95% "
+                    "bootstrap interval over documents of the difference excludes 0; otherwise it is 'not resolved' "
+                    "at this number of documents (null in the JSON).")
     errors = r.get("egises_hj_errors") or []
     error_list = ("<h3>Input problems</h3><ul>" + "".join(f"<li>{escape(e)}</li>" for e in errors) + "</ul>"
                   if errors else "")
@@ -352,12 +428,18 @@ def aspects_section(r: Report) -> str:
     aspects = r.get("aspects", {})
     rows = []
     for key, a in aspects.items():
-        shares = ", ".join(f"{c}: {num(s)}" for c, s in a["majority_share"].items())
-        rows.append((key, a["krippendorff_alpha"], shares))
+        detail = a.get("majority_share_detail") or {}
+        shares = ", ".join(f"{c}: {num(s)} {interval(detail.get(c, {}).get('ci95'))}"
+                           for c, s in a["majority_share"].items())
+        first: dict[str, Any] = next(iter(detail.values()), {})
+        n_major = first.get("n", 0)
+        rows.append((key, a["krippendorff_alpha"], a.get("n_units"), shares, n_major))
     evaluators = sorted({e for a in aspects.values() for e in a["evaluators"]})
     average, covered = r.get("evaluators_average", {}), r.get("aspects_covered", {})
+    avg_detail = r.get("evaluators_average_detail") or {}
     acc = [[e] + [aspects[k]["evaluators"].get(e, {}).get("accuracy") for k in aspects]
-           + [average.get(e), covered.get(e)] for e in evaluators]
+           + [average.get(e), interval(avg_detail.get(e, {}).get("ci95")), avg_detail.get(e, {}).get("n_judgments"),
+              covered.get(e)] for e in evaluators]
     strict = [[e] + [aspects[k]["evaluators"].get(e, {}).get("accuracy_strict") for k in aspects] for e in evaluators]
     shown = [e for e in average if average[e] is not None]
     svg = figures.bars("fig-evaluators", shown, [average[e] for e in shown], "mean aspect accuracy", ylim=(0, 1),
@@ -365,19 +447,22 @@ def aspects_section(r: Report) -> str:
     n_judged = max((a["evaluators"].get(e, {}).get("n", 0) for a in aspects.values() for e in a["evaluators"]),
                    default=0)
     caption = (f"Mean over the {len(aspects)} aspects of each evaluator's lenient accuracy (unit = human judgment "
-               f"(item, annotator, aspect), up to n = {n_judged} per aspect; no interval). Evaluators without an "
+               f"(item, annotator, aspect), up to n = {n_judged} per aspect; its 95% interval, bootstrap over items, "
+               "is in the table above). Evaluators without an "
                "accuracy for every aspect are not drawn. reviewer_prior predicts, for each annotator, the position "
                "(as shown to that annotator) of the candidate chosen in their earliest other judgment of the aspect.")
     return ('<section id="aspects"><h2>Aspects</h2>'
-            + table(["aspect", "alpha", "majority share"], rows,
-                    "Krippendorff's alpha (nominal) per aspect, and the share of items with a majority won by each "
-                    "candidate.")
+            + table(["aspect", "alpha", "units", "majority share [95% CI]", "items with a majority"], rows,
+                    "Krippendorff's alpha (nominal) per aspect over its units, and the share of the items with a "
+                    "majority won by each candidate with its Wilson interval over those items (none below 5).")
             + "<h3>Evaluator accuracy (lenient)</h3>"
-            + table(["evaluator"] + list(aspects) + ["average", "aspects covered"], acc,
+            + table(["evaluator"] + list(aspects) + ["average", "average 95% CI", "judgments", "aspects covered"],
+                    acc,
                     "Lenient accuracy: share of the human judgments (item, annotator, aspect) where the evaluator's "
                     "prediction for that annotator (or its prediction for everyone) equals the annotator's choice; "
                     "unparsed predictions are left out, N/A counts wrong. average: mean over the aspects, shown only "
-                    "when the evaluator covers every aspect.")
+                    "when the evaluator covers every aspect; its 95% CI: bootstrap over items (every aspect's accuracy "
+                    "recomputed on the same resampled items). judgments: over all aspects.")
             + "<h3>Evaluator accuracy (strict)</h3>"
             + table(["evaluator"] + list(aspects), strict,
                     "Strict accuracy: unparsed (or missing) predictions count as wrong.")
@@ -407,7 +492,13 @@ def report_fragment(report: Report, inp: Any = None) -> str:
 
 def report_html(report: Report, inp: Any = None) -> str:
     """One self-contained HTML page of the report."""
-    title = f"Report: {report['study']} ({report['kind']})"
+    return html_page(report["study"], report["kind"], report_fragment(report, inp))
+
+
+def html_page(study: str, kind: str, fragment: str) -> str:
+    """The page around a report fragment (the cache stores the fragment, so a cached
+    report's page costs no rebuild)."""
+    title = f"Report: {study} ({kind})"
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
-            f"<h1>{escape(title)}</h1>\n{report_fragment(report, inp)}\n</body></html>\n")
+            f"<h1>{escape(title)}</h1>\n{fragment}\n</body></html>\n")

@@ -2,7 +2,8 @@
 each metric's mean score with a 95% confidence interval, and its human win rate.
 
 - mean: over the non-gold items where the system has a score for that metric; ci95 is the
-  t interval mean +- t(0.975, n - 1) * sd / sqrt(n) (sd with n - 1), null below n = 2.
+  t interval mean +- t(0.975, n - 1) * sd / sqrt(n) (sd with n - 1) over those items, null
+  below 5 items or for a constant sample (evaluation.intervals.t_interval, with `ci_reason`).
   For squared errors (`lamp_rmse`, vocabulary.ROOT_OF_MEAN) the root of the mean and of the
   interval's ends: LaMP's RMSE.
 - win rate: wins / decided, over the items whose human majority picked a candidate (ties
@@ -12,9 +13,9 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from evaluation.alignment import TIE
+from evaluation.intervals import t_interval
 from evaluation.vocabulary import ROOT_OF_MEAN
 
 from .common import clean
@@ -39,15 +40,14 @@ def system_wins(inp: ReportInput, labels: np.ndarray) -> tuple[dict[str, int], d
 
 
 def mean_ci(values: list[float] | np.ndarray) -> dict[str, Any]:
-    """{"mean", "ci95", "n"} of a sample (t interval; null CI below two values)."""
-    n = len(values)
-    if not n:
-        return {"mean": None, "ci95": None, "n": 0}
-    mean = float(np.mean(values))
-    if n < 2:
-        return {"mean": clean(mean), "ci95": None, "n": 1}
-    half = float(student_t.ppf(0.975, n - 1)) * float(np.std(values, ddof=1)) / math.sqrt(n)
-    return {"mean": clean(mean), "ci95": [clean(mean - half), clean(mean + half)], "n": n}
+    """{"mean", "ci95", "n", "ci_method", "n_clusters", "ci_reason"?} of one value per item
+    (t interval over items; evaluation.intervals.t_interval's small-n rules)."""
+    result = t_interval(values)
+    out = {"mean": clean(result.mean), "ci95": None if result.ci95 is None else [clean(v) for v in result.ci95],
+           "n": result.n, "ci_method": "t interval over items", "n_clusters": result.n}
+    if result.ci95 is None:
+        out["ci_reason"] = result.reason
+    return out
 
 
 def root_of(entry: dict[str, Any]) -> dict[str, Any]:

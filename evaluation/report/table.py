@@ -67,7 +67,7 @@ def _as_number(v: Any) -> float:
 
 
 CORRELATION_HEADER = ["correlation_table", "metric", "unit", "n", "coefficient", "r", "p_value",
-                      "ci95_low", "ci95_high", "x", "y"]
+                      "ci95_low", "ci95_high", "x", "y", "n_clusters", "ci_method", "p_method"]
 
 
 def correlation_rows(report: dict[str, Any]) -> list[list[Any]]:
@@ -81,7 +81,8 @@ def correlation_rows(report: dict[str, Any]) -> list[list[Any]]:
                 ci = c["ci95"] or [None, None]
                 rows.append([table_key, metric, entry.get("unit", ""), entry["n"], method]
                             + ["" if v is None else v for v in (c["r"], c["p_value"], ci[0], ci[1])]
-                            + [entry.get("x", ""), entry.get("y", "")])
+                            + [entry.get("x", ""), entry.get("y", "")]
+                            + ["" if c.get(k) is None else c[k] for k in ("n_clusters", "ci_method", "p_method")])
     return rows
 
 

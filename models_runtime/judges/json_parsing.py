@@ -145,38 +145,42 @@ def parse_aspects(text):
     """Aspect extraction: a list of {aspect, description, evidence: [sentences]}.
 
     Accepts a bare list, {"aspects": [...]}, or one aspect object; evidence may be one string. Aspects with
-    no title are dropped, and repeated titles (case-insensitive) keep the first.
+    no title are dropped. A repeated title (compared exactly, case-sensitive) keeps its last aspect at the
+    place of its first, as the official code's `{x['aspect']: x for x in aspects}` does (alirezasalemi7/ExPerT,
+    expert_score/matching/match.py), so the side has one aspect per distinct title.
     Raises ParseError when no aspect survives."""
     value = extract_json(text)
     if isinstance(value, dict):
         value = value.get("aspects", value.get("Aspects")) if "aspect" not in value else [value]
     if not isinstance(value, list):
         raise ParseError("expected a list of aspects")
-    aspects, seen = [], set()
+    by_title = {}
     for entry in value:
         if not isinstance(entry, dict):
             continue
         title = _text(entry.get("aspect") or entry.get("title") or entry.get("name"))
-        if not title or title.lower() in seen:
+        if not title:
             continue
         evidence = entry.get("evidence", [])
         if isinstance(evidence, str):
             evidence = [evidence]
         evidence = [_text(e) for e in evidence if isinstance(e, str) and _text(e)] if isinstance(evidence, list) else []
-        seen.add(title.lower())
-        aspects.append({"aspect": title, "description": _text(entry.get("description")), "evidence": evidence})
-    if not aspects:
+        by_title[title] = {"aspect": title, "description": _text(entry.get("description")), "evidence": evidence}
+    if not by_title:
         raise ParseError("no aspect with a title")
-    return aspects
+    return list(by_title.values())
 
 
 def find_title(title, titles):
-    """The entry of `titles` equal to `title` ignoring case, surrounding space and quotes."""
-    key = _text(title).strip("\"'").lower() if isinstance(title, str) else ""
+    """The entry of `titles` equal to `title` (surrounding space and quotes ignored); failing
+    that, the one entry equal ignoring case (None when none or several are: titles are
+    distinct case-sensitively, as in the official code)."""
+    key = _text(title).strip("\"'") if isinstance(title, str) else ""
     for candidate in titles:
-        if candidate.strip().lower() == key:
+        if candidate.strip() == key:
             return candidate
-    return None
+    folded = [c for c in titles if c.strip().lower() == key.lower()]
+    return folded[0] if len(folded) == 1 else None
 
 
 def _is_matched(text):

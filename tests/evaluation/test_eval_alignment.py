@@ -18,7 +18,7 @@ from evaluation.alignment import (
     metric_pick,
     win_rate,
 )
-from evaluation.bootstrap import bootstrap_ci, bootstrap_weights, percentile_ci, resample_blocks
+from evaluation.bootstrap import bootstrap_ci, bootstrap_interval, bootstrap_weights, resample_blocks
 from evaluation.correlation import correlations, system_correlations
 from evaluation.majority import majority_labels
 from evaluation.position_bias import position_bias, screen_votes
@@ -51,7 +51,10 @@ def test_metric_alignment_hand_example():
     assert result["ci95"] == pytest.approx(list(proportion_confint(3, 5, method="wilson")), abs=1e-12)
     assert result["ci95_strict"] == pytest.approx(list(proportion_confint(2, 5, method="wilson")), abs=1e-12)
     assert metric_alignment({1: None}, {1: "A"}) == {
-        "alignment": None, "alignment_strict": None, "agree": 0, "ties": 0, "n": 0, "ci95": None, "ci95_strict": None}
+        "alignment": None, "alignment_strict": None, "agree": 0, "ties": 0, "n": 0, "ci95": None, "ci95_strict": None,
+        "ci_method": "Wilson score interval over items", "n_clusters": 0, "ci_reason": "fewer than 5 clusters (0)"}
+    four = metric_alignment({k: "A" for k in range(4)}, {k: "A" for k in range(4)})  # no interval below 5 items
+    assert (four["alignment"], four["ci95"], four["ci_reason"]) == (1.0, None, "fewer than 5 clusters (4)")
 
 
 def test_bootstrap_ci_matches_a_plain_loop():
@@ -131,7 +134,7 @@ def test_correlations_match_scipy(pairs):
     y = [p[1] for p in pairs]
     result = correlations(x, y, resamples=50)
     if len(set(x)) == 1 or len(set(y)) == 1:
-        assert result["pearson"] == {"r": None, "p_value": None, "ci95": None}
+        assert {k: result["pearson"][k] for k in ("r", "p_value", "ci95")} == {"r": None, "p_value": None, "ci95": None}
         return
     for method, test in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr),
                          ("kendall", stats.kendalltau)):
@@ -165,7 +168,8 @@ def test_undefined_correlations_are_null():
     for x, y in (([1, 2], [1, 2]), ([1, 2, 3], [5, 5, 5]), ([1, None, 3], [2, 3, float("nan")])):
         result = correlations(x, y)
         for method in ("pearson", "spearman", "kendall"):
-            assert result[method] == {"r": None, "p_value": None, "ci95": None}
+            entry = result[method]
+            assert (entry["r"], entry["p_value"], entry["ci95"]) == (None, None, None) and entry["ci_reason"]
 
 
 def test_fisher_z_interval():
@@ -185,8 +189,9 @@ def test_fisher_z_interval():
 
 @pytest.mark.parametrize("kind", ["levels", "continuous", "ties", "over 8 levels", "few profiles"])
 def test_rank_bootstrap_matches_scipy_on_the_same_resamples(kind):
-    """n >= 20: Spearman's and Kendall's percentile intervals equal a plain scipy loop over
-    the same resamples (each count row expanded back into units); with more than 8
+    """n >= 20: Spearman's and Kendall's intervals equal a plain scipy loop over the same
+    resamples (each count row expanded back into units) through the report's interval rule
+    (bootstrap.bootstrap_interval, checked on its own in test_clustered.py); with more than 8
     distinct values on both sides Kendall's running sums use the Fenwick tree; with many
     units per profile the resamples are Poissonized draws."""
     rng = np.random.default_rng(7)
@@ -209,8 +214,10 @@ def test_rank_bootstrap_matches_scipy_on_the_same_resamples(kind):
         constant = len(set(xa)) == 1 or len(set(ya)) == 1
         rho.append(np.nan if constant else stats.spearmanr(xa, ya).statistic)
         tau.append(np.nan if constant else stats.kendalltau(xa, ya).statistic)
-    assert result["spearman"]["ci95"] == pytest.approx(percentile_ci(rho), abs=1e-12)
-    assert result["kendall"]["ci95"] == pytest.approx(percentile_ci(tau), abs=1e-12)
+    spearman, kendall = stats.spearmanr(x, y).statistic, stats.kendalltau(x, y).statistic
+    assert result["spearman"]["ci95"] == pytest.approx(bootstrap_interval(rho, spearman, n).ci95, abs=1e-12)
+    assert result["kendall"]["ci95"] == pytest.approx(bootstrap_interval(tau, kendall, n).ci95, abs=1e-12)
+    assert result["spearman"]["dropped_resamples"] == int(np.isnan(rho).sum())
 
 
 def test_system_correlations_and_constant_input():

@@ -81,7 +81,7 @@ def test_paradoxes_command(tmp_path):
     assert result["m2"]["summary"] == {"PX-1": False, "PX-2": False, "PX-3": True,
                                        "PX-4": True, "PX-5": True, "PX-6": True}
     # Issue 13, item 15: a nan cell is a missing score (null probes), never false.
-    path.write_text("model," + ",".join(STYLES) + "\nm3,nan,0.4,NaN,0.6,0.7,0.8\n")
+    path.write_text("model," + ",".join(STYLES) + "\nm3,nan,0.4,NA,0.6,0.7,0.8\n")  # nan and NA: missing
     m3 = run("paradoxes", str(path))["m3"]
     assert m3["probes"]["PX-1"] is None and m3["probes"]["PX-1-h"] is None and m3["probes"]["PX-2"] is None
     assert m3["probes"]["PX-1-c"] is True and m3["summary"]["PX-2"] is None
@@ -121,3 +121,20 @@ def test_evaluation_never_imports_django():
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_agreement_command_at_extreme_scales(tmp_path, scale):
+    """Issue 24: at 1e-300 the squared differences underflowed to 0 and the interval level
+    raised ZeroDivisionError. Interval alpha is unchanged by rescaling the values, so the
+    same units at any scale give the package's value for 1, 2, 3."""
+    import krippendorff
+
+    rows = [("u1", "a", 1), ("u1", "b", 2), ("u2", "a", 1), ("u2", "b", 1), ("u3", "a", 2), ("u3", "b", 3)]
+    path = tmp_path / "tiny.csv"
+    path.write_text("unit,coder,value\n" + "".join(f"{u},{c},{v * scale!r}\n" for u, c, v in rows))
+    expected = krippendorff.alpha(reliability_data=[[1, 1, 2], [2, 1, 3]], level_of_measurement="interval")
+    for level in ("interval", "ordinal", "ratio"):
+        result = run("agreement", str(path), "--level", level)
+        assert result["krippendorff_alpha"] is not None
+    assert run("agreement", str(path), "--level", "interval")["krippendorff_alpha"] == pytest.approx(expected)

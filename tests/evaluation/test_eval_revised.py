@@ -14,7 +14,7 @@ from test_eval_agreement import K2011, long_format
 from evaluation.agreement import fleiss_kappa, krippendorff_alpha, leave_one_out_rating_difference, percent_agreement
 from evaluation.alignment import compare_metrics, metric_alignment, wilson_ci, win_rate
 from evaluation.alpha_ci import krippendorff_alpha_ci95
-from evaluation.bootstrap import bootstrap_weights, percentile_ci
+from evaluation.bootstrap import bootstrap_interval, bootstrap_weights
 from evaluation.majority import majority
 from evaluation.position_bias import position_bias, screen_votes
 from evaluation.tabulate import tabulate
@@ -114,9 +114,12 @@ def _package_ci(units, coders, values, level, resamples, seed=0):
             data = np.array(columns).T
             if len(np.unique(data[~np.isnan(data)])) < 2:
                 undefined += 1
+                samples.append(None)
             else:
                 samples.append(krippendorff.alpha(data, level_of_measurement=level))
-    return percentile_ci(samples), undefined
+    estimate = krippendorff.alpha(np.array([np.r_[np.repeat(x, row), np.full(width - row.sum(), np.nan)]
+                                            for row in dense]).T, level_of_measurement=level)
+    return bootstrap_interval(samples, estimate, n_clusters=len(dense)).ci95, undefined
 
 
 @pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])

@@ -6,13 +6,11 @@
     i3    A, B        0.1, 0.6                 -           A A A     A
     i4    A, B        0.7, -                   -           A B       none (1-1)
 
-A rougeL: 0.5 0.3 0.1 0.7 -> mean 0.4, squared deviations .01+.01+.09+.09 = .2, sd =
-sqrt(.2/3), half width t(.975, 3) = 3.182446305 x sd / 2. B rougeL: 0.2 0.4 0.6 -> mean
-0.4, sd 0.2, half width t(.975, 2) = 4.302652730 x 0.2 / sqrt(3). bleu: A one value (no
-interval), B none. Wins: A i1, i3; B i2; decided 3 each (i4 has no majority).
+A rougeL: 0.5 0.3 0.1 0.7 -> mean 0.4 over 4 items; B rougeL: 0.2 0.4 0.6 -> mean 0.4
+over 3: no t interval from fewer than 5 items (statistics.md, "Clustered data"; the t
+interval itself is checked in test_clustered.py). bleu: A one value, B none. Wins: A i1,
+i3; B i2; decided 3 each (i4 has no majority).
 """
-import math
-
 import numpy as np
 import pytest
 
@@ -42,15 +40,16 @@ def report_input():
 
 def test_systems_table_by_hand():
     systems = build_report(report_input())["systems"]
-    half_a = 3.182446305284263 * math.sqrt(0.2 / 3) / 2
-    half_b = 4.302652729911275 * 0.2 / math.sqrt(3)
     assert list(systems) == ["A", "B"]
     a, b = systems["A"], systems["B"]
     assert (a["n_items"], a["wins"], a["decided"], a["win_rate"]) == (4, 2, 3, pytest.approx(2 / 3))
     assert (b["n_items"], b["wins"], b["decided"], b["win_rate"]) == (4, 1, 3, pytest.approx(1 / 3))
-    assert a["metrics"]["rougeL"] == {"mean": pytest.approx(0.4), "n": 4,
-                                      "ci95": [pytest.approx(0.4 - half_a), pytest.approx(0.4 + half_a)]}
-    assert b["metrics"]["rougeL"] == {"mean": pytest.approx(0.4), "n": 3,
-                                      "ci95": [pytest.approx(0.4 - half_b), pytest.approx(0.4 + half_b)]}
-    assert a["metrics"]["bleu"] == {"mean": 1.0, "ci95": None, "n": 1}
-    assert b["metrics"]["bleu"] == {"mean": None, "ci95": None, "n": 0}
+    method = {"ci_method": "t interval over items"}
+    assert a["metrics"]["rougeL"] == {"mean": pytest.approx(0.4), "n": 4, "ci95": None, **method, "n_clusters": 4,
+                                      "ci_reason": "fewer than 5 clusters (4)"}
+    assert b["metrics"]["rougeL"] == {"mean": pytest.approx(0.4), "n": 3, "ci95": None, **method, "n_clusters": 3,
+                                      "ci_reason": "fewer than 5 clusters (3)"}
+    assert a["metrics"]["bleu"] == {"mean": 1.0, "ci95": None, "n": 1, **method, "n_clusters": 1,
+                                    "ci_reason": "one value"}
+    assert b["metrics"]["bleu"] == {"mean": None, "ci95": None, "n": 0, **method, "n_clusters": 0,
+                                    "ci_reason": "no values"}

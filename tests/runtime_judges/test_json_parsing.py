@@ -58,13 +58,20 @@ def test_as_bool():
 
 
 def test_parse_aspects_validates_and_dedupes():
+    """A repeated title keeps its last aspect, at its first place, and titles are compared
+    case-sensitively: the official code's {x['aspect']: x for x in aspects} (issue 24)."""
     text = ('```json\n[{"aspect": "Food", "description": "likes pasta", "evidence": "The pasta was great."},'
-            ' {"aspect": "food", "description": "dup"}, {"description": "no title"}, "junk",'
-            ' {"title": "Service", "evidence": ["Slow.", 3]},]\n```')
+            ' {"aspect": "food", "description": "lower case: another title"}, {"description": "no title"}, "junk",'
+            ' {"title": "Service", "evidence": ["Slow.", 3]},'
+            ' {"aspect": "Food", "description": "the last Food", "evidence": ["Pasta again."]}]\n```')
     assert parse_aspects(text) == [
-        {"aspect": "Food", "description": "likes pasta", "evidence": ["The pasta was great."]},
+        {"aspect": "Food", "description": "the last Food", "evidence": ["Pasta again."]},
+        {"aspect": "food", "description": "lower case: another title", "evidence": []},
         {"aspect": "Service", "description": "", "evidence": ["Slow."]},
     ]
+    official = {x["aspect"]: x for x in [{"aspect": "Food", "n": 1}, {"aspect": "food", "n": 2},
+                                          {"aspect": "Service", "n": 3}, {"aspect": "Food", "n": 4}]}
+    assert [(k, v["n"]) for k, v in official.items()] == [("Food", 4), ("food", 2), ("Service", 3)]
     assert parse_aspects('{"aspects": [{"aspect": "X"}]}') == [{"aspect": "X", "description": "", "evidence": []}]
     assert parse_aspects('{"aspect": "X"}') == [{"aspect": "X", "description": "", "evidence": []}]
     for bad in ['{"type": "X"}', "[]", '[{"description": "no title"}]', "aspects: food, service"]:
@@ -75,6 +82,8 @@ def test_parse_aspects_validates_and_dedupes():
 def test_parse_match_titles_case_insensitive_unknown_is_error():
     titles = ["Food quality", "Service"]
     assert find_title(' "food QUALITY" ', titles) == "Food quality"
+    assert find_title("Tone", ["Tone", "tone"]) == "Tone" and find_title("tone", ["Tone", "tone"]) == "tone"
+    assert find_title("TONE", ["Tone", "tone"]) is None  # ambiguous ignoring case
     assert parse_match('{"reason": "r", "is_matched": "yes", "matched_aspect": "SERVICE"}', titles) == ("Service", "r")
     assert parse_match('{"reason": "none", "is_matched": false, "matched_aspect": ""}', titles) == (None, "none")
     for bad in ['{"reason": "r", "is_matched": true, "matched_aspect": "Parking"}',  # unknown title

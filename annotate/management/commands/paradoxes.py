@@ -1,10 +1,16 @@
-"""manage.py paradoxes PATH: iCOPERNICUS paradox probes from an EGISES table (CSV)."""
+"""manage.py paradoxes PATH: iCOPERNICUS paradox probes from an EGISES table (CSV).
+
+A cell that is a missing value ("", nan, NA, null: statistics.md) is a missing score, so
+its probes are null; any other text that is not a number is an input error (`line N`).
+The table holds scores only, no documents, so the probes compare the two values as given
+(a report's `paradoxes` decide from an interval over documents instead)."""
 import csv
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation.paradoxes import STYLES, paradoxes
+from evaluation.tabulate import is_missing
 
 
 class Command(BaseCommand):
@@ -35,7 +41,7 @@ class Command(BaseCommand):
             for style in STYLES:
                 cell = (row[style] or "").strip()
                 try:
-                    scores[style] = float(cell) if cell else None
+                    scores[style] = None if is_missing(cell) else float(cell)
                 except ValueError:
                     raise CommandError(
                         f"{path}: line {line}: {style}: not a number: {cell!r}") from None

@@ -1,13 +1,16 @@
 """aspect_pairwise report (PerSE / Per-DOC): per-aspect agreement and majority shares, and
 each automatic evaluator's accuracy against every annotator's own choices (lenient and
 strict), with the reviewer_prior baseline and the average over aspects."""
+from collections import Counter
 from typing import Any
 
 import numpy as np
 
+from evaluation.bootstrap import RESAMPLES, Interval, bootstrap_method
+from evaluation.perdoc import accuracy_intervals
 from evaluation.vocabulary import DEFAULT_ASPECT_KEYS
 
-from ..common import NOMINAL, Question, base_report, clean, majority, question_rows
+from ..common import NOMINAL, Question, base_report, clean, interval_keys, majority, question_rows, share_detail
 from ..inputs import Judgments, ReportInput
 
 REVIEWER_PRIOR = "reviewer_prior"
@@ -56,7 +59,8 @@ def prior_predictions(inp: ReportInput, rows: Judgments) -> dict[tuple[str, str]
 
 
 def evaluator_part(inp: ReportInput, js: Judgments, aspect: str) -> dict[str, dict[str, Any]]:
-    """{evaluator: {"accuracy", "accuracy_strict", "n"}} for one aspect, reviewer_prior included."""
+    """{evaluator: {"accuracy", "accuracy_strict", "n", "per_item"}} for one aspect,
+    reviewer_prior included ("per_item": aspect_accuracy's, taken out by `build`)."""
     from evaluation.perdoc import aspect_accuracy
 
     rows = question_rows(js, aspect)
@@ -69,10 +73,31 @@ def evaluator_part(inp: ReportInput, js: Judgments, aspect: str) -> dict[str, di
     by_evaluator[REVIEWER_PRIOR] = prior_predictions(inp, rows)
     out = {}
     for evaluator in sorted(by_evaluator):
-        result = aspect_accuracy(judgments, by_evaluator[evaluator])
+        result = aspect_accuracy(judgments, by_evaluator[evaluator], per_item=True)
         out[evaluator] = {"accuracy": clean(result["accuracy"]), "accuracy_strict": clean(result["accuracy_strict"]),
-                          "n": int(result["n"])}
+                          "n": int(result["n"]), "per_item": result["per_item"]}
     return out
+
+
+def accuracy_keys(aspects: dict[str, dict[str, Any]], keys: list[str]) -> dict[str, dict[str, Any]]:
+    """Moves each evaluator's per-item counts out of `aspects` into interval keys of its
+    accuracies (bootstrap over items) and returns evaluators_average_detail {evaluator:
+    {"average", "n_aspects", "n_judgments", interval keys}}."""
+    method = bootstrap_method("items", RESAMPLES)
+    evaluators = sorted({e for a in aspects.values() for e in a["evaluators"]})
+    detail = {}
+    for e in evaluators:
+        per_item = {k: aspects[k]["evaluators"][e].pop("per_item") for k in keys if e in aspects[k]["evaluators"]}
+        per_aspect, average = accuracy_intervals(per_item, list(per_item))
+        for k, interval in per_aspect.items():
+            aspects[k]["evaluators"][e].update(interval_keys(interval, method))
+        values = [aspects[k]["evaluators"].get(e, {}).get("accuracy") for k in keys]
+        complete = keys and all(v is not None for v in values) and len(per_item) == len(keys)
+        detail[e] = {"average": clean(float(np.mean(values))) if complete else None, "n_aspects": len(per_item),
+                     "n_judgments": int(sum(aspects[k]["evaluators"][e]["n"] for k in per_item)),
+                     **interval_keys(average if complete else Interval(None, average.n_clusters, 0, 0,
+                                                                       "the evaluator misses an aspect"), method)}
+    return detail
 
 
 def averages(aspects: dict[str, dict[str, Any]], keys: list[str]) -> tuple[dict[str, Any], dict[str, int]]:
@@ -94,11 +119,16 @@ def build(inp: ReportInput) -> dict[str, Any]:
     aspects = {}
     for key in keys:
         result = majority(question_rows(js, key), inp.item_ids, inp.value_names, inp.min_votes)
+        winners = [v for v in result.labels.values() if v is not None]
         aspects[key] = {"krippendorff_alpha": report["agreement"].get(key, {}).get("krippendorff_alpha"),
+                        "n_units": report["agreement"].get(key, {}).get("n_units", 0),
                         "majority_share": majority_share(result.labels),
+                        "majority_share_detail": share_detail(dict(Counter(map(str, winners))), len(winners)),
                         "too_few_votes": int(result.too_few_votes),
                         "evaluators": evaluator_part(inp, js, key)}
+    detail = accuracy_keys(aspects, keys)
     report["aspects"] = aspects
     report["evaluators_average"], report["aspects_covered"] = averages(aspects, keys)
+    report["evaluators_average_detail"] = detail
     report["correlations"] = {}
     return report

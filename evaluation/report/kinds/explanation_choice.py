@@ -5,9 +5,10 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.bootstrap import RESAMPLES, bootstrap_method, clustered_mean
 from evaluation.vocabulary import USEFULNESS_QUESTION as USEFULNESS
 
-from ..common import INTERVAL, NOMINAL, Question, clean, question_rows
+from ..common import INTERVAL, NOMINAL, Question, clean, interval_keys, question_rows
 from ..correlations import EXPERT_USEFULNESS, expert_usefulness
 from ..inputs import Judgments, ReportInput, to_float
 from .pairwise_alignment import CHOICE, TIE, Extra, choice_report, picks_from_scores
@@ -27,30 +28,37 @@ def higher_expert(inp: ReportInput) -> np.ndarray:
     return pick
 
 
-def choice_matches_expert(inp: ReportInput, js: Judgments) -> float | None:
+def choice_matches_expert(inp: ReportInput, js: Judgments) -> dict[str, Any]:
     """Share of counted choice judgments equal to the higher-ExPerT candidate, over the
-    items where one candidate scores strictly higher; a `tie` answer counts as no match."""
+    items where one candidate scores strictly higher; a `tie` answer counts as no match.
+    {"share", "n" (judgments), "n_items", interval keys}: the judgments cluster in items,
+    so the interval resamples items."""
     rows = question_rows(js, CHOICE)
     target = higher_expert(inp)[rows.item]
     known = target != None  # noqa: E711 (elementwise)
-    if not known.any():
-        return None
-    return float(np.mean(rows.value[known] == target[known]))
+    share, interval = clustered_mean((rows.value[known] == target[known]).astype(float), rows.item[known])
+    return {"share": clean(share), "n": int(known.sum()), "n_items": int(len(np.unique(rows.item[known]))),
+            **interval_keys(interval, bootstrap_method("items", RESAMPLES))}
 
 
 def usefulness(js: Judgments) -> dict[str, Any]:
-    values = to_float(question_rows(js, USEFULNESS).value)
-    values = values[~np.isnan(values)]
+    """{"mean", "sd", "n" (ratings), "n_items", interval keys of the mean (over items)}."""
+    rows = question_rows(js, USEFULNESS)
+    values = to_float(rows.value)
+    keep = ~np.isnan(values)
+    values, items = values[keep], rows.item[keep]
     n = len(values)
-    return {"mean": clean(values.mean()) if n else None,
-            "sd": clean(values.std(ddof=1)) if n >= 2 else None,
-            "n": int(n)}
+    mean, interval = clustered_mean(values, items)
+    return {"mean": clean(mean), "sd": clean(values.std(ddof=1)) if n >= 2 else None, "n": int(n),
+            "n_items": int(len(np.unique(items))), **interval_keys(interval, bootstrap_method("items", RESAMPLES))}
 
 
 def build(inp: ReportInput) -> dict[str, Any]:
     questions = [Question.single(CHOICE, NOMINAL), Question.single(USEFULNESS, INTERVAL)]
     report, js = choice_report(inp, questions, expert_extra(inp))
     report["correlations"][EXPERT_USEFULNESS] = expert_usefulness(inp, js, CHOICE, USEFULNESS)
-    report["choice_matches_expert"] = clean(choice_matches_expert(inp, js))
+    matches = choice_matches_expert(inp, js)
+    report["choice_matches_expert"] = matches["share"]
+    report["choice_matches_expert_detail"] = matches
     report["usefulness"] = usefulness(js)
     return report

@@ -10,7 +10,17 @@ from evaluation.alignment import TIE, alignment_of, compare_marks, decided, mark
 from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
 from evaluation.vocabulary import LOWER_IS_BETTER
 
-from ..common import NOMINAL, Question, base_report, clean, clean_list, item_majority, majority_keys, question_rows
+from ..common import (
+    NOMINAL,
+    Question,
+    base_report,
+    clean,
+    clean_list,
+    item_majority,
+    majority_keys,
+    question_rows,
+    share_detail,
+)
 from ..correlations import item_correlations, system_correlations_part
 from ..coverage import metric_coverage, report_warnings
 from ..inputs import Judgments, ReportInput, codes_of, to_float
@@ -18,6 +28,8 @@ from ..ip_probe import ip_probe_keys
 from ..systems import system_wins, systems_table
 
 MISSING_PICKS = ("", "N/A")
+MCNEMAR = ("exact McNemar test over the items both metrics pick on (discordant items a_only, b_only); p_holm: Holm "
+           "over all metric pairs")
 # {metric: (item index, candidate id, value)}: scores from outside the item (ExPerT).
 Extra = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 # {metric: (score of each item's first candidate, of its second)}; NaN = no score.
@@ -27,7 +39,9 @@ Scores = dict[str, tuple[np.ndarray, np.ndarray]]
 def score_rows(inp: ReportInput) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Long-format metric scores (item, metric, candidate, value): the items' metric_scores,
     then prediction rows whose question is one of the item's candidates (these win on a
-    repeat). Non-numeric values are dropped."""
+    repeat). Non-numeric and non-finite (+-inf) values are dropped: a score that is not a
+    finite number is no score, for picks, correlations and system means alike (coverage
+    counts them in `n_nonfinite`)."""
     a, b = inp.candidates[inp.p_item, 0], inp.candidates[inp.p_item, 1]
     is_score = (inp.p_annotator == "") & ((inp.p_question == a) | (inp.p_question == b))
     item, metric, candidate, value = inp.s_item, inp.s_metric, inp.s_candidate, inp.s_value
@@ -36,7 +50,7 @@ def score_rows(inp: ReportInput) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
         metric = np.concatenate([metric, inp.p_evaluator[is_score]])
         candidate = np.concatenate([candidate, inp.p_question[is_score]])
         value = np.concatenate([value, to_float(inp.p_value[is_score])])
-    keep = ~np.isnan(value)
+    keep = np.isfinite(value)
     if keep.all():
         return item, metric, candidate, value
     return item[keep], metric[keep], candidate[keep], value[keep]
@@ -44,8 +58,9 @@ def score_rows(inp: ReportInput) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
 
 def candidate_scores(inp: ReportInput, item: np.ndarray, candidate: np.ndarray,
                      value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(score of each item's first candidate, of its second): NaN where missing and on gold
-    items; later rows overwrite earlier ones."""
+    """(score of each item's first candidate, of its second): NaN where missing, not finite
+    and on gold items; later rows overwrite earlier ones."""
+    value = np.where(np.isfinite(value), value, np.nan)
     first = np.full(inp.n_items, np.nan)
     second = np.full(inp.n_items, np.nan)
     on_first = candidate == inp.candidates[item, 0]
@@ -123,7 +138,8 @@ def metric_picks(inp: ReportInput, extra: Extra | None = None,
 def alignment_entry(result: dict[str, Any]) -> dict[str, Any]:
     return {"alignment": clean(result["alignment"]), "alignment_strict": clean(result["alignment_strict"]),
             "agree": int(result["agree"]), "ties": int(result["ties"]), "n": int(result["n"]),
-            "ci95": clean_list(result["ci95"]), "ci95_strict": clean_list(result["ci95_strict"])}
+            "ci95": clean_list(result["ci95"]), "ci95_strict": clean_list(result["ci95_strict"]),
+            **{k: result[k] for k in ("ci_method", "n_clusters", "ci_reason") if k in result}}
 
 
 def choice_report(inp: ReportInput, questions: list[Question], extra: Extra | None = None
@@ -151,7 +167,8 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     has_majority = decided(labels)
     by_metric = {metric: marks(labels, pick, has_majority) for metric, pick in picks.items()}
     alignment = {metric: alignment_entry(alignment_of(m)) for metric, m in by_metric.items()}
-    comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"])}
+    comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"]),
+                    "n": c["n"], "a_only": c["a_only"], "b_only": c["b_only"], "test": MCNEMAR, "n_clusters": c["n"]}
                    for c in compare_marks(by_metric)] if len(picks) >= 2 else []
     coverage = metric_coverage(inp, picks)
     wins = system_wins(inp, labels)
@@ -163,6 +180,7 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
         "alignment": alignment,
         "metric_comparisons": comparisons,
         "win_rate": {str(k): clean(v) for k, v in sorted(win_rate_of(labels).items())},
+        "win_rate_detail": share_detail(wins[0], int(np.count_nonzero(has_majority)), "win_rate"),
         "correlations": correlations.result(),
         "coverage": coverage,
         "warnings": report_warnings(alignment, coverage),

@@ -12,29 +12,48 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.paradoxes import STYLES, paradoxes
+from evaluation.bootstrap import MIN_CLUSTERS, RESAMPLES, Interval, bootstrap_method, clustered_mean, interval_refusal
+from evaluation.paradoxes import STYLES, SUMMARY, paradox_tests
 from evaluation.text import preprocess
 
-from ..common import INTERVAL, Question, base_report, clean
+from ..common import INTERVAL, Question, base_report, clean, clean_list, interval_keys
 from ..correlations import similarity_correlations
 from ..inputs import Judgments, ReportInput, to_float
 
 REFERENCE = "reference"
 SURVEY_QUESTION = "similarity"
+PARADOX_LABELS = ("PX-5", "PX-6")  # the summary labels over the contrastive styles (interfaces.md)
 Origin = tuple[str, ...]  # ("reference",) or ("model", model, prompt style)
 
 
-def mean_similarity(js: Judgments) -> dict[str, float]:
-    """{pair id: mean rating over all non-gold ratings of that pair id}."""
+def mean_similarity(js: Judgments) -> dict[str, dict[str, Any]]:
+    """{pair id: {"mean" (over all non-gold ratings of that pair id), "n" (ratings),
+    "n_items", interval keys (bootstrap over its items; none below 5 items, as for the
+    usual pair id of one item)}}."""
     ratings = to_float(js.value)
     keep = ~np.isnan(ratings)
     if not keep.any():
         return {}
-    questions = js.question[keep].astype(str)
-    names, inverse = np.unique(questions, return_inverse=True)
-    sums = np.bincount(inverse, weights=ratings[keep])
-    counts = np.bincount(inverse)
-    return {str(n): float(s / c) for n, s, c in zip(names, sums, counts)}
+    names, inverse = np.unique(js.question[keep].astype(str), return_inverse=True)
+    inverse = inverse.ravel()
+    items, values = js.item[keep], ratings[keep]
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(names) + 1))
+    sums, counts = np.bincount(inverse, weights=values), np.bincount(inverse)
+    pair_items = np.unique(inverse.astype(np.int64) * (int(items.max()) + 1) + items) // (int(items.max()) + 1)
+    n_items = np.bincount(pair_items, minlength=len(names))
+    method = bootstrap_method("items", RESAMPLES)
+    out = {}
+    for k, name in enumerate(names.tolist()):
+        if n_items[k] >= MIN_CLUSTERS:
+            rows = order[bounds[k]:bounds[k + 1]]
+            mean, interval = clustered_mean(values[rows], items[rows])
+        else:
+            mean, interval = float(sums[k] / counts[k]), Interval(None, int(n_items[k]), 0, 0,
+                                                                   interval_refusal(int(n_items[k])))
+        out[str(name)] = {"mean": clean(mean), "n": int(counts[k]), "n_items": int(n_items[k]),
+                          **interval_keys(interval, method)}
+    return out
 
 
 def _ratings_by_item_pair(js: Judgments) -> dict[tuple[int, str], list[float]]:
@@ -119,14 +138,19 @@ def egises_inputs(docs: dict[str, dict[str, Any]], origin: Origin) -> tuple[list
 
 
 def egises_part(inp: ReportInput, js: Judgments) -> dict[str, Any]:
-    """egises_hj {model: {style: float|None}}, egises_hj_skipped (document, user pair)s,
-    egises_hj_errors, jsd_preprocessing steps, paradoxes {model: {"PX-5", "PX-6"}}."""
-    from evaluation.egises import egises_hj
+    """egises_hj {model: {style: float|None}} and egises_hj_detail {model: {style: {"egises",
+    "n_documents", interval keys (bootstrap over documents)}}}, egises_hj_skipped (document,
+    user pair)s, egises_hj_errors, jsd_preprocessing steps, paradoxes {model: {"PX-5",
+    "PX-6"}} (true/false only when the interval over documents of the difference excludes
+    0) and paradoxes_detail {model: {label: paradox_tests entry}}."""
+    from evaluation.egises import egises_hj, egises_interval
 
     scale = inp.config.get("scale") or [1, 6]
     docs, errors = survey_documents(inp, js)
     origins = sorted({o for doc in docs.values() for o in doc["texts"] if o[0] != REFERENCE})
     table: dict[str, dict[str, Any]] = {}
+    detail: dict[str, dict[str, Any]] = {}
+    degress: dict[str, dict[str, dict[Any, float]]] = {}
     skipped = 0
     steps = preprocess("x")[1]
     for origin in origins:
@@ -136,23 +160,32 @@ def egises_part(inp: ReportInput, js: Judgments) -> dict[str, Any]:
             continue
         result = egises_hj(documents, scale=(float(scale[0]), float(scale[1])))
         table.setdefault(model, {})[style] = clean(result["egises_hj"])
+        degress.setdefault(model, {})[style] = result["per_document"]
+        detail.setdefault(model, {})[style] = {k: clean_list(v) if k == "ci95" else clean(v)
+                                               for k, v in egises_interval(result["per_document"]).items()}
         skipped += int(result["skipped"]) - unsurveyed
         steps = result["preprocessing"]
         errors += [f"{model} / {style} / {e['doc_id']}: {e['error']}" for e in result["errors"]]
-    flags = {}
-    for model, by_style in table.items():
-        known = {s: v for s, v in by_style.items() if s in STYLES and v is not None}
-        summary = paradoxes(known)["summary"]
-        flags[model] = {"PX-5": summary["PX-5"], "PX-6": summary["PX-6"]}
-    return {"egises_hj": table, "egises_hj_skipped": skipped, "egises_hj_errors": errors,
-            "jsd_preprocessing": steps, "paradoxes": flags}
+    flags, flag_detail = {}, {}
+    for model, by_style in degress.items():
+        known = {s: v for s, v in by_style.items() if s in STYLES and v}
+        tests = paradox_tests(known, [SUMMARY[label] for label in PARADOX_LABELS])
+        flag_detail[model] = {label: {"probe": SUMMARY[label], **{k: clean_list(v) if k == "ci95" else clean(v)
+                                                                  for k, v in tests[SUMMARY[label]].items()}}
+                              for label in PARADOX_LABELS}
+        flags[model] = {label: flag_detail[model][label]["holds"] for label in PARADOX_LABELS}
+    return {"egises_hj": table, "egises_hj_detail": detail, "egises_hj_skipped": skipped,
+            "egises_hj_errors": errors, "jsd_preprocessing": steps, "paradoxes": flags,
+            "paradoxes_detail": flag_detail}
 
 
 def build(inp: ReportInput) -> dict[str, Any]:
     pair_ids = sorted({str(q) for q in inp.j_question}) if len(inp.j_question) else []
     survey = Question(SURVEY_QUESTION, INTERVAL, tuple(pair_ids))
     report, js = base_report(inp, [survey], None)
-    report["mean_similarity"] = mean_similarity(js)
+    detail = mean_similarity(js)
+    report["mean_similarity"] = {pair: d["mean"] for pair, d in detail.items()}
+    report["mean_similarity_detail"] = detail
     report.update(egises_part(inp, js))
     report["correlations"] = similarity_correlations(inp, js, pair_ids)
     return report
