@@ -83,8 +83,8 @@ def test_explanation_choice_position_bias(explanation_report):
     """One choice per screen. First-shown choices: e1 ann1; e2 ann2, ann3; e3 ann1, ann2 -> 5 of
     8 screens. Nobody has the 5 voting screens of the test over annotators: no p."""
     bias = explanation_report["position_bias"]
-    assert {k: bias[k] for k in ("screen_rate", "n_screens_all", "n", "p_value", "unit")} == {
-        "screen_rate": 0.625, "n_screens_all": 8, "n": 0, "p_value": None, "unit": "annotator"}
+    assert {k: bias[k] for k in ("first_shown_rate", "n_screens_all", "n", "p_value", "unit")} == {
+        "first_shown_rate": 0.625, "n_screens_all": 8, "n": 0, "p_value": None, "unit": "screen"}
     assert list(bias["per_question"]) == ["choice"]
 
 
@@ -280,8 +280,8 @@ def test_aspect_position_bias(aspect_report):
     1). Per question each choice votes: fun 5 of 8 first, end 2 of 8. Nobody has 5 votes,
     so neither the study-level nor a question's test over annotators has a p."""
     bias = aspect_report["position_bias"]
-    assert {k: bias[k] for k in ("screen_rate", "n_screens_all", "n", "p_value", "unit")} == {
-        "screen_rate": 0.4, "n_screens_all": 5, "n": 0, "p_value": None, "unit": "annotator"}
+    assert {k: bias[k] for k in ("first_shown_rate", "n_screens_all", "n", "p_value", "unit")} == {
+        "first_shown_rate": 0.4, "n_screens_all": 5, "n": 0, "p_value": None, "unit": "screen"}
     assert {q: (v["n_judgments"], v["n"], v["p_value"], v["p_holm"]) for q, v in bias["per_question"].items()} == {
         "fun": (8, 0, None, None), "end": (8, 0, None, None)}
     assert {n: (a["first_shown_rate"], a["first_shown_p"], a["n_screens"])

@@ -129,10 +129,11 @@ def test_position_bias(report):
     has n = 0 and no p. Per annotator, exact binomial: 4/4 -> 2/16; 1/4 -> 2 * 5/16; 1/3 ->
     1; Holm over the three: .125 x 3 = .375, then max(.625 x 2, .375) = 1, 1."""
     bias = report["position_bias"]
-    assert {k: bias[k] for k in ("first_shown_rate", "n", "p_value", "ci95", "unit", "n_screens_all",
-                                 "screen_rate", "reason")} == {
-        "first_shown_rate": None, "n": 0, "p_value": None, "ci95": None, "unit": "annotator", "n_screens_all": 11,
-        "screen_rate": pytest.approx(6 / 11), "reason": "fewer than 2 annotators with >= 5 voting screens"}
+    assert {k: bias[k] for k in ("first_shown_rate", "annotator_mean_rate", "n", "p_value", "ci95", "unit",
+                                 "test_unit", "n_screens_all", "reason")} == {
+        "first_shown_rate": pytest.approx(6 / 11), "annotator_mean_rate": None, "n": 0, "p_value": None, "ci95": None,
+        "unit": "screen", "test_unit": "annotator", "n_screens_all": 11,
+        "reason": "fewer than 2 annotators with >= 5 voting screens"}
     assert bias["per_question"]["choice"]["n_judgments"] == 11 and bias["per_question"]["choice"]["p_value"] is None
     rates = {name: (a["first_shown_rate"], a["first_shown_p_raw"], a["first_shown_p"], a["n_screens"])
              for name, a in report["annotators"].items()}

@@ -189,7 +189,7 @@ def test_every_demo_study_reports_the_revised_keys(capsys):
         judge_every_item(study)
         call_command("report", study.slug, "--format", "json")
         r = json.loads(capsys.readouterr().out)
-        assert r["min_votes"] == 2 and "correlations" in r and r["position_bias"]["vote_unit"] == "screen"
+        assert r["min_votes"] == 2 and "correlations" in r and r["position_bias"]["unit"] == "screen"
         assert all("krippendorff_alpha_ci95" in a and "fleiss_n_units" in a for a in r["agreement"].values())
         if study.kind in ("pairwise_alignment", "explanation_choice"):
             assert {"too_few_votes", "tie_majority", "majority_votes"} <= set(r)

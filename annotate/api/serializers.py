@@ -337,17 +337,19 @@ class AgreementSerializer(serializers.Serializer):
 
 
 class PositionBiasSerializer(serializers.Serializer):
-    first_shown_rate = serializers.FloatField(allow_null=True, help_text="Mean share of the tested annotators.")
+    first_shown_rate = serializers.FloatField(allow_null=True, help_text="Pooled share of all votes (screens) for "
+                                              "the option shown first.")
+    annotator_mean_rate = serializers.FloatField(
+        allow_null=True, required=False, help_text="Mean share of the tested annotators (what the t-test tests).")
     n = serializers.IntegerField(help_text="Annotators in the test (>= min_screens voting screens).")
     p_value = serializers.FloatField(allow_null=True, help_text="One-sample t-test over annotators against 0.5.")
     ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True, required=False)
     ci_method = serializers.CharField(required=False)
     n_clusters = serializers.IntegerField(required=False)
-    unit = serializers.CharField(required=False, help_text="The unit of the test: `annotator`.")
-    vote_unit = serializers.CharField(required=False, help_text="What one vote is: `screen`.")
+    unit = serializers.CharField(required=False, help_text="What one vote is: `screen`.")
+    test_unit = serializers.CharField(required=False, help_text="The unit of the test: `annotator`.")
     n_screens = serializers.IntegerField(required=False)
     n_screens_all = serializers.IntegerField(required=False)
-    screen_rate = serializers.FloatField(allow_null=True, required=False, help_text="Pooled share of all screens.")
     per_question = serializers.DictField(required=False)
 
 

@@ -291,15 +291,16 @@ def position_bias_part(js: Judgments, choice_questions: list[str], n_coders: int
         mask = ok & (rows.question == q)
         if mask.any():
             q_votes, q_firsts = _votes_by_coder(rows.coder[mask], first[mask], width)
-            per_question[q] = {**_bias_entry(annotator_test(q_firsts, q_votes)), "n_judgments": int(mask.sum())}
+            per_question[q] = {**_bias_entry(annotator_test(q_firsts, q_votes), q_firsts.sum(), q_votes.sum()),
+                               "n_judgments": int(mask.sum())}
     tested = [q for q, r in per_question.items() if r["p_value"] is not None]
     for q, p in zip(tested, holm([per_question[q]["p_value"] for q in tested]) if tested else []):
         per_question[q]["p_holm"] = clean(p)
     for q in per_question:
         per_question[q].setdefault("p_holm", None)
-    part = {**_bias_entry(annotator_test(firsts, votes)), "unit": "annotator", "vote_unit": "screen",
-            "min_screens": MIN_SCREENS, "n_screens_all": int(pooled["n"]),
-            "screen_rate": clean(pooled["first_shown_rate"]), "per_question": per_question}
+    part = {**_bias_entry(annotator_test(firsts, votes), firsts.sum(), votes.sum()), "unit": "screen",
+            "test_unit": "annotator", "min_screens": MIN_SCREENS, "n_screens_all": int(pooled["n"]),
+            "per_question": per_question}
     return part, per_coder
 
 
@@ -309,9 +310,13 @@ def _votes_by_coder(coder: np.ndarray, first: np.ndarray, width: int) -> tuple[n
     return votes, np.bincount(coder, weights=first.astype(float), minlength=width).astype(np.int64)
 
 
-def _bias_entry(test: dict[str, Any]) -> dict[str, Any]:
-    """A position-bias test (position_bias.annotator_test) as report keys."""
-    entry = {"first_shown_rate": clean(test["first_shown_rate"]), "n": int(test["n"]),
+def _bias_entry(test: dict[str, Any], firsts: float, votes: float) -> dict[str, Any]:
+    """A position-bias test (position_bias.annotator_test) as report keys, beside the pooled
+    `first_shown_rate` (share of all `votes` that went to the option shown first; the vote
+    unit is the screen, interfaces.md `unit`). `annotator_mean_rate` with `ci95` is what the
+    t-test over the `n` annotators tests."""
+    entry = {"first_shown_rate": clean(firsts / votes) if votes else None,
+             "annotator_mean_rate": clean(test["first_shown_rate"]), "n": int(test["n"]),
              "p_value": clean(test["p_value"]), "ci95": clean_list(test["ci95"]), "ci_method": T_OVER_ANNOTATORS,
              "n_clusters": int(test["n"]), "test": POSITION_TEST, "n_screens": int(test["n_screens"])}
     if test.get("reason"):
@@ -320,8 +325,8 @@ def _bias_entry(test: dict[str, Any]) -> dict[str, Any]:
 
 
 def empty_bias() -> dict[str, Any]:
-    return {**_bias_entry(annotator_test(np.zeros(0), np.zeros(0))), "unit": "annotator", "vote_unit": "screen",
-            "min_screens": MIN_SCREENS, "n_screens_all": 0, "screen_rate": None, "per_question": {}}
+    return {**_bias_entry(annotator_test(np.zeros(0), np.zeros(0)), 0, 0), "unit": "screen", "test_unit": "annotator",
+            "min_screens": MIN_SCREENS, "n_screens_all": 0, "per_question": {}}
 
 
 def _same(value: Any, expected: Any) -> bool:

@@ -320,7 +320,7 @@ def position_section(r: Report) -> str:
     names = [n for n, a in r["annotators"].items() if a["first_shown_rate"] is not None]
     screens = b.get("n_screens_all", b["n"])
     labels = ["all"] + names if screens else []
-    values = [b.get("screen_rate", b["first_shown_rate"])] + [r["annotators"][n]["first_shown_rate"]
+    values = [b["first_shown_rate"]] + [r["annotators"][n]["first_shown_rate"]
                                                              for n in names] if screens else []
     svg = figures.bars("fig-position-bias", labels, values, "share of screens voting 'first'",
                        ylim=(0, 1), reference=0.5,
@@ -330,15 +330,17 @@ def position_section(r: Report) -> str:
                f"(n = {b['n']} with at least {b.get('min_screens', 5)} voting screens): one-sample t-test of their "
                f"shares against 0.5, p = {pval(b['p_value'])}. {SCREEN_VOTE}")
     per_question = b.get("per_question") or {}
-    rows: list[tuple[Any, ...]] = [("all choice questions (votes = screens)", b.get("screen_rate"),
-                                    b.get("n_screens_all"), b["first_shown_rate"], interval(b.get("ci95")), b["n"],
-                                    pval(b["p_value"]), None)]
-    rows += [(f"{q} (votes = its choices)", None, v.get("n_judgments"), v["first_shown_rate"], interval(v.get("ci95")),
-              v["n"], pval(v["p_value"]), pval(v.get("p_holm"))) for q, v in per_question.items()]
-    questions = table(["choices", "pooled share", "votes", "first-shown rate", "95% CI", "annotators", "p", "Holm p"],
+    rows: list[tuple[Any, ...]] = [
+        ("all choice questions (votes = screens)", b["first_shown_rate"], b.get("n_screens_all"),
+         b.get("annotator_mean_rate"), interval(b.get("ci95")), b["n"], pval(b["p_value"]), None)]
+    rows += [(f"{q} (votes = its choices)", v["first_shown_rate"], v.get("n_judgments"), v.get("annotator_mean_rate"),
+              interval(v.get("ci95")), v["n"], pval(v["p_value"]), pval(v.get("p_holm")))
+             for q, v in per_question.items()]
+    questions = table(["choices", "first-shown rate (pooled)", "votes", "annotators' mean rate", "95% CI",
+                       "annotators", "p", "Holm p"],
                       rows,
-                      "pooled share: share of all votes for the option shown first. first-shown rate: mean over "
-                      "the annotators with at least "
+                      "first-shown rate: share of all votes for the option shown first. annotators' mean rate: "
+                      "mean over the annotators with at least "
                       f"{b.get('min_screens', 5)} votes of their share of votes for the option shown first (ties "
                       "and screens that split evenly do not vote); 95% CI: t interval over those annotators (none "
                       "from fewer than 5, nor when every share is the same); p: two-sided one-sample t-test of the "

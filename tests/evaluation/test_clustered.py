@@ -94,10 +94,11 @@ def test_report_position_bias_is_the_t_test_over_annotators_with_holm_per_annota
     report = build_report(position_input())
     bias = report["position_bias"]
     shares = FIRSTS[:5] / VOTES[:5]
-    assert (bias["n"], bias["n_clusters"], bias["unit"], bias["n_screens"], bias["n_screens_all"]) == (
-        5, 5, "annotator", 85, 89)
+    keys = ("n", "n_clusters", "unit", "test_unit", "n_screens", "n_screens_all")
+    assert tuple(bias[k] for k in keys) == (5, 5, "screen", "annotator", 85, 89)
+    assert bias["annotator_mean_rate"] == pytest.approx(shares.mean())
     assert bias["p_value"] == pytest.approx(stats.ttest_1samp(shares, 0.5).pvalue, rel=1e-12)
-    assert bias["screen_rate"] == pytest.approx(FIRSTS.sum() / VOTES.sum())
+    assert bias["first_shown_rate"] == pytest.approx(FIRSTS.sum() / VOTES.sum())
     holm = multipletests([stats.binomtest(int(k), int(n)).pvalue for k, n in zip(FIRSTS, VOTES)], method="holm")[1]
     got = [report["annotators"][f"ann{k}"]["first_shown_p"] for k in range(6)]
     assert got == pytest.approx(holm.tolist(), rel=1e-12)

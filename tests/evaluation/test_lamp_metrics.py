@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 from sklearn.metrics import accuracy_score, f1_score, mean_absolute_error, mean_squared_error
 
 from evaluation.lamp_metrics import (
@@ -90,18 +91,19 @@ def test_ratings_take_the_farther_extreme_when_unparseable():
 
 
 def lamp3_input():
-    """Two systems on three LaMP-3 items; lamp_mae (absolute error) and lamp_rmse (squared
-    error) stored per candidate. A: errors 0, 1, 2; B: errors 2, 0, 0. Human majority: A,
-    B, B. Lower error is better: the metric picks A, B, B (alignment 3/3)."""
-    j_item = [0, 0, 1, 1, 2, 2]
-    j_value = ["A", "A", "B", "B", "B", "B"]
-    errors = {"A": [0.0, 1.0, 2.0], "B": [2.0, 0.0, 0.0]}
+    """Two systems on five LaMP-3 items; lamp_mae (absolute error) and lamp_rmse (squared
+    error) stored per candidate. A: errors 0, 1, 2, 0, 1; B: errors 2, 0, 0, 1, 0. Human
+    majority: A, B, B, A, B. Lower error is better: the metric picks A, B, B, A, B
+    (alignment 5/5). Five items: the smallest sample that gets a t interval."""
+    j_item = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    j_value = ["A", "A", "B", "B", "B", "B", "A", "A", "B", "B"]
+    errors = {"A": [0.0, 1.0, 2.0, 0.0, 1.0], "B": [2.0, 0.0, 0.0, 1.0, 0.0]}
     scores = [(i, m, s, e if m == "lamp_mae" else e * e) for s, es in errors.items() for i, e in enumerate(es)
               for m in ("lamp_mae", "lamp_rmse")]
     return ReportInput(
-        slug="s", kind="pairwise_alignment", config={}, item_ids=["i1", "i2", "i3"], is_gold=[False] * 3,
-        gold=None, candidates=np.array([["A", "B"]] * 3, dtype=object),
-        j_item=j_item, j_annotator=["a1", "a2"] * 3, j_question=["choice"] * 6, j_value=j_value,
+        slug="s", kind="pairwise_alignment", config={}, item_ids=[f"i{k}" for k in range(1, 6)], is_gold=[False] * 5,
+        gold=None, candidates=np.array([["A", "B"]] * 5, dtype=object),
+        j_item=j_item, j_annotator=["a1", "a2"] * 5, j_question=["choice"] * 10, j_value=j_value,
         s_item=[s[0] for s in scores], s_metric=[s[1] for s in scores], s_candidate=[s[2] for s in scores],
         s_value=[s[3] for s in scores])
 
@@ -111,11 +113,11 @@ def test_report_reads_errors_lower_is_better_and_rmse_as_a_root():
     assert report["alignment"]["lamp_mae"]["alignment"] == 1.0
     assert report["alignment"]["lamp_rmse"]["alignment"] == 1.0
     a = report["systems"]["A"]["metrics"]
-    assert a["lamp_mae"]["mean"] == 1.0
-    # RMSE of A = sqrt((0 + 1 + 4) / 3); its interval is the root of the squared errors' t interval
-    assert a["lamp_rmse"]["mean"] == pytest.approx(math.sqrt(5 / 3), abs=1e-12)
-    sd = float(np.std([0.0, 1.0, 4.0], ddof=1))
-    half = 4.302652729911275 * sd / math.sqrt(3)
+    assert a["lamp_mae"]["mean"] == pytest.approx(0.8)
+    # RMSE of A = sqrt((0 + 1 + 4 + 0 + 1) / 5); its interval is the root of the squared errors' t interval
+    assert a["lamp_rmse"]["mean"] == pytest.approx(math.sqrt(6 / 5), abs=1e-12)
+    sd = float(np.std([0.0, 1.0, 4.0, 0.0, 1.0], ddof=1))
+    half = float(student_t.ppf(0.975, 4)) * sd / math.sqrt(5)
     low, high = a["lamp_rmse"]["ci95"]
-    assert (low, high) == (0.0, pytest.approx(math.sqrt(5 / 3 + half), abs=1e-9))  # 5/3 - half < 0 -> 0
-    assert report["systems"]["B"]["metrics"]["lamp_rmse"]["mean"] == pytest.approx(math.sqrt(4 / 3), abs=1e-12)
+    assert (low, high) == (0.0, pytest.approx(math.sqrt(6 / 5 + half), abs=1e-9))  # 6/5 - half < 0 -> 0
+    assert report["systems"]["B"]["metrics"]["lamp_rmse"]["mean"] == pytest.approx(1.0, abs=1e-12)
