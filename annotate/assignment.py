@@ -333,6 +333,8 @@ def next_assignment(study, user, now=None):
 
 def _serve(desk, user, now, patient):
     study, seat = desk.study, desk.seat
+    if seat and seat["ended"] in (RETURNED, SCREENED_OUT):
+        return None  # a participant who left, or was screened out, is given nothing (not even an open item)
     mine = MINE.rows(study_id=study.pk, user_id=user.pk, now=now)
     current = instance(Assignment, mine[0], "current__", OPEN_FIELDS)  # (1) the open one
     if current is not None:
@@ -345,8 +347,8 @@ def _serve(desk, user, now, patient):
     if seat:
         if study.consent and seat["consented_at"] is None:
             return None  # nothing is served before a participant accepts the consent text
-        if seat["finished_at"] is not None or seat["ended"] in (RETURNED, SCREENED_OUT):
-            return None  # completed, or gone for good
+        if seat["finished_at"] is not None:
+            return None  # completed
         quota = study.max_items_per_participant
         if quota is not None and mine[0]["answered"] >= quota:  # answered items only: a skip earns nothing
             return None

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotate.access import SCOPE_KEY, may_read, participant_scope
-from annotate.assignment import _gold_drawn, next_for
+from annotate.assignment import _gold_drawn, next_for, release_expired
 from annotate.blinding import blinding_for
 from annotate.kinds import get_kind, study_config
 from annotate.models import DRAFT, OPEN, RETURNED, SCREENED_OUT, Assignment, Item, Participant
@@ -354,9 +354,13 @@ def _screen_out(request, study, store):
 
 
 def _return(request, study, store):
-    """"Stop taking part": the answers so far are kept, the place goes back, no code."""
+    """"Stop taking part": the answers so far are kept, the place and the open item go
+    back, no code."""
     if not store.preview:
-        end(study, Participant.objects.filter(pk=store.participant.pk), RETURNED, timezone.now())
+        now = timezone.now()
+        end(study, Participant.objects.filter(pk=store.participant.pk), RETURNED, now)
+        Assignment.objects.filter(study=study, annotator=store.participant.user).open(now).update(expires_at=now)
+        release_expired(study, now)
     else:
         store.update(declined=True)
     return _returned_page(request, study, store)
