@@ -11,6 +11,16 @@ class StudyAdmin(admin.ModelAdmin):
     list_editable = ("status",)
     search_fields = ("slug", "title")
     filter_horizontal = ("annotators", "researchers")
+    readonly_fields = ("entry_key", "places_taken")
+
+    def save_model(self, request, obj, form, change):
+        """`recruitment` set here draws the link's key as a batch header does
+        (annotate/recruitment.py); a study that lists annotators still takes no link."""
+        from .recruitment import new_entry_key
+
+        if obj.recruitment and not obj.entry_key:
+            obj.entry_key = new_entry_key()
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(Participant)

@@ -13,9 +13,12 @@ Rules (studies.md, issue 4):
 - only `open` studies hand out new items (a paused or closed study still takes the
   answers of items already handed out);
 - participants (annotate/participation.py) get items in their own seeded random order
-  among equally full items (Participant.seed) and at most `max_items_per_participant`
-  items (gold included; practice items are never served here), and nothing before they
-  accept the study's consent text.
+  among equally full items (Participant.seed) until they answered
+  `max_items_per_participant` items (gold included, skips not; practice items are never
+  served here), nothing before they accept the study's consent text, nothing after they
+  completed, stopped or were screened out; in a study that recruits, their first item also
+  takes a place (annotate/recruitment.py, after the item is locked), and an item that
+  expires gives the place back (reclaim_expired: the participant timed out).
 
 One request, few statements (issue 27): a request decides access once, in the statement
 that reads the study (`desk_for`: the study, the access decision, the participant row and

@@ -1,11 +1,14 @@
 """Participants from recruiting platforms (interfaces.md; docs/running-a-study.md).
 
-A participant link `/p/<slug>/?PROLIFIC_PID=..` (or MTurk's workerId, or a generic pid)
-creates or resumes the user `<platform>:<id>` and its Participant row for that study.
-The study flow is a fixed sequence of steps; `next_step` says where a participant is,
-from what is stored on the Participant (so a reload or a new device resumes it):
+A participant link `/p/<slug>/<entry_key>/?PROLIFIC_PID=..` (or MTurk's workerId, or a
+generic pid; only in a study that recruits: annotate/recruitment.py) creates or resumes
+the user `<platform>:<id>` and its Participant row for that study, bound to the platform
+session of the first visit. The study flow is a fixed sequence of steps; `next_step` says
+where a participant is, from what is stored on the Participant (so a reload or a new device
+resumes it):
 
     consent -> instructions -> pre -> practice -> items -> post -> done
+                                                      `-> screenout (no item or place, nothing answered)
 
 A step with nothing to show (no consent text, no practice items, ...) is passed over.
 The same steps drive the preview (annotate/views/participant.py), which keeps its

@@ -67,6 +67,8 @@ def recruiting_study(slug, key) -> Study | None:
     study = Study.objects.filter(slug=slug).exclude(status=DRAFT).exclude(entry_key="").first()
     if study is None or not study.recruitment or not hmac.compare_digest(study.entry_key, key):
         return None
+    if study.annotators.exists():  # listed annotators later in the admin: a listed study takes no link
+        return None
     return study
 
 

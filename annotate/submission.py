@@ -5,8 +5,11 @@
   a repeat (double-click, retry after a network error) returns the stored judgments
   unchanged, so the first value stands.
 - `edit` is the separate, explicit action that replaces values, allowed while the item
-  is not complete (n_completed < annotations_per_item); every change is written to the
+  is not complete (n_completed < annotations_per_item), the study is not paused or closed,
+  and (for a participant) before they completed the study; every change is written to the
   AuditLog with the values before and after.
+- a participant's stored `seconds` is min(what the page reported, the time since the item
+  was handed out) (`stored_seconds`); the submit's one read already has both.
 - `skip` ("I can't judge this") closes the assignment without answers: one judgment row
   with question `_skip` (value = the reason, comment kept), the slot goes back to the
   pool and the item is never served to this annotator again. Idempotent.
