@@ -278,14 +278,16 @@ def _gold_drawn(study, user, served=None):
     return seeded_rng(*gold_seed(study, user, served)).random() < study.gold_rate
 
 
-def release_expired(study, now=None):
+def release_expired(study, now=None) -> int:
     """reclaim_expired in a transaction of its own, after a cheap check (usually none):
     its item locks are released before anything is picked. Also run by the task page's
-    GET, which reserves nothing but must not count expired slots as taken ("All done")."""
+    GET, which reserves nothing but must not count expired slots as taken ("All done"),
+    and by the dashboard's Recruitment panel (places come back). Returns how many."""
     now = now or timezone.now()
     if Assignment.objects.filter(study=study).expired(now).exists():
         with _serialized():
-            reclaim_expired(study, now)
+            return reclaim_expired(study, now)
+    return 0
 
 
 class _Contended(Exception):

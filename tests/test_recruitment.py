@@ -473,3 +473,19 @@ def test_first_item_is_one_screen_after_consent():
     assert 'id="item-form"' in task and "Pick the better one." in task  # the item and the instructions, no Start
     assert "My judgments" not in task and 'id="start"' not in task and 'data-lean="true" hidden' in task
     assert Item.objects.filter(n_assigned=1).count() == 1
+
+
+def test_the_panel_gives_back_the_places_of_expired_items(researcher):
+    study = recruiting(places=2, quota=2)
+    client = enter(study, "gone")
+    start(client, study)
+    Assignment.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    dash = Client()
+    dash.force_login(researcher)
+    page = dash.get(f"/studies/{study.slug}/").content.decode()
+    assert '<dd id="places-taken">0 of 2</dd>' in page
+    funnel = re.search(r'<table id="funnel">.*?<tbody><tr>(.*?)</tr>', page, re.S).group(1)
+    assert re.findall(r'<td class="num">([\d–]+)</td>', funnel) == ["1", "–", "1", "0", "0", "0", "1", "0"]
+    assert (Assignment.objects.count(), Item.objects.filter(n_assigned=1).count()) == (0, 0)
+    assert b"Item 1" in start(client, study).content  # back with the same link: a place again
+    assert Participant.objects.get().status == "in_progress" and Study.objects.get().places_taken == 1

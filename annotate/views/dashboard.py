@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotate.access import study_for
+from annotate.assignment import release_expired
 from annotate.models import CLOSED, OPEN, PAUSED, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, AuditLog, Judgment
 from annotate.progress import study_progress
 from annotate.quality import flagged_annotators
@@ -57,6 +58,8 @@ def recruitment_context(request, study, flagged):
     takes no participants from links."""
     if not recruits(study):
         return None
+    if release_expired(study):  # expired items give their places back now, not at the next participant's request
+        study.refresh_from_db(fields=["places_taken"])
     people = study.participants.all()
     counts = people.aggregate(
         entered=Count("id"), consented=Count("id", filter=Q(consented_at__isnull=False)),
@@ -65,6 +68,8 @@ def recruitment_context(request, study, flagged):
         returned=Count("id", filter=Q(declined_at__isnull=False) | Q(ended=RETURNED, finished_at__isnull=True)),
         screened_out=Count("id", filter=Q(ended=SCREENED_OUT, finished_at__isnull=True)),
         timed_out=Count("id", filter=Q(ended=TIMED_OUT, finished_at__isnull=True)))
+    if not study.consent:
+        counts["consented"] = None  # nothing to consent to: shown as "–"
     usernames = set(people.values_list("user__username", flat=True))
     counts["flagged"] = len(usernames & set(flagged))
     done = people.filter(finished_at__isnull=False).values_list("started_at", "finished_at")
