@@ -252,4 +252,6 @@ def test_practice_screen_out_preview_and_the_recruitment_panel(live_server, chro
     assert preview.inner_text("#places-taken") == "1 of 1" and preview.inner_text("#places-left") == "0"
     assert preview.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     preview.locator("#recruitment-panel").screenshot(path=str(SCREENSHOTS / "participant-recruitment-panel.png"))
+    preview.set_viewport_size({"width": 390, "height": 844})  # the dashboard on a phone: no sideways scrolling
+    assert preview.evaluate("document.documentElement.scrollWidth") <= 390
     assert csp_violations(preview) == []
