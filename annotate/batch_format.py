@@ -372,19 +372,27 @@ def _header_participants(study, header, error):
             header.extra["quality"] = quality
 
 
-def _header_recruitment(study, header, error):
-    """`recruitment`: {"platform", "places"?, "screenout_code"?} (interfaces.md, "Launch-safe
-    recruitment"). A study that lists its annotators cannot recruit."""
-    value = study["recruitment"]
+def recruitment_flaw(value) -> str | None:
+    """Why a `recruitment` value is not {"platform", "places"?, "screenout_code"?}, or None
+    (the batch header and the Django admin check it here)."""
     platform = value.get("platform") if isinstance(value, dict) else None
     places, code = (value.get("places"), value.get("screenout_code")) if isinstance(value, dict) else (None, None)
-    if not (isinstance(value, dict) and set(value) <= {"platform", "places", "screenout_code"}
+    if (isinstance(value, dict) and set(value) <= {"platform", "places", "screenout_code"}
             and platform in RECRUITMENT_PLATFORMS
             and (places is None or (is_int(places) and 1 <= places <= MAX_INT))
             and (code is None or (isinstance(code, str) and CODE_RE.match(code)))):
-        error(f"'recruitment' must be {{\"platform\": one of {', '.join(RECRUITMENT_PLATFORMS)}, \"places\": "
-              f"integer from 1 to {MAX_INT} (optional), \"screenout_code\": 1-100 letters, digits, '-' or '_' "
-              "(optional)}")
+        return None
+    return (f"'recruitment' must be {{\"platform\": one of {', '.join(RECRUITMENT_PLATFORMS)}, \"places\": "
+            f"integer from 1 to {MAX_INT} (optional), \"screenout_code\": 1-100 letters, digits, '-' or '_' "
+            "(optional)}")
+
+
+def _header_recruitment(study, header, error):
+    """`recruitment` (interfaces.md, "Launch-safe recruitment"). A study that lists its
+    annotators cannot recruit."""
+    value = study["recruitment"]
+    if reason := recruitment_flaw(value):
+        error(reason)
     elif "annotators" in study:
         error("'recruitment' cannot be combined with 'annotators': a study that lists its annotators takes no "
               "participants from links")

@@ -56,7 +56,10 @@ def new_entry_key() -> str:
 
 
 def recruits(study: Study) -> bool:
-    return bool(study.recruitment and study.entry_key)
+    """Whether participant links work in `study` (a valid `recruitment` and its key)."""
+    recruitment = study.recruitment
+    return (isinstance(recruitment, dict) and recruitment.get("platform") in PLATFORMS
+            and bool(study.entry_key))
 
 
 def recruiting_study(slug, key) -> Study | None:
@@ -65,7 +68,7 @@ def recruiting_study(slug, key) -> Study | None:
     if not isinstance(slug, str) or not isinstance(key, str):
         return None
     study = Study.objects.filter(slug=slug).exclude(status=DRAFT).exclude(entry_key="").first()
-    if study is None or not study.recruitment or not hmac.compare_digest(study.entry_key, key):
+    if study is None or not recruits(study) or not hmac.compare_digest(study.entry_key, key):
         return None
     if study.annotators.exists():  # listed annotators later in the admin: a listed study takes no link
         return None

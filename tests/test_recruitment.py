@@ -489,3 +489,22 @@ def test_the_panel_gives_back_the_places_of_expired_items(researcher):
     assert (Assignment.objects.count(), Item.objects.filter(n_assigned=1).count()) == (0, 0)
     assert b"Item 1" in start(client, study).content  # back with the same link: a place again
     assert Participant.objects.get().status == "in_progress" and Study.objects.get().places_taken == 1
+
+
+def test_the_admin_checks_recruitment_and_draws_the_key(admin_user_):
+    from annotate.admin import StudyForm
+
+    study = make_study(slug="admin-made")
+    base = {f: getattr(study, f) for f in ("slug", "kind", "title", "instructions", "annotations_per_item",
+                                           "gold_rate", "assignment_timeout_minutes", "status")}
+    bad = StudyForm(data={**base, "config": "{}", "recruitment": '{"platform": "email"}'}, instance=study)
+    assert not bad.is_valid() and bad.errors["recruitment"][0].startswith("'recruitment' must be {")
+    superuser = make_user("root", None, is_superuser=True, is_staff=True)
+    client = Client()
+    client.force_login(superuser)
+    data = {**base, "config": "{}", "recruitment": '{"platform": "link", "places": 5}', "practice_items": "[]",
+            "pre_questions": "[]", "post_questions": "[]", "quality": "{}", "randomize_order": "on"}
+    response = client.post(f"/admin/annotate/study/{study.pk}/change/", data)
+    assert response.status_code == 302, response.content[:2000]
+    study.refresh_from_db()
+    assert study.recruitment == {"platform": "link", "places": 5} and len(study.entry_key) == 32
