@@ -409,7 +409,7 @@ def _preview_task(request, study, store, state, notice=None, values=None, errors
     state["current"] = assignment.item_id
     store.update(current=assignment.item_id)
     preview_urls = {"submit_url": _urls(study, store)["action"], "skip_url": _urls(study, store)["action"]}
-    context = task_context(request, study, assignment, lean=True, preview=True, values=values, errors=errors,
+    context = task_context(study, assignment, lean=True, preview=True, values=values, errors=errors,
                            progress=_preview_progress(study, state), extra=preview_urls)
     context["notice"] = notice
     if request.htmx:

@@ -151,12 +151,12 @@ def task(request, slug):
         return redirect(url)  # a participant outside the items step (annotate/participation.py)
     release_expired(study)  # an expired reservation is free again: else the page may say "All done"
     assignment = open_assignment(study, request.user)
-    context = task_context(request, study, assignment, lean=participant_scope(request) == slug,
+    context = task_context(study, assignment, lean=participant_scope(request) == slug,
                            progress=annotator_progress(study, request.user))
     return render(request, "annotate/task.html", context)
 
 
-def task_context(request, study, assignment, *, lean, progress, preview=False, values=None, errors=None,
+def task_context(study, assignment, *, lean, progress, preview=False, values=None, errors=None,
                  extra=None):
     """The whole task page's context. `lean`: a participant's page (no "My judgments", no
     keyboard help on touch screens, the countdown only in its last 5 minutes); `preview`:
