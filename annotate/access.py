@@ -195,15 +195,19 @@ _ASSIGNMENT_API = re.compile(r"^/api/assignments/(\d+)/(judgments|skip|extend)/$
 
 
 def scoped_path_allowed(slug: str, path: str) -> bool:
-    """Whether a session scoped to study `slug` may open `path`: the participant pages,
-    this study's task page and htmx partials (not its quality page), the API's next item
-    of this study, and submit/skip/extend of this study's assignments. Nothing else."""
+    """Whether a session scoped to study `slug` may open `path`: the participant pages
+    (of any study: another link signs in another participant, or says why not), this
+    study's task page and htmx partials (not its quality page nor "My judgments"), the
+    API's next item of this study, submit/skip/extend of this study's assignments, and
+    /login/ and /logout/ (a researcher who opened a participant link can sign in again).
+    Nothing else."""
     from .models import Assignment
 
-    if path.startswith((f"/p/{slug}/", "/static/")) or path == f"/api/studies/{slug}/assignments/next/":
+    if path.startswith(("/p/", "/static/")) or path in (f"/api/studies/{slug}/assignments/next/", "/login/",
+                                                        "/logout/"):
         return True
     if path.startswith(f"/annotate/{slug}/"):
-        return not path.startswith(f"/annotate/{slug}/quality/")
+        return not path.startswith((f"/annotate/{slug}/quality/", f"/annotate/{slug}/mine/"))
     match = _ASSIGNMENT_API.match(path)
     return bool(match) and Assignment.objects.filter(pk=int(match.group(1)), study__slug=slug).exists()
 

@@ -1,16 +1,43 @@
 """Django admin for every annotate model (the web pages cover annotation and reports)."""
+from django import forms
 from django.contrib import admin
 
 from .models import Assignment, AuditLog, Batch, Item, Judgment, Participant, Prediction, Study
 
 
+class StudyForm(forms.ModelForm):
+    class Meta:
+        model = Study
+        fields = "__all__"  # noqa: DJ007 - the admin edits every field
+
+    def clean_recruitment(self):
+        """The header's check of `recruitment` (annotate.batch_format.recruitment_flaw)."""
+        from .batch_format import recruitment_flaw
+
+        value = self.cleaned_data.get("recruitment")
+        if value not in (None, {}) and (reason := recruitment_flaw(value)):
+            raise forms.ValidationError(reason)
+        return value or None
+
+
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
+    form = StudyForm
     list_display = ("slug", "kind", "title", "status", "annotations_per_item", "allow_tie", "created_at")
     list_filter = ("kind", "status")
     list_editable = ("status",)
     search_fields = ("slug", "title")
     filter_horizontal = ("annotators", "researchers")
+    readonly_fields = ("entry_key", "places_taken")
+
+    def save_model(self, request, obj, form, change):
+        """`recruitment` set here draws the link's key as a batch header does
+        (annotate/recruitment.py); a study that lists annotators still takes no link."""
+        from .recruitment import new_entry_key
+
+        if obj.recruitment and not obj.entry_key:
+            obj.entry_key = new_entry_key()
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(Participant)

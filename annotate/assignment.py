@@ -13,9 +13,12 @@ Rules (studies.md, issue 4):
 - only `open` studies hand out new items (a paused or closed study still takes the
   answers of items already handed out);
 - participants (annotate/participation.py) get items in their own seeded random order
-  among equally full items (Participant.seed) and at most `max_items_per_participant`
-  items (gold included; practice items are never served here), and nothing before they
-  accept the study's consent text.
+  among equally full items (Participant.seed) until they answered
+  `max_items_per_participant` items (gold included, skips not; practice items are never
+  served here), nothing before they accept the study's consent text, nothing after they
+  completed, stopped or were screened out; in a study that recruits, their first item also
+  takes a place (annotate/recruitment.py, after the item is locked), and an item that
+  expires gives the place back (reclaim_expired: the participant timed out).
 
 One request, few statements (issue 27): a request decides access once, in the statement
 that reads the study (`desk_for`: the study, the access decision, the participant row and
@@ -62,10 +65,11 @@ from django.utils import timezone
 from .access import NotAllowed, access_flags, refuse
 from .blinding import blinding_for, build_mapping, secret
 from .kinds import get_kind, study_config
-from .models import OPEN, Assignment, Item, Study
+from .models import OPEN, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, Item, Participant, Study
 from .ordering import item_order_key, item_order_of, seeded_rng, shown_order_for
 from .prepared import Prepared, columns, instance
 from .progress import open_q
+from .recruitment import HOLDS_PLACE, end, recruits, take_place
 
 log = logging.getLogger(__name__)
 RECLAIM_LIMIT = 500  # expired assignments reclaimed per call, to bound one request's work
@@ -85,7 +89,8 @@ def _serialized():
 
 # --- the desk: one request's study and access decision, in one statement -------------------
 
-SEAT_FIELDS = ("id", "seed", "consented_at")  # the user's Participant row, when there is one
+# The user's Participant row, when there is one: their order, consent, finish and place.
+SEAT_FIELDS = ("id", "seed", "consented_at", "finished_at", "place_taken_at", "ended")
 
 
 @dataclass
@@ -151,14 +156,16 @@ def _lock_user_statement(user_id):
 
 
 def _mine_statement(study_id, user_id, now):
-    """The user's open assignment in the study (with its item) and how many items they had."""
-    had = (Assignment.objects.filter(study=study_id, annotator=OuterRef("pk")).order_by()
-           .values("annotator").annotate(n=Count("pk")).values("n"))
+    """The user's open assignment in the study (with its item), how many items they had
+    (the gold draw's seed) and how many they answered (a participant's quota)."""
+    theirs = Assignment.objects.filter(study=study_id, annotator=OuterRef("pk")).order_by()
+    had = theirs.values("annotator").annotate(n=Count("pk")).values("n")
+    answered = theirs.completed().values("annotator").annotate(n=Count("pk")).values("n")
     mine = (get_user_model().objects.filter(pk=user_id).order_by()
-            .annotate(had=Coalesce(Subquery(had), 0),
+            .annotate(had=Coalesce(Subquery(had), 0), answered=Coalesce(Subquery(answered), 0),
                       current=FilteredRelation("assignments", condition=Q(assignments__study=study_id)
                                                & open_q(now, "assignments__"))))
-    return mine.values("had", *(f"current__{f}" for f in OPEN_FIELDS),
+    return mine.values("had", "answered", *(f"current__{f}" for f in OPEN_FIELDS),
                        *(f"current__item__{f}" for f in ITEM_FIELDS))
 
 
@@ -202,12 +209,16 @@ def reclaim_expired(study, now=None):
     now = now or timezone.now()
     expired = list(Assignment.objects.select_for_update(skip_locked=True)
                    .filter(study=study).expired(now)
-                   .order_by("id").values_list("id", "item_id")[:RECLAIM_LIMIT])
-    for _, item_id in sorted(expired, key=lambda row: row[1]):  # one lock order: no deadlocks
+                   .order_by("id").values_list("id", "item_id", "annotator_id")[:RECLAIM_LIMIT])
+    for _, item_id, _ in sorted(expired, key=lambda row: row[1]):  # one lock order: no deadlocks
         Item.objects.filter(pk=item_id, n_assigned__gt=0).update(n_assigned=F("n_assigned") - 1)
     if expired:
-        Assignment.objects.filter(pk__in=[a for a, _ in expired]).delete()
+        Assignment.objects.filter(pk__in=[a for a, _, _ in expired]).delete()
         log.info("assignments reclaimed: study=%s expired=%d", study.slug, len(expired))
+        # Participants whose item expired time out: their places go back (annotate/recruitment.py).
+        holders = Participant.objects.filter(HOLDS_PLACE, user__in={user for _, _, user in expired})
+        if recruits(study) and (returned := end(study, holders, TIMED_OUT, now)):
+            log.info("places returned: study=%s timed_out=%d", study.slug, returned)
     return len(expired)
 
 
@@ -267,14 +278,16 @@ def _gold_drawn(study, user, served=None):
     return seeded_rng(*gold_seed(study, user, served)).random() < study.gold_rate
 
 
-def release_expired(study, now=None):
+def release_expired(study, now=None) -> int:
     """reclaim_expired in a transaction of its own, after a cheap check (usually none):
     its item locks are released before anything is picked. Also run by the task page's
-    GET, which reserves nothing but must not count expired slots as taken ("All done")."""
+    GET, which reserves nothing but must not count expired slots as taken ("All done"),
+    and by the dashboard's Recruitment panel (places come back). Returns how many."""
     now = now or timezone.now()
     if Assignment.objects.filter(study=study).expired(now).exists():
         with _serialized():
-            reclaim_expired(study, now)
+            return reclaim_expired(study, now)
+    return 0
 
 
 class _Contended(Exception):
@@ -325,6 +338,8 @@ def next_assignment(study, user, now=None):
 
 def _serve(desk, user, now, patient):
     study, seat = desk.study, desk.seat
+    if seat and seat["ended"] in (RETURNED, SCREENED_OUT):
+        return None  # a participant who left, or was screened out, is given nothing (not even an open item)
     mine = MINE.rows(study_id=study.pk, user_id=user.pk, now=now)
     current = instance(Assignment, mine[0], "current__", OPEN_FIELDS)  # (1) the open one
     if current is not None:
@@ -333,17 +348,24 @@ def _serve(desk, user, now, patient):
     had = mine[0]["had"]
     if study.status != OPEN:  # (2) what the study and the participant allow
         return None
-    if seat and study.consent and seat["consented_at"] is None:
-        return None  # nothing is served before a participant accepts the consent text
-    quota = study.max_items_per_participant if seat else None
-    if quota is not None and had >= quota:
-        return None
+    needs_place = False
+    if seat:
+        if study.consent and seat["consented_at"] is None:
+            return None  # nothing is served before a participant accepts the consent text
+        if seat["finished_at"] is not None:
+            return None  # completed
+        quota = study.max_items_per_participant
+        if quota is not None and mine[0]["answered"] >= quota:  # answered items only: a skip earns nothing
+            return None
+        needs_place = recruits(study) and (seat["place_taken_at"] is None or seat["ended"] == TIMED_OUT)
     item = None
     if _gold_drawn(study, user, had):  # (3)
         item = _pick(study, user, seat, patient, gold=True)
     if item is None:  # (4)
         item = _pick(study, user, seat, patient, gold=False)
     if item is None:
+        return None
+    if needs_place and not take_place(study, seat["id"], now):  # with the first item (recruitment.py)
         return None
     return _store(study, item, user, now)
 

@@ -35,12 +35,13 @@ EXTRA_HEADER_KEYS = ("annotators", "researchers", "gold_rate", "min_seconds", "a
                      "min_votes")
 # Participants from recruiting platforms (interfaces.md; docs/running-a-study.md).
 PARTICIPANT_HEADER_KEYS = ("status", "consent", "completion_code", "completion_url", "max_items_per_participant",
-                           "pre_questions", "post_questions", "quality")
+                           "pre_questions", "post_questions", "quality", "recruitment")
+RECRUITMENT_PLATFORMS = ("prolific", "mturk", "link")
 STATUSES = ("draft", "open", "paused", "closed")
 QUESTION_TYPES = ("text", "choice", "number")
 QUALITY_KEYS = ("min_gold_accuracy", "min_median_seconds", "fast_seconds", "max_fast_submits")
-CODE_RE = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
-KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+CODE_RE = re.compile(r"^[A-Za-z0-9_-]{1,100}\Z")  # \Z: no trailing newline slips through
+KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 # Kind-owned keys (aspects, scale, usefulness_scale) in alphabetical order between the two.
 HEADER_KEYS = (COMMON_HEADER_KEYS + tuple(sorted({k for kind in all_kinds() for k in kind.header_keys}))
                + EXTRA_HEADER_KEYS + PARTICIPANT_HEADER_KEYS)
@@ -356,6 +357,8 @@ def _header_participants(study, header, error):
                 error(f"'{key}' {reason}")
             else:
                 header.extra[key] = study[key]
+    if "recruitment" in study:
+        _header_recruitment(study, header, error)
     if "quality" in study:
         quality = study["quality"]
         if not (isinstance(quality, dict) and set(quality) <= set(QUALITY_KEYS)
@@ -367,6 +370,34 @@ def _header_participants(study, header, error):
                   " together)")
         else:
             header.extra["quality"] = quality
+
+
+def recruitment_flaw(value) -> str | None:
+    """Why a `recruitment` value is not {"platform", "places"?, "screenout_code"?}, or None
+    (the batch header and the Django admin check it here)."""
+    platform = value.get("platform") if isinstance(value, dict) else None
+    places, code = (value.get("places"), value.get("screenout_code")) if isinstance(value, dict) else (None, None)
+    if (isinstance(value, dict) and set(value) <= {"platform", "places", "screenout_code"}
+            and platform in RECRUITMENT_PLATFORMS
+            and (places is None or (is_int(places) and 1 <= places <= MAX_INT))
+            and (code is None or (isinstance(code, str) and CODE_RE.match(code)))):
+        return None
+    return (f"'recruitment' must be {{\"platform\": one of {', '.join(RECRUITMENT_PLATFORMS)}, \"places\": "
+            f"integer from 1 to {MAX_INT} (optional), \"screenout_code\": 1-100 letters, digits, '-' or '_' "
+            "(optional)}")
+
+
+def _header_recruitment(study, header, error):
+    """`recruitment` (interfaces.md, "Launch-safe recruitment"). A study that lists its
+    annotators cannot recruit."""
+    value = study["recruitment"]
+    if reason := recruitment_flaw(value):
+        error(reason)
+    elif "annotators" in study:
+        error("'recruitment' cannot be combined with 'annotators': a study that lists its annotators takes no "
+              "participants from links")
+    else:
+        header.extra["recruitment"] = value
 
 
 def question_list_flaw(questions):

@@ -26,6 +26,7 @@ from .batch_format import (
 )
 from .bulk_copy import copy_rows
 from .models import AuditLog, Batch, Item, Prediction, Study
+from .recruitment import new_entry_key
 
 log = logging.getLogger(__name__)
 CHUNK = 5000
@@ -151,6 +152,9 @@ def _resolve_study(header, line, expected_slug, errors):
                              f"study's {_show(stored.get(key))}")
     if "allow_tie" in header.given and header.allow_tie != study.allow_tie:
         errors.add(line, f"'allow_tie' differs from the existing study's {study.allow_tie}")
+    if "recruitment" in header.extra and study.annotators.exists():
+        errors.add(line, "'recruitment' cannot be combined with 'annotators': study "
+                         f"{study.slug!r} lists its annotators, so it takes no participants from links")
     governing = Header(slug=study.slug, kind=study.kind, allow_tie=study.allow_tie, config=dict(study.config),
                        extra={k: v for k, v in header.extra.items() if k in PARTICIPANT_HEADER_KEYS})
     return study, governing
@@ -164,7 +168,11 @@ def _update_settings(study, settings, user):
         return
     for key, value in settings.items():
         setattr(study, key, value)
-    study.save(update_fields=list(settings))
+    fields = list(settings)
+    if study.recruitment and not study.entry_key:  # opting in draws the link's key
+        study.entry_key = new_entry_key()
+        fields.append("entry_key")
+    study.save(update_fields=fields)
     AuditLog.objects.create(study=study, user=user, action="study.settings", object_type="study",
                             object_id=study.slug, before=before, after=settings)
 
@@ -224,6 +232,8 @@ def _create_study(study, header, line):
     study.config = dict(header.config)
     for key, value in header.extra.items():
         setattr(study, key, value)
+    if study.recruitment:  # opting in draws the link's key (annotate/recruitment.py)
+        study.entry_key = new_entry_key()
     try:
         with transaction.atomic():
             study.save()

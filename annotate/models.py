@@ -7,6 +7,8 @@ from .kinds import kind_choices
 from .progress import AssignmentQuerySet, ItemQuerySet
 
 DRAFT, OPEN, PAUSED, CLOSED = "draft", "open", "paused", "closed"
+RETURNED, SCREENED_OUT, TIMED_OUT = "returned", "screened_out", "timed_out"  # Participant.ended
+ENDINGS = (RETURNED, SCREENED_OUT, TIMED_OUT)
 STUDY_STATUSES = [(DRAFT, "draft"), (OPEN, "open"), (PAUSED, "paused"), (CLOSED, "closed")]
 
 
@@ -48,6 +50,12 @@ class Study(models.Model):
     # items are updated in place or deleted, or an annotator renamed (new rows change the
     # counts instead): part of the report version (annotate/report_cache.py).
     report_revision = models.PositiveBigIntegerField(default=0, editable=False)
+    # Launch-safe recruitment (annotate/recruitment.py): {"platform", "places"?,
+    # "screenout_code"?} when participant links are on (None: they answer 404); the
+    # unguessable key of the link; how many places participants hold now.
+    recruitment = models.JSONField(null=True, blank=True)
+    entry_key = models.CharField(max_length=64, blank=True, editable=False)
+    places_taken = models.PositiveIntegerField(default=0, editable=False)
 
     objects = StudyQuerySet.as_manager()
 
@@ -213,6 +221,13 @@ class Participant(models.Model):
     pre_answers = models.JSONField(null=True, blank=True)
     post_answers = models.JSONField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The browser a `link` participant entered with (a hash of its signed cookie's token).
+    browser_key = models.CharField(max_length=64, blank=True)
+    # A place (Study.places_taken) is held from the first item on, until the participant
+    # returns, times out or is screened out (`ended`); completing keeps it.
+    place_taken_at = models.DateTimeField(null=True, blank=True)
+    ended = models.CharField(max_length=16, blank=True, choices=[(e, e) for e in ENDINGS])
+    ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
@@ -223,10 +238,13 @@ class Participant(models.Model):
 
     @property
     def status(self) -> str:
-        """completed | returned (declined consent) | in_progress."""
+        """participants.csv's status: completed | returned (declined consent, or stopped) |
+        screened_out | timed_out | in_progress."""
         if self.finished_at:
             return "completed"
-        return "returned" if self.declined_at else "in_progress"
+        if self.declined_at:
+            return RETURNED
+        return self.ended or "in_progress"
 class ReportCache(models.Model):
     """The built report of a study for one parameter set (docs/reports.md, "Cache"): the
     JSON and the dashboard fragment with its figures, and the data version they were built

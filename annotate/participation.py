@@ -1,11 +1,14 @@
 """Participants from recruiting platforms (interfaces.md; docs/running-a-study.md).
 
-A participant link `/p/<slug>/?PROLIFIC_PID=..` (or MTurk's workerId, or a generic pid)
-creates or resumes the user `<platform>:<id>` and its Participant row for that study.
-The study flow is a fixed sequence of steps; `next_step` says where a participant is,
-from what is stored on the Participant (so a reload or a new device resumes it):
+A participant link `/p/<slug>/<entry_key>/?PROLIFIC_PID=..` (or MTurk's workerId, or a
+generic pid; only in a study that recruits: annotate/recruitment.py) creates or resumes
+the user `<platform>:<id>` and its Participant row for that study, bound to the platform
+session of the first visit. The study flow is a fixed sequence of steps; `next_step` says
+where a participant is, from what is stored on the Participant (so a reload or a new device
+resumes it):
 
     consent -> instructions -> pre -> practice -> items -> post -> done
+                                                      `-> screenout (no item or place, nothing answered)
 
 A step with nothing to show (no consent text, no practice items, ...) is passed over.
 The same steps drive the preview (annotate/views/participant.py), which keeps its
@@ -13,6 +16,7 @@ state in the session instead and writes nothing.
 """
 from __future__ import annotations
 
+import hmac
 import math
 import re
 import secrets
@@ -24,17 +28,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.urls import reverse
 
-from .models import OPEN, Assignment, Participant, Study
-from .progress import annotator_progress
+from .models import OPEN, SCREENED_OUT, Assignment, Item, Participant, Study
+from .recruitment import PLATFORM_PARAMS, places_left, recruits
 
-ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-PARTICIPANT_USERNAME = re.compile(r"^(prolific|mturk|pid):[A-Za-z0-9_-]{1,64}$")  # their users' names
-# platform: (the parameter naming the participant, the platform's study id, its session id)
-PLATFORMS = {
-    "prolific": ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"),
-    "mturk": ("workerId", "hitId", "assignmentId"),
-    "pid": ("pid", "study_id", "session_id"),
-}
+ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # whole: no trailing newline or space
+PARTICIPANT_USERNAME = re.compile(r"^(prolific|mturk|link|pid):[A-Za-z0-9_-]{1,64}\Z")  # their users' names
 STEPS = ("consent", "instructions", "pre", "practice", "items", "post", "done")
 MAX_TEXT_ANSWER = 2000
 
@@ -55,27 +53,29 @@ class LinkIds:
         return f"{self.platform}:{self.external_id}"
 
 
-def link_ids(query) -> LinkIds:
-    """The participant named by a link's query string (the first platform whose id
-    parameter is present). Raises BadLink for a missing id or any id that is not 1-64
-    letters, digits, '-' or '_'."""
-    for platform, (who, study, session) in PLATFORMS.items():
-        if who not in query:
-            continue
-        values = {}
-        for name in (who, study, session):
-            value = query.get(name, "")
-            if (name == who or value) and not ID_RE.match(value):
-                raise BadLink(f"'{name}' must be 1-64 letters, digits, '-' or '_'")
-            values[name] = value
-        return LinkIds(platform, values[who], values[study], values[session])
-    raise BadLink("the link names no participant (PROLIFIC_PID, workerId or pid)")
+def link_ids(query, platform: str) -> LinkIds:
+    """The participant a link's query string names, with the parameters of the study's
+    `platform` (annotate.recruitment.PLATFORM_PARAMS). Raises BadLink for a missing id,
+    a missing session id (Prolific's SESSION_ID, MTurk's assignmentId: the first visit is
+    bound to it), or any id that is not 1-64 letters, digits, '-' or '_'."""
+    who, study, session = PLATFORM_PARAMS[platform]
+    values = {}
+    for name in (who, study, session):
+        value = query.get(name, "")
+        required = name == who or (name == session and platform != "link")
+        if (required or value) and not (isinstance(value, str) and ID_RE.match(value)):
+            if not value:
+                raise BadLink(f"the link has no '{name}'")
+            raise BadLink(f"'{name}' must be 1-64 letters, digits, '-' or '_'")
+        values[name] = value
+    return LinkIds(platform, values[who], values[study], values[session])
 
 
-def join(study: Study, ids: LinkIds) -> Participant:
-    """Creates or resumes the participant `ids` in `study` (idempotent; a repeat with new
-    platform study/session ids keeps the first ones). The user has no password and no
-    role: the participant row is what lets them annotate this one study."""
+def join(study: Study, ids: LinkIds, browser_key: str = "") -> tuple[Participant, bool]:
+    """(participant, created): creates the participant `ids` in `study`, bound to the
+    platform session of this first visit (and, for `link`, to the browser), or returns the
+    existing one. The user has no password and no role: the participant row is what lets
+    them annotate this one study."""
     User = get_user_model()
     for _ in range(2):  # a concurrent first visit may create the same rows: then read theirs
         try:
@@ -83,42 +83,71 @@ def join(study: Study, ids: LinkIds) -> Participant:
                 user = User.objects.filter(username=ids.username).first()
                 if user is None:
                     user = User.objects.create_user(username=ids.username)  # unusable password
-                participant, _ = Participant.objects.get_or_create(
+                return Participant.objects.get_or_create(
                     study=study, user=user,
                     defaults={"platform": ids.platform, "external_id": ids.external_id,
                               "platform_study_id": ids.study_id, "platform_session_id": ids.session_id,
-                              "seed": secrets.randbelow(2**31)})
-                return participant
+                              "browser_key": browser_key, "seed": secrets.randbelow(2**31)})
         except IntegrityError:
             continue
     raise IntegrityError(f"could not create participant {ids.username}")
 
 
-def items_left(study: Study, user) -> bool:
-    """Whether the engine would still hand `user` an item (or has one open for them)."""
+def same_session(participant: Participant, ids: LinkIds, browser_key: str) -> bool:
+    """Whether a later visit comes from the platform session (or, for `link`, the browser)
+    of the participant's first visit."""
+    if participant.browser_key:
+        return bool(browser_key) and hmac.compare_digest(participant.browser_key, browser_key)
+    return hmac.compare_digest(participant.platform_session_id, ids.session_id)
+
+
+def answered_count(study: Study, user) -> int:
+    """Items the user answered in the study (skips are not answers)."""
+    return Assignment.objects.filter(study=study, annotator=user).completed().count()
+
+
+def items_left(study: Study, participant: Participant, answered: int) -> bool:
+    """Whether the engine would still hand the participant an item (or has one open for
+    them): an open study, their quota of answered items not reached, a place held or one
+    left, and an item free for them."""
+    user = participant.user
     if Assignment.objects.filter(study=study, annotator=user).open().exists():
         return True
-    if study.status != OPEN:
+    if study.status != OPEN or participant.finished_at is not None:
         return False
-    return annotator_progress(study, user)["remaining"] > 0
+    if study.max_items_per_participant and answered >= study.max_items_per_participant:
+        return False
+    holds = participant.place_taken_at is not None and not participant.ended
+    if recruits(study) and not holds and places_left(study) <= 0:
+        return False
+    return Item.objects.free_for(study, user).exists()
 
 
-def next_step(study: Study, state: dict, user=None) -> str:
+def next_step(study: Study, state: dict, items_left=None) -> str:
     """The step to show: the first one not yet passed. `state` holds consented,
-    instructions_seen, pre_answers, practice_done, items_done, post_answers, finished
-    (from a Participant via `participant_state`, or the preview's session)."""
+    instructions_seen, pre_answers, practice_done, items_done, answered, post_answers,
+    finished, screened_out (from a Participant via `participant_state`, or the preview's
+    session). `items_left()` says whether items remain (None: the preview's items_done).
+    A participant whose items ended with no answer is screened out: no code for no work.
+    The instructions are a screen of their own only before pre questions or practice;
+    otherwise the task page shows them above the first item, one screen after consent."""
     if state.get("finished"):
         return "done"
+    if state.get("screened_out"):
+        return "screenout"
     if study.consent and not state.get("consented"):
         return "consent"
-    if study.instructions and not state.get("instructions_seen"):
+    if (study.instructions and (study.pre_questions or study.practice_items)
+            and not state.get("instructions_seen")):
         return "instructions"
     if study.pre_questions and state.get("pre_answers") is None:
         return "pre"
     if state.get("practice_done", 0) < len(study.practice_items):
         return "practice"
-    if not state.get("items_done") and (user is None or items_left(study, user)):
+    if not state.get("items_done") and (items_left is None or items_left()):
         return "items"
+    if not state.get("answered"):
+        return "screenout"
     if study.post_questions and state.get("post_answers") is None:
         return "post"
     return "done"
@@ -128,7 +157,15 @@ def participant_state(participant: Participant) -> dict:
     return {"consented": participant.consented_at is not None,
             "instructions_seen": participant.instructions_seen_at is not None,
             "pre_answers": participant.pre_answers, "practice_done": participant.practice_done,
-            "post_answers": participant.post_answers, "finished": participant.finished_at is not None}
+            "post_answers": participant.post_answers, "finished": participant.finished_at is not None,
+            "screened_out": participant.ended == SCREENED_OUT,
+            "answered": answered_count(participant.study, participant.user)}
+
+
+def participant_step(participant: Participant) -> str:
+    """Where a participant is in the flow (see next_step)."""
+    state = participant_state(participant)
+    return next_step(participant.study, state, lambda: items_left(participant.study, participant, state["answered"]))
 
 
 def question_answers(questions: list, post) -> tuple[dict, dict]:
@@ -160,21 +197,27 @@ def question_answers(questions: list, post) -> tuple[dict, dict]:
 
 def completion_redirect(study: Study) -> str | None:
     """`<completion_url>?cc=<completion_code>` (added to any query the URL has), or None."""
-    if not study.completion_url:
+    return code_redirect(study.completion_url, study.completion_code)
+
+
+def code_redirect(url: str, code: str) -> str | None:
+    """`<url>?cc=<code>` (added to any query the URL has), or None without a URL."""
+    if not url:
         return None
-    parts = urlsplit(study.completion_url)
-    query = "&".join(q for q in (parts.query, urlencode({"cc": study.completion_code})) if q)
+    parts = urlsplit(url)
+    query = "&".join(q for q in (parts.query, urlencode({"cc": code})) if q)
     return urlunsplit(parts._replace(query=query))
 
 
 def flow_redirect(scope: str | None, study: Study, user) -> str | None:
     """For a participant session on the task page of `study`: the flow URL when the
     participant is not at the items step (consent not given yet, or nothing left: on
-    to the post questions and completion), else None. None for other sessions."""
+    to the post questions and completion, or the screen-out page), else None. None for
+    other sessions."""
     if scope != study.slug:
         return None
-    participant = Participant.objects.filter(study=study, user=user).first()
-    if participant is None or next_step(study, participant_state(participant), user) != "items":
+    participant = Participant.objects.select_related("study", "user").filter(study=study, user=user).first()
+    if participant is None or participant_step(participant) != "items":
         return reverse("participant-flow", kwargs={"slug": study.slug})
     return None
 

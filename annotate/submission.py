@@ -5,8 +5,11 @@
   a repeat (double-click, retry after a network error) returns the stored judgments
   unchanged, so the first value stands.
 - `edit` is the separate, explicit action that replaces values, allowed while the item
-  is not complete (n_completed < annotations_per_item); every change is written to the
+  is not complete (n_completed < annotations_per_item), the study is not paused or closed,
+  and (for a participant) before they completed the study; every change is written to the
   AuditLog with the values before and after.
+- a participant's stored `seconds` is min(what the page reported, the time since the item
+  was handed out) (`stored_seconds`); the submit's one read already has both.
 - `skip` ("I can't judge this") closes the assignment without answers: one judgment row
   with question `_skip` (value = the reason, comment kept), the slot goes back to the
   pool and the item is never served to this annotator again. Idempotent.
@@ -17,7 +20,7 @@ import math
 from datetime import timedelta
 
 from django.db import connection, transaction
-from django.db.models import F, Value
+from django.db.models import Exists, F, OuterRef, Value
 from django.utils import timezone
 
 from evaluation.vocabulary import SKIP_QUESTION
@@ -27,11 +30,12 @@ from .answers import SKIP, InvalidAnswer, answer_value, is_empty
 from .batch_format import unstorable_text
 from .blinding import blinding_for
 from .display import study_questions
-from .models import Assignment, AuditLog, Item, Judgment, Study
+from .models import CLOSED, PAUSED, Assignment, AuditLog, Item, Judgment, Participant, Study
 from .ordering import judgment_shown_order
 from .prepared import Prepared, columns, instance
 
 EDIT_ACTION = "judgment.edit"
+COMPLETED = "you completed this study; its answers can no longer change"
 MAX_COMMENT_CHARS = 2000
 MAX_EXTENSIONS = 1
 
@@ -133,13 +137,21 @@ def stored_judgments(assignment):
                 .order_by("id"))
 
 
+def _seat_flags(user_id) -> dict:
+    """Whether the assignment's annotator is a participant of its study, and one who
+    completed it, as SQL expressions for the statement that reads the assignment."""
+    seat = Participant.objects.filter(study=OuterRef("study_id"), user=user_id)
+    return {"participant": Exists(seat), "participant_finished": Exists(seat.filter(finished_at__isnull=False))}
+
+
 def _locked_assignment(assignment_id, user):
     """The user's assignment, locked, with its study and item (edit, skip, extend); the
-    access decision is made by the same statement."""
+    access decision and the annotator's participant flags come from the same statement."""
     flags = access_flags(user.pk, user.is_superuser, study="study_id")
     assignment = (Assignment.objects.select_for_update(of=("self",)).select_related("study", "item")
                   .filter(pk=assignment_id, annotator=user)
-                  .annotate(may_annotate=flags["may_annotate"] if user.is_authenticated else Value(False)).first())
+                  .annotate(may_annotate=flags["may_annotate"] if user.is_authenticated else Value(False),
+                            **_seat_flags(user.pk)).first())
     if assignment is None:
         raise AssignmentGone(f"assignment {assignment_id} is not open for {user}")
     if not assignment.may_annotate:  # e.g. removed from the study's list since
@@ -155,8 +167,9 @@ ITEM_FIELDS = ["id", "study", "data", "is_gold", "n_completed"]
 def _submit_read_statement(assignment_id, user_id, superuser, study_id):
     """The user's assignment with its study and item and (unless the request decided it
     already: `study_id` given) whether they may still annotate the study."""
-    rows = Assignment.objects.filter(pk=assignment_id, annotator=user_id).order_by()
-    names = [*columns(Assignment), *columns(Study, "study__"), *(f"item__{f}" for f in ITEM_FIELDS)]
+    rows = Assignment.objects.filter(pk=assignment_id, annotator=user_id).order_by().annotate(**_seat_flags(user_id))
+    names = [*columns(Assignment), *columns(Study, "study__"), *(f"item__{f}" for f in ITEM_FIELDS),
+             "participant", "participant_finished"]
     if study_id is None:
         rows = rows.annotate(may_annotate=access_flags(user_id, superuser, study="study_id")["may_annotate"])
         names.append("may_annotate")
@@ -194,6 +207,7 @@ def _read_for_submit(assignment_id, user, desk=None):
     assignment.study, assignment.item = instance(Study, row, "study__"), instance(Item, row, "item__", ITEM_FIELDS)
     if desk is None and not row["may_annotate"]:  # e.g. removed from the study's list since
         raise NotAllowed(f"{user} may no longer annotate {assignment.study.slug}")
+    assignment.participant, assignment.participant_finished = row["participant"], row["participant_finished"]
     return assignment
 
 
@@ -234,11 +248,11 @@ def submit(assignment_id, user, answers, seconds=None, now=None, comment=None, b
         raise AssignmentGone(f"assignment {assignment_id} was skipped")
     if assignment.completed_at is not None:
         return assignment, stored_judgments(assignment), False
+    if assignment.participant_finished:
+        raise EditNotAllowed(COMPLETED)
     values = checked_answers(assignment, answers, blinded)
     comment = parse_comment(comment)
-    seconds = parse_seconds(seconds)
-    if seconds is None:
-        seconds = max(0.0, (now - assignment.created_at).total_seconds())
+    seconds = stored_seconds(assignment, parse_seconds(seconds), now)
     judgments = [Judgment(study_id=assignment.study_id, item_id=assignment.item_id, assignment=assignment,
                           annotator_id=user.pk, question=qid, value=value,
                           shown_order=judgment_shown_order(assignment.shown_order, qid), seconds=seconds,
@@ -255,9 +269,21 @@ def submit(assignment_id, user, answers, seconds=None, now=None, comment=None, b
     return assignment, judgments, True
 
 
+def stored_seconds(assignment, reported, now):
+    """The seconds stored for an answer: what the page reported, or the time since the item
+    was handed out when it reported nothing; a participant's never more than that time
+    (a page cannot claim 30 s for an item answered after 0.2)."""
+    elapsed = max(0.0, (now - assignment.created_at).total_seconds())
+    if reported is None:
+        return elapsed
+    return min(reported, elapsed) if getattr(assignment, "participant", False) else reported
+
+
 def can_edit(assignment):
-    """True while the assignment is submitted and its item still needs judgments."""
+    """True while the assignment is submitted, its item still needs judgments and its study
+    is not paused or closed."""
     return (assignment.completed_at is not None and not assignment.skipped
+            and assignment.study.status not in (PAUSED, CLOSED)
             and assignment.item.n_completed < assignment.study.annotations_per_item)
 
 
@@ -271,6 +297,10 @@ def edit(assignment_id, user, answers, comment=None, blinded=False):
         if assignment.completed_at is None or assignment.skipped:
             raise EditNotAllowed("submit the item before editing it")
         study = assignment.study
+        if study.status in (PAUSED, CLOSED):
+            raise EditNotAllowed(f"the study is {study.status}; answers can no longer be edited")
+        if assignment.participant_finished:
+            raise EditNotAllowed(COMPLETED)
         item = Item.objects.select_for_update().get(pk=assignment.item_id)
         assignment.item = item
         if not can_edit(assignment):
@@ -320,15 +350,15 @@ def skip(assignment_id, user, reason, comment=None, seconds=None, now=None):
             return assignment, stored, False
         if assignment.completed_at is not None:
             raise SkipRefused("the item was already answered; edit the answers instead")
+        if assignment.participant_finished:
+            raise EditNotAllowed(COMPLETED)
         try:
             value = answer_value(SKIP, reason)
         except InvalidAnswer:  # the reasons are no secret (unlike option ids): name them
             message = "not answered" if is_empty(reason) else f"must be one of {', '.join(SKIP['options'])}"
             raise SubmissionError({"reason": message}) from None
         comment = parse_comment(comment)
-        seconds = parse_seconds(seconds)
-        if seconds is None:
-            seconds = max(0.0, (now - assignment.created_at).total_seconds())
+        seconds = stored_seconds(assignment, parse_seconds(seconds), now)
         judgment = Judgment.objects.create(study=assignment.study, item=assignment.item, assignment=assignment,
                                            annotator=user, question=SKIP_QUESTION, value=value, seconds=seconds,
                                            submitted_at=now, comment=comment)

@@ -22,9 +22,10 @@ urlpatterns = [
     path("annotate/<slug:slug>/mine/", mine.my_judgments, name="annotate-mine"),
     path("annotate/<slug:slug>/mine/<int:pk>/edit/", mine.edit_judgment, name="annotate-mine-edit"),
     path("annotate/<slug:slug>/quality/", quality.quality, name="annotate-quality"),
-    path("p/<slug:slug>/", participant.entry, name="participant-entry"),
     path("p/<slug:slug>/go/", participant.flow, name="participant-flow"),
-    path("p/<slug:slug>/preview/", participant.preview, name="participant-preview"),
+    path("p/<slug:slug>/<str:key>/", participant.entry, name="participant-entry"),
+    path("p/<slug:slug>/<str:key>/preview/", participant.preview, name="participant-preview"),
+    path("studies/<slug:slug>/recruitment/", dashboard.recruitment_action, name="dashboard-recruitment"),
     path("login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

@@ -11,18 +11,26 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
-CONTENT_SECURITY_POLICY = "; ".join((
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data:",
-    "font-src 'self'",
-    "connect-src 'self'",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-))
+
+def content_security_policy(form_action: tuple[str, ...] = (), frame_ancestors: tuple[str, ...] = ()) -> str:
+    """The policy; a page may widen two directives for named origins: `form_action` (a
+    participant's flow, whose last form ends on the recruiting platform's completion URL)
+    and `frame_ancestors` (an MTurk HIT frames its ExternalQuestion page)."""
+    return "; ".join((
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data:",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        " ".join(("form-action 'self'", *form_action)),
+        " ".join(("frame-ancestors", *frame_ancestors)) if frame_ancestors else "frame-ancestors 'none'",
+    ))
+
+
+CONTENT_SECURITY_POLICY = content_security_policy()
 # No page of humeval needs any of these browser features.
 PERMISSIONS_POLICY = ", ".join(f"{feature}=()" for feature in (
     "accelerometer", "camera", "display-capture", "geolocation", "gyroscope", "magnetometer",

@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for pkg in chromium wordnet-base wordnet-sense-index; do
+for pkg in chromium wordnet-base wordnet-sense-index nodejs npm; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -36,6 +36,8 @@ for _ in $(seq 30); do
 done
 
 bash scripts/setup.sh
+# axe-core for the browser tests' accessibility checks (package.json / package-lock.json).
+[ -f node_modules/axe-core/axe.min.js ] || npm ci --no-audit --no-fund --loglevel=error
 
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/humeval}"
 export CELERY_TEST_BROKER_URL="${CELERY_TEST_BROKER_URL:-redis://127.0.0.1:6379/15}"

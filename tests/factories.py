@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 
 from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from annotate.models import Assignment, Item, Judgment, Prediction, Study
+from annotate.recruitment import new_entry_key
 from annotate.roles import ROLES
 
 # --- users ---------------------------------------------------------------------------------
@@ -120,8 +121,15 @@ def make_study(kind=PAIRWISE_ALIGNMENT, slug=None, overlap=3, **fields):
     fields.setdefault("gold_rate", 0.0)
     fields.setdefault("title", f"A {kind} study")
     fields.setdefault("instructions", "Read **carefully**.")
+    if fields.get("recruitment") and "entry_key" not in fields:  # opting in draws the link's key
+        fields["entry_key"] = new_entry_key()
     return Study.objects.create(slug=slug or kind.replace("_", "-"), kind=kind, annotations_per_item=overlap,
                                 **fields)
+
+
+def participant_link(study, query=""):
+    """The path of a recruiting study's participant link, with `query` ("?PROLIFIC_PID=..")."""
+    return f"/p/{study.slug}/{study.entry_key}/{query}"
 
 
 def make_items(study, n, start=0, gold=None):

@@ -114,3 +114,20 @@ def test_simultaneous_double_submit_stores_once(django_user_model):
     winner = next(j for _, js, created in results if created for j in js).value
     assert all(js[0].value == winner for _, js, _ in results)
     assert Item.objects.get().n_completed == 1
+
+
+def test_simultaneous_participants_take_at_most_the_places():
+    """20 participants of a study with 4 places ask for their first item at the same
+    instant: exactly 4 get one and hold a place (the study's counter re-checked on the row
+    it updates), 16 get nothing; the counter equals the participants holding a place."""
+    from annotate.models import Participant, Study
+    from annotate.participation import LinkIds, join
+
+    study = make_study(overlap=20, recruitment={"platform": "prolific", "places": 4})
+    make_items(study, 3)
+    people = [join(study, LinkIds("prolific", f"p{i:02d}", "st", f"se{i}"))[0].user for i in range(20)]
+    results = run_together([lambda u=u: next_assignment(study, u) for u in people])
+    assert sum(r is not None for r in results) == 4
+    assert Study.objects.get(pk=study.pk).places_taken == 4
+    assert Participant.objects.filter(place_taken_at__isnull=False).count() == 4
+    check_counters()

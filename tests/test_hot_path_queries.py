@@ -17,7 +17,10 @@ token, and on submit the scope gate's check that the assignment is in their stud
 (ParticipantScopeMiddleware).
 htmx submit, which also draws the next item: session, user, desk, read, store, [SAVEPOINT],
 user lock, open assignment and count, pick, earlier orders + id, insert, [RELEASE],
-progress: 13."""
+progress: 13.
+A participant's very first item also takes their place in the study (annotate/recruitment.py:
+the study's counter and the participant's row in one statement, after the pick): +1 once
+per participant, not per item."""
 import pytest
 from django.db import connection, connections
 from django.test import Client
@@ -26,7 +29,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotate.models import Assignment, Judgment
-from tests.factories import make_items, make_study, make_user, tokens
+from tests.factories import make_items, make_study, make_user, participant_link, tokens
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 POSTGRES_COUNTS = pytest.mark.postgres("the pinned counts are PostgreSQL's one-statement writes")
@@ -44,7 +47,7 @@ def api_door(study, participant):
     """An API client: a staff-made annotator with a token, or a participant's session."""
     if participant:
         client = APIClient()
-        assert client.get(f"/p/{study.slug}/{PROLIFIC}").status_code == 302
+        assert client.get(participant_link(study, PROLIFIC)).status_code == 302
         client.get(f"/p/{study.slug}/go/")
         return client
     client = APIClient()
@@ -55,7 +58,7 @@ def api_door(study, participant):
 def htmx_door(study, participant):
     client = Client()
     if participant:
-        assert client.get(f"/p/{study.slug}/{PROLIFIC}").status_code == 302
+        assert client.get(participant_link(study, PROLIFIC)).status_code == 302
         client.get(f"/p/{study.slug}/go/")
     else:
         client.force_login(make_user("ann"))
@@ -64,8 +67,8 @@ def htmx_door(study, participant):
 
 @pytest.fixture
 def study():
-    """A pairwise study of 4 items, overlap 3."""
-    made = make_study(overlap=3)
+    """A pairwise study of 4 items, overlap 3, that recruits from Prolific."""
+    made = make_study(overlap=3, recruitment={"platform": "prolific"})
     make_items(made, 4)
     return made
 
@@ -75,7 +78,7 @@ def the_open_assignment():
 
 
 # (participant?) -> queries of: first next, a repeated next, submit, a repeated submit
-API_COUNTS = {False: (8, 5, 3, 3), True: (9, 6, 5, 5)}
+API_COUNTS = {False: (8, 5, 3, 3), True: (10, 6, 5, 5)}  # participant's first next: + taking the place
 
 
 @POSTGRES_COUNTS
@@ -97,7 +100,7 @@ def test_api_cycle_statements(study, participant):
 
 
 # (participant?) -> queries of: Start (next), submit + next item, a repeated submit
-HTMX_COUNTS = {False: (11, 13, 10), True: (11, 13, 10)}
+HTMX_COUNTS = {False: (11, 13, 10), True: (12, 13, 10)}  # participant's Start: + taking the place
 
 
 @POSTGRES_COUNTS

@@ -5,6 +5,7 @@ order, quality flags in reports and participants.csv, and the preview that write
 import csv
 import io
 import json
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -21,7 +22,16 @@ from annotate.participation import BadLink, LinkIds, completion_redirect, join, 
 from annotate.progress import annotator_progress
 from annotate.report_data import study_report
 from annotate.submission import submit
-from tests.factories import api_client, make_items, make_study, make_user, tokens
+from tests.factories import api_client, make_items, make_user, participant_link, tokens
+from tests.factories import make_study as make_any_study
+
+RECRUIT = {"platform": "prolific"}
+
+
+def make_study(*args, **fields):
+    """A study that recruits from Prolific (participant links work only there)."""
+    fields.setdefault("recruitment", RECRUIT)
+    return make_any_study(*args, **fields)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 
@@ -34,9 +44,10 @@ PROLIFIC = "?PROLIFIC_PID=5f2c0a1b&STUDY_ID=st01&SESSION_ID=se01"
 
 
 def participant_client(slug, query=PROLIFIC):
+    study = Study.objects.get(slug=slug)
     client = Client()
-    response = client.get(f"/p/{slug}/{query}")
-    assert response.status_code == 302 and response["Location"] == f"/p/{slug}/go/"
+    response = client.get(participant_link(study, query))
+    assert response.status_code == 302 and response["Location"] == f"/p/{slug}/go/", response.content[:300]
     return client
 
 
@@ -153,13 +164,20 @@ def test_practice_item_needs_gold():
 # --- 2. links and scoped sessions ---------------------------------------------------------------
 
 def test_link_ids():
-    assert link_ids({"PROLIFIC_PID": "abc", "STUDY_ID": "s", "SESSION_ID": "x"}) == LinkIds("prolific", "abc", "s", "x")
-    assert link_ids({"workerId": "W1", "assignmentId": "A1", "hitId": "H1"}) == LinkIds("mturk", "W1", "H1", "A1")
-    assert link_ids({"pid": "p-1"}) == LinkIds("pid", "p-1", "", "")
-    for bad in ({"PROLIFIC_PID": ""}, {"PROLIFIC_PID": "a" * 65}, {"pid": "a b"}, {"workerId": "<x>"},
-                {"PROLIFIC_PID": "ok", "SESSION_ID": "no/pe"}, {"other": "1"}):
+    assert link_ids({"PROLIFIC_PID": "abc", "STUDY_ID": "s", "SESSION_ID": "x"}, "prolific") == LinkIds(
+        "prolific", "abc", "s", "x")
+    assert link_ids({"workerId": "W1", "assignmentId": "A1", "hitId": "H1"}, "mturk") == LinkIds(
+        "mturk", "W1", "H1", "A1")
+    assert link_ids({"pid": "p-1"}, "link") == LinkIds("link", "p-1", "", "")
+    for platform, bad in (("prolific", {"PROLIFIC_PID": ""}), ("prolific", {"PROLIFIC_PID": "a" * 65}),
+                          ("link", {"pid": "a b"}), ("mturk", {"workerId": "<x>", "assignmentId": "A"}),
+                          ("prolific", {"PROLIFIC_PID": "ok", "SESSION_ID": "no/pe"}), ("link", {"other": "1"}),
+                          ("prolific", {"PROLIFIC_PID": "ok"}),  # no SESSION_ID: nothing to bind to
+                          ("mturk", {"workerId": "W1"}), ("prolific", {"pid": "abc", "SESSION_ID": "s"}),
+                          ("prolific", {"PROLIFIC_PID": "abc\n", "SESSION_ID": "s"}),  # ids match whole
+                          ("prolific", {"PROLIFIC_PID": "abc", "SESSION_ID": "s "})):
         with pytest.raises(BadLink):
-            link_ids(bad)
+            link_ids(bad, platform)
 
 
 def test_link_creates_then_resumes_the_participant():
@@ -172,25 +190,30 @@ def test_link_creates_then_resumes_the_participant():
     assert not p.user.has_usable_password() and not p.user.groups.exists()
     assert client.session.get_expiry_age() == 12 * 3600
     assert client.session["participant_scope"] == {"study": study.slug, "user": p.user.pk}
-    again = participant_client(study.slug, "?PROLIFIC_PID=5f2c0a1b&STUDY_ID=st01&SESSION_ID=other")
+    again = participant_client(study.slug)  # the same platform session, e.g. on another device: resumed
     assert Participant.objects.count() == 1 and again.session["_auth_user_id"] == str(p.user.pk)
+    other = Client().get(participant_link(study, "?PROLIFIC_PID=5f2c0a1b&STUDY_ID=st01&SESSION_ID=other"))
+    assert other.status_code == 403 and b"This link was already used" in other.content
     assert Participant.objects.get().platform_session_id == "se01"  # first ids kept
 
 
-@pytest.mark.parametrize("query", ["", "?PROLIFIC_PID=", "?PROLIFIC_PID=a%20b", "?workerId=" + "x" * 65,
-                                   "?PROLIFIC_PID=ok&SESSION_ID=%3Cscript%3E"])
+@pytest.mark.parametrize("query", ["", "?PROLIFIC_PID=", "?PROLIFIC_PID=a%20b&SESSION_ID=s",
+                                   "?PROLIFIC_PID=" + "x" * 65 + "&SESSION_ID=s", "?PROLIFIC_PID=ok",
+                                   "?PROLIFIC_PID=ok&SESSION_ID=%3Cscript%3E", "?PROLIFIC_PID=ok%0A&SESSION_ID=s",
+                                   "?workerId=W1&assignmentId=A1"])
 def test_bad_links_answer_400(query):
     study = make_study()
-    response = Client().get(f"/p/{study.slug}/{query}")
-    assert response.status_code == 400
+    response = Client().get(participant_link(study, query))
+    assert response.status_code == 400 and b"This link is incomplete" in response.content
+    assert b"&lt;script" not in response.content or b"<script>" not in response.content
     assert get_user_model().objects.count() == 0 and Participant.objects.count() == 0
 
 
 def test_draft_study_does_not_exist_and_closed_takes_nobody_new():
-    make_study(slug="draft", status="draft")
-    assert Client().get("/p/draft/?pid=abc").status_code == 404
-    make_study(slug="shut", status="closed")
-    response = Client().get("/p/shut/?pid=abc")
+    draft = make_study(slug="draft", status="draft")
+    assert Client().get(participant_link(draft, PROLIFIC)).status_code == 404
+    shut = make_study(slug="shut", status="closed")
+    response = Client().get(participant_link(shut, PROLIFIC))
     assert response.status_code == 200 and b"This study is closed" in response.content
     assert Participant.objects.count() == 0
 
@@ -205,7 +228,8 @@ def test_scoped_session_reaches_only_its_study(annotators):
     for path in ("/", "/studies/mine/", "/studies/other/", "/annotate/other/", "/annotate/mine/quality/",
                  "/admin/", "/admin/annotate/study/", "/api/studies/", "/api/studies/mine/",
                  "/api/studies/mine/report/", "/api/studies/mine/participants.csv",
-                 "/api/studies/other/assignments/next/", "/p/other/go/", "/p/mine/preview/", "/api/schema/"):
+                 "/api/studies/other/assignments/next/", "/p/other/go/", f"/p/mine/{study.entry_key}/preview/",
+                 "/annotate/mine/mine/", "/api/schema/"):
         assert client.get(path).status_code == 404, path
     assert client.post("/api/studies/other/assignments/next/").status_code == 404
     assert client.post("/api/token/rotate/").status_code == 404
@@ -218,16 +242,15 @@ def test_scoped_session_reaches_only_its_study(annotators):
     assert client.post(f"/api/assignments/{mine}/judgments/", {"choice": tokens(mine, {"choice": "m1"})["choice"],
                                                                "seconds": 4},
                        content_type="application/json").status_code == 201
-    assert client.get("/annotate/mine/")["Location"] == "/p/mine/go/"  # instructions first
-    client.post("/p/mine/go/", {"step": "instructions"})
-    assert client.get("/annotate/mine/").status_code == 200
+    page = client.get("/annotate/mine/")  # no pre questions or practice: the instructions are on the task page
+    assert page.status_code == 200 and b"Read <strong>carefully</strong>." in page.content
 
 
 def test_same_platform_id_in_two_studies_stays_scoped():
     make_items(make_study(slug="s1", overlap=1), 1)
     make_items(make_study(slug="s2", overlap=1), 1)
-    first = participant_client("s1", "?pid=abc")
-    second = participant_client("s2", "?pid=abc")
+    first = participant_client("s1", "?PROLIFIC_PID=abc&SESSION_ID=x1")
+    second = participant_client("s2", "?PROLIFIC_PID=abc&SESSION_ID=x2")
     assert Participant.objects.count() == 2 and get_user_model().objects.count() == 1
     assert first.get("/annotate/s2/").status_code == 404
     assert second.get("/annotate/s1/").status_code == 404
@@ -303,13 +326,12 @@ def test_whole_flow_ends_at_the_completion_url():
     assert answer_all(client, study.slug) == 3
     assert client.get("/p/pairwise-alignment/go/").context["step"] == "post"
     client.post("/p/pairwise-alignment/go/", {"step": "post", "hard": "no", "note": "fine"})
-    done = client.get("/p/pairwise-alignment/go/")
-    assert done.status_code == 200
-    assert (b'<meta http-equiv="refresh" content="1;url=https://app.prolific.com/submissions/complete?cc=CODE42">'
-            in done.content)
+    done = client.get("/p/pairwise-alignment/go/")  # an HTTP redirect, once; no meta refresh
+    assert done.status_code == 302 and done["Location"] == "https://app.prolific.com/submissions/complete?cc=CODE42"
+    assert "form-action 'self' https://app.prolific.com;" in done["Content-Security-Policy"]
     again = client.get("/p/pairwise-alignment/go/")
-    assert b"CODE42" in again.content and b"submissions/complete?cc=CODE42" in again.content
-    assert b'http-equiv="refresh"' not in again.content  # sent once
+    assert again.status_code == 200 and b"CODE42" in again.content
+    assert b"submissions/complete?cc=CODE42" in again.content and b'http-equiv="refresh"' not in again.content
     p = Participant.objects.get()
     assert (p.pre_answers, p.post_answers, p.practice_done, p.status) == (
         {"age": 34.0}, {"hard": "no", "note": "fine"}, 1, "completed")
@@ -377,7 +399,7 @@ def test_each_participant_has_their_own_seeded_order():
     make_items(study, 12)
     orders = {}
     for pid, seed in (("a", 1), ("b", 2), ("c", 1)):
-        p = join(study, LinkIds("pid", pid))
+        p, _ = join(study, LinkIds("link", pid))
         Participant.objects.filter(pk=p.pk).update(seed=seed)
         orders[pid] = []
         while (a := next_assignment(study, p.user)) is not None:
@@ -394,7 +416,7 @@ def test_closest_to_completion_still_comes_first():
     items = make_items(study, 5)
     Item.objects.filter(pk=items[3].pk).update(n_assigned=2)
     Item.objects.filter(pk=items[1].pk).update(n_assigned=1)
-    p = join(study, LinkIds("pid", "x"))
+    p, _ = join(study, LinkIds("link", "x"))
     first = next_assignment(study, p.user)
     submit(first.pk, p.user, {"choice": "m1"}, seconds=1)
     second = next_assignment(study, p.user)
@@ -402,6 +424,12 @@ def test_closest_to_completion_still_comes_first():
 
 
 # --- 8. quality --------------------------------------------------------------------------------
+
+def later(assignment, minutes=5):
+    """A submit time some minutes after the item was handed out (a participant's seconds
+    are capped by that time)."""
+    return assignment.created_at + timedelta(minutes=minutes)
+
 
 def gold_study():
     study = make_study(overlap=2, gold_rate=0.0, quality={"min_gold_accuracy": 0.75, "min_median_seconds": 2})
@@ -414,11 +442,11 @@ def test_failing_gold_is_flagged_and_left_out_of_the_report(admin_user_):
     study = gold_study()
     users = {}
     for pid, gold_answer, seconds in (("good", "m1", 6), ("bad", "m2", 6), ("fast", "m1", 1)):
-        user = join(study, LinkIds("prolific", pid, "st", f"se-{pid}")).user
+        user = join(study, LinkIds("prolific", pid, "st", f"se-{pid}"))[0].user
         users[pid] = user
         for item in Item.objects.filter(study=study).order_by("position", "id"):
             a = Assignment.objects.create(study=study, item=item, annotator=user, shown_order={"choice": ["m1", "m2"]})
-            submit(a.pk, user, {"choice": gold_answer if item.is_gold else "m1"}, seconds=seconds)
+            submit(a.pk, user, {"choice": gold_answer if item.is_gold else "m1"}, seconds=seconds, now=later(a))
     report = study_report(study)[0]
     assert report["excluded_annotators"] == {"prolific:bad": "gold accuracy 0.00 < 0.75",
                                              "prolific:fast": "median seconds 1.0 < 2"}
@@ -452,12 +480,12 @@ def test_n_fast_submits_flag():
     study = make_study(overlap=1, quality={"fast_seconds": 3, "max_fast_submits": 1})
     make_items(study, 4)
     for pid, times in (("steady", (5, 1, 6, 7)), ("rushed", (1, 2, 9, 8))):
-        user = join(study, LinkIds("pid", pid)).user
+        user = join(study, LinkIds("link", pid))[0].user
         for item, seconds in zip(Item.objects.filter(study=study).order_by("position"), times):
             a = Assignment.objects.create(study=study, item=item, annotator=user, shown_order={})
-            submit(a.pk, user, {"choice": "m1"}, seconds=seconds)
+            submit(a.pk, user, {"choice": "m1"}, seconds=seconds, now=later(a))
         Item.objects.update(n_assigned=0, n_completed=0)
-    assert study_report(study)[0]["excluded_annotators"] == {"pid:rushed": "2 items under 3 s > 1"}
+    assert study_report(study)[0]["excluded_annotators"] == {"link:rushed": "2 items under 3 s > 1"}
 
 
 def test_participants_csv_is_for_researchers_only(annotators, researcher):
@@ -502,23 +530,32 @@ def counts():
 
 
 def test_preview_walks_every_page_and_writes_nothing(researcher):
-    flow_study(max_items_per_participant=2)
+    study = flow_study(max_items_per_participant=2)
     before = counts()
     client = Client()
     client.force_login(researcher)
-    url = "/p/pairwise-alignment/preview/"
-    assert b"Preview: this is what a participant sees" in client.get(url).content
+    url = f"/p/{study.slug}/{study.entry_key}/preview/"
+    first = client.get(url)
+    assert b"Preview: this is what a participant sees" in first.content and first.context["step"] == "consent"
     client.post(url, {"step": "consent", "consent": "yes"})
     client.post(url, {"step": "instructions"})
     client.post(url, {"step": "pre", "age": "40"})
     checked = client.post(url, {"step": "practice", "index": "1", "q:choice": practice_token("m1")})
     assert b"(correct)" in checked.content
     client.post(url, {"step": "practice", "index": "1", "continue": "1"})
-    page = client.get(url)
-    assert page.context["step"] == "items" and b"Item 1 of 2" in page.content and b"request 0." in page.content
-    assert b"Please answer" not in client.post(url, {"step": "items", "q:choice": practice_token("m2")}).content
-    assert b"Item 2 of 2" in client.get(url).content
-    client.post(url, {"step": "items", "q:choice": practice_token("m1")})
+    page = client.get(url)  # the participant's own task page, same templates
+    assert "annotate/task.html" in [t.name for t in page.templates]
+    assert b"Preview: this is what a participant sees" in page.content and b"My judgments" not in page.content
+    assert b"<strong>0</strong> done" in page.content and b"<strong>2</strong> remaining" in page.content
+    bad = client.post(url, {"step": "items"}, HTTP_HX_REQUEST="true")
+    assert b"Please answer every question" in bad.content
+    saved = client.post(url, {"step": "items", "q:choice": practice_token("m2")}, HTTP_HX_REQUEST="true")
+    assert b"Saved (preview: nothing stored)." in saved.content and b"<strong>1</strong> done" in saved.content
+    skipped = client.post(url, {"step": "items", "reason": "technical"}, HTTP_HX_REQUEST="true")
+    assert b"Skipped" in skipped.content and b"<strong>1</strong> done" in skipped.content  # a skip is no answer
+    last = client.post(url, {"step": "items", "q:choice": practice_token("m1")}, HTTP_HX_REQUEST="true")
+    assert last["HX-Redirect"] == url  # the quota of answered items: on to the post questions
+    assert client.get(url).context["step"] == "post"
     client.post(url, {"step": "post", "hard": "yes", "note": "ok"})
     done = client.get(url)
     assert done.status_code == 200 and b"CODE42" in done.content  # no redirect away from a preview
@@ -529,10 +566,12 @@ def test_preview_walks_every_page_and_writes_nothing(researcher):
 
 def test_preview_is_for_researchers_and_admins(annotators, admin_user_):
     study = flow_study()
+    url = f"/p/{study.slug}/{study.entry_key}/preview/"
     plain = Client()
     plain.force_login(annotators[0])
-    assert plain.get(f"/p/{study.slug}/preview/").status_code == 404
-    assert Client().get(f"/p/{study.slug}/preview/").status_code == 404
+    assert plain.get(url).status_code == 404
+    assert Client().get(url).status_code == 404
     admin = Client()
     admin.force_login(admin_user_)
-    assert admin.get(f"/p/{study.slug}/preview/").status_code == 200
+    assert admin.get(url).status_code == 200
+    assert admin.get(f"/p/{study.slug}/wrong-key/preview/").status_code == 404

@@ -42,6 +42,10 @@ def slug(world):
     return {"slug": world.study.slug}
 
 
+def keyed(world):
+    return {"slug": world.study.slug, "key": world.study.entry_key}
+
+
 def own_assignment(world):
     return {"pk": world.own_assignment.pk}
 
@@ -140,13 +144,21 @@ TABLE = {
                                     content_type="text/csv")],
     "api-study-judgments": [Probe("GET", by_role(403, 403, 200, 200), slug),
                             Probe("GET", by_role(403, 404, 404, 200), scoped)],
-    # Participants (docs/running-a-study.md): a link without a participant id is refused;
-    # the flow needs a participant session; the preview and participants.csv are for the
-    # study's researchers. Participant sessions themselves: tests/test_participants.py.
-    "participant-entry": [Probe("GET", by_role(400, 400, 400, 400), slug)],
+    # Participants (docs/running-a-study.md): a link needs the study's entry key (else the
+    # same 404 as no study) and a participant id (else 400); the flow needs a participant
+    # session; the preview and participants.csv are for the study's researchers; so is the
+    # Recruitment panel's form. Participant sessions themselves: tests/test_participants.py
+    # and tests/test_recruitment.py.
+    "participant-entry": [Probe("GET", by_role(400, 400, 400, 400), keyed),
+                          Probe("GET", by_role(404, 404, 404, 404), lambda w: {"slug": w.study.slug, "key": "guess"})],
     "participant-flow": [Probe("GET", by_role(404, 404, 404, 404), slug)],
-    "participant-preview": [Probe("GET", by_role(404, 404, 200, 200), slug),
-                            Probe("GET", by_role(404, 404, 404, 200), scoped)],
+    "participant-preview": [Probe("GET", by_role(404, 404, 200, 200), keyed),
+                            Probe("GET", by_role(404, 404, 404, 404), lambda w: {"slug": w.scoped.slug, "key": "x"},
+                                  note="a study listing its annotators never recruits")],
+    "dashboard-recruitment": [Probe("POST", by_role(LOGIN, 403, 400, 400), slug, lambda w: {"action": "bogus"},
+                                    content_type="form"),
+                              Probe("POST", by_role(LOGIN, 404, 404, 400), scoped, lambda w: {"action": "bogus"},
+                                    content_type="form")],
     "api-study-participants": [Probe("GET", by_role(403, 403, 200, 200), slug),
                                Probe("GET", by_role(403, 404, 404, 200), scoped)],
     "study-upload": [Probe("GET", by_role(LOGIN, 403, 403, 200), slug),
@@ -225,7 +237,7 @@ def world(django_user_model):
         "other-researcher": make_user("res-other", "researchers"),
         "admin": make_user("adm", "admins"),
     }
-    w.study = make_study(slug="perm", title="Perm", randomize_order=False)
+    w.study = make_study(slug="perm", title="Perm", randomize_order=False, recruitment={"platform": "prolific"})
     add_items(w.study, [(f"i{n}", short_pairwise(), None) for n in range(3)])
     w.own_assignment = next_assignment(w.study, w.users["annotator"])
     w.others_assignment = next_assignment(w.study, w.users["other"])

@@ -175,6 +175,9 @@ class StudyCreateSerializer(serializers.Serializer):
     quality = serializers.DictField(child=serializers.FloatField(), required=False,
                                     help_text='{"min_gold_accuracy", "min_median_seconds", "fast_seconds", '
                                               '"max_fast_submits"}: numbers, all optional')
+    recruitment = serializers.DictField(required=False,
+                                        help_text='{"platform": "prolific" | "mturk" | "link", "places"?: int, '
+                                                  '"screenout_code"?: str}: participant links work only with it')
 
 
 class BatchResultSerializer(serializers.Serializer):

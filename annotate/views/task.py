@@ -95,8 +95,11 @@ def item_context(study, assignment, values=None, errors=None, mode="submit", com
         "partial": get_kind(study.kind).template, "inline_questions": get_kind(study.kind).inline_questions,
         "scale_words": get_kind(study.kind).scale_words,
         # No lost work (static/js/drafts.js): the draft's key, the countdown, "can't judge", a comment.
-        "draft_key": item_handle(assignment.item_id), "can_extend": assignment.extensions < MAX_EXTENSIONS,
+        "draft_key": item_handle(assignment.item_id, assignment.annotator_id),
+        "can_extend": assignment.extensions < MAX_EXTENSIONS,
         "skip_reasons": SKIP_REASONS, "comment": comment,
+        # Texts and questions side by side on wide screens when an item asks several questions.
+        "side_by_side": len(questions) > 1 and not get_kind(study.kind).inline_questions,
     }
 
 
@@ -127,10 +130,11 @@ def _render_next(request, desk, notice=None, previous=None, level="ok"):
     the assignment just submitted, with its item's n_completed as the submit left it."""
     study = desk.study
     _, assignment = next_for(request.user, desk=desk)
-    if assignment is None and (url := flow_redirect(participant_scope(request), study, request.user)):
+    scope = participant_scope(request)
+    if assignment is None and (url := flow_redirect(scope, study, request.user)):
         return HttpResponseClientRedirect(url)  # a participant's items are done: on to the end of the flow
     context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
-    context.update(notice=notice, notice_level=level,
+    context.update(notice=notice, notice_level=level, lean=scope == study.slug,
                    previous=previous if previous is not None and can_edit(previous) else None,
                    progress=annotator_progress(study, request.user), oob=True)
     return render(request, "annotate/_item.html", context)
@@ -147,12 +151,24 @@ def task(request, slug):
         return redirect(url)  # a participant outside the items step (annotate/participation.py)
     release_expired(study)  # an expired reservation is free again: else the page may say "All done"
     assignment = open_assignment(study, request.user)
-    context = item_context(study, assignment) if assignment else {"study": study, "assignment": None}
-    prog = annotator_progress(study, request.user)
-    context.update(progress=prog, instructions_html=render_markdown(study.instructions),
-                   show_instructions=prog["done"] == 0, oob=False, start=assignment is None and prog["remaining"] > 0,
-                   keys=key_help(study))
+    context = task_context(study, assignment, lean=participant_scope(request) == slug,
+                           progress=annotator_progress(study, request.user))
     return render(request, "annotate/task.html", context)
+
+
+def task_context(study, assignment, *, lean, progress, preview=False, values=None, errors=None,
+                 extra=None):
+    """The whole task page's context. `lean`: a participant's page (no "My judgments", no
+    keyboard help on touch screens, the countdown only in its last 5 minutes); `preview`:
+    a researcher's preview of it (annotate/views/participant.py), whose forms post to
+    `extra`'s URLs and store nothing."""
+    context = (item_context(study, assignment, values=values, errors=errors) if assignment
+               else {"study": study, "assignment": None})
+    context.update(progress=progress, instructions_html=render_markdown(study.instructions),
+                   show_instructions=progress["done"] == 0, oob=False,
+                   start=assignment is None and progress["remaining"] > 0, keys=key_help(study), lean=lean,
+                   preview=preview, **(extra or {}))
+    return context
 
 
 @login_required

@@ -94,6 +94,7 @@
 
   /* ---- Countdown to the reservation's expiry ---- */
   let ticker = null;
+  const LEAN_COUNTDOWN_MS = 5 * 60 * 1000;
   function left(ms) {
     const total = Math.max(0, Math.floor(ms / 1000));
     const minutes = Math.floor(total / 60);
@@ -107,6 +108,7 @@
     const text = box.querySelector(".countdown-left");
     if (ms <= 0) {
       box.dataset.expired = "true";
+      box.hidden = false;
       box.querySelector(".countdown-text").textContent = "This item's reservation has expired. Your ticked answers " +
         "are kept in this browser: reload the page to continue.";
       const button = document.getElementById("extend-button");
@@ -115,6 +117,7 @@
     }
     if (text) text.textContent = left(ms);
     box.classList.toggle("urgent", ms < 2 * 60 * 1000);
+    if (box.dataset.lean) box.hidden = ms > LEAN_COUNTDOWN_MS; // a participant sees it only near the end
   }
   function startCountdown() {
     if (ticker !== null) clearInterval(ticker);
