@@ -26,6 +26,7 @@ from evaluation.agreement import (
 )
 from evaluation.alignment import holm
 from evaluation.alpha_ci import krippendorff_alpha_ci95
+from evaluation.annotator_quality import expected_answer, same_answer
 from evaluation.majority import Majority, majority_codes
 from evaluation.position_bias import binomial_p_half, position_bias, screen_votes
 from evaluation.tabulate import Counts, distinct_sorted, is_missing, tabulate
@@ -262,35 +263,20 @@ def empty_bias() -> dict[str, Any]:
     return {"first_shown_rate": None, "n": 0, "p_value": None, "unit": "screen", "per_question": {}}
 
 
-def _same(value: Any, expected: Any) -> bool:
-    if str(value) == str(expected):
-        return True
-    try:
-        return float(value) == float(expected)
-    except (TypeError, ValueError):
-        return False
-
-
 def gold_accuracy(inp: ReportInput, primary_question: str | None) -> dict[int, float]:
     """{coder code: share of their gold answers equal to the item's gold}. An item's gold is
     {question: value} or one value; one value applies to `primary_question` (None: to every
-    question of the item)."""
+    question of the item). The rule is evaluation.annotator_quality's (the quality flags')."""
     hits: Counter[int] = Counter()
     totals: Counter[int] = Counter()
     rows = np.flatnonzero(inp.is_gold[inp.j_item])
     for item, question, value, coder in zip(inp.j_item[rows].tolist(), inp.j_question[rows].tolist(),
                                             inp.j_value[rows].tolist(), inp.j_coder[rows].tolist()):
-        gold = inp.gold[item]
-        if isinstance(gold, dict):
-            if question not in gold:
-                continue
-            expected = gold[question]
-        elif gold is None or (primary_question is not None and question != primary_question):
+        expected = expected_answer(inp.gold[item], question, primary_question)
+        if expected is None:
             continue
-        else:
-            expected = gold
         totals[coder] += 1
-        hits[coder] += _same(value, expected)
+        hits[coder] += same_answer(value, expected)
     return {c: hits[c] / totals[c] for c in totals}
 
 

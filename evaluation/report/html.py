@@ -5,11 +5,12 @@ that would mean nothing (no data, or nothing defined) is replaced by a sentence 
 from html import escape
 from typing import Any
 
-from evaluation.paradoxes import PROBES, SUMMARY
-from evaluation.vocabulary import ASPECT_PAIRWISE, SIMILARITY_SURVEY
+from evaluation.vocabulary import SIMILARITY_SURVEY
 
 from . import figures
 from .inputs import to_float
+from .kinds import REPORT_MODULES
+from .markup import Report, figure, interval, num, table  # noqa: F401  (num, interval: used by callers too)
 
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
@@ -21,56 +22,6 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}figure{margin:1rem 0}
 figcaption{font-size:.9rem;color:#444;max-width:50rem}
 svg{max-width:100%;height:auto}
 """
-Report = dict[str, Any]
-
-
-def num(x: Any, digits: int = 3) -> str:
-    """A number for people: 3 decimals for floats, plain ints, an en dash for missing.
-
-    >>> num(0.5), num(3), num(None), num(True)
-    ('0.500', '3', '–', 'yes')
-    """
-    if x is None:
-        return "–"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, float):
-        return f"{x:.{digits}f}"
-    return escape(str(x))
-
-
-def interval(ci: list[float | None] | None) -> str:
-    """[lo, hi] as text, an en dash when there is none."""
-    if not ci or ci[0] is None or ci[1] is None:
-        return "–"
-    return f"[{num(ci[0])}, {num(ci[1])}]"
-
-
-def table(headers: list[str], rows: list[Any], caption: str | None = None, cls: str = "") -> str:
-    """An HTML table; cells that are numbers (or None) are right-aligned and formatted."""
-    out = [f'<table class="{cls}">' if cls else "<table>"]
-    if caption:
-        out.append(f"<caption>{escape(caption)}</caption>")
-    out.append("<thead><tr>" + "".join(f"<th>{escape(str(h))}</th>" for h in headers) + "</tr></thead><tbody>")
-    for row in rows:
-        cells = []
-        for cell in row:
-            if cell is None or isinstance(cell, int | float):
-                cells.append(f'<td class="num">{num(cell)}</td>')
-            else:
-                cells.append(f"<td>{escape(str(cell))}</td>")
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
-def figure(fig_id: str, svg: str | None, caption: str) -> str:
-    if svg is None:
-        return f'<p id="{fig_id}" class="no-figure">No figure: nothing to show yet. {escape(caption)}</p>'
-    return f'<figure id="{fig_id}">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
-
 
 def summary_section(r: Report) -> str:
     rows = [("Study", r["study"]), ("Kind", r["kind"]), ("Items", r["n_items"]), ("Gold items", r["n_gold_items"]),
@@ -304,72 +255,9 @@ def annotators_section(r: Report) -> str:
             + "<h3>Pairwise agreement</h3>" + pairwise_kappa_table(r) + "</section>")
 
 
-def _probe_text(label: str) -> str:
-    richer, plainer = PROBES[SUMMARY[label]]
-    return f"{label} (probe {SUMMARY[label]}): EGISES({richer}) >= EGISES({plainer})"
-
-
-def similarity_section(r: Report) -> str:
-    mean = table(["pair", "mean similarity"], list(r.get("mean_similarity", {}).items()),
-                 "Mean rating of each pair id over its non-gold ratings (all items and annotators).")
-    hj = r.get("egises_hj", {})
-    styles = sorted({s for by_style in hj.values() for s in by_style})
-    steps = ", ".join(r.get("jsd_preprocessing", []))
-    egises = table(["model"] + styles, [[m] + [hj[m].get(s) for s in styles] for m in hj],
-                   "EGISES-HJ per model and prompt style (lower = more personalized): sigma between two summaries = "
-                   "(max - mean rating) / (max - min) over all ratings of that pair of texts (a user pair is "
-                   f"unordered); sigma between a summary and the document = JSD after: {steps}.")
-    paradox = table(["model", "PX-5", "PX-6"], [(m, num(p.get("PX-5")), num(p.get("PX-6")))
-                                                 for m, p in r.get("paradoxes", {}).items()],
-                    "Paradox flags (yes = the richer prompt did not make the model more personalized): "
-                    f"{_probe_text('PX-5')}; {_probe_text('PX-6')}. An en dash: a score is missing.")
-    errors = r.get("egises_hj_errors") or []
-    error_list = ("<h3>Input problems</h3><ul>" + "".join(f"<li>{escape(e)}</li>" for e in errors) + "</ul>"
-                  if errors else "")
-    return ('<section id="similarity"><h2>Similarity survey</h2><h3>Mean similarity per pair</h3>' + mean
-            + "<h3>EGISES-HJ</h3>" + egises
-            + f"<p>Skipped (document, user pair)s without the needed ratings: {num(r.get('egises_hj_skipped'))}</p>"
-            + error_list + "<h3>Paradoxes</h3>" + paradox + "</section>")
-
-
-def aspects_section(r: Report) -> str:
-    aspects = r.get("aspects", {})
-    rows = []
-    for key, a in aspects.items():
-        shares = ", ".join(f"{c}: {num(s)}" for c, s in a["majority_share"].items())
-        rows.append((key, a["krippendorff_alpha"], shares))
-    evaluators = sorted({e for a in aspects.values() for e in a["evaluators"]})
-    average, covered = r.get("evaluators_average", {}), r.get("aspects_covered", {})
-    acc = [[e] + [aspects[k]["evaluators"].get(e, {}).get("accuracy") for k in aspects]
-           + [average.get(e), covered.get(e)] for e in evaluators]
-    strict = [[e] + [aspects[k]["evaluators"].get(e, {}).get("accuracy_strict") for k in aspects] for e in evaluators]
-    shown = [e for e in average if average[e] is not None]
-    svg = figures.bars("fig-evaluators", shown, [average[e] for e in shown], "mean aspect accuracy", ylim=(0, 1),
-                       reference=0.5) if shown else None
-    n_judged = max((a["evaluators"].get(e, {}).get("n", 0) for a in aspects.values() for e in a["evaluators"]),
-                   default=0)
-    caption = (f"Mean over the {len(aspects)} aspects of each evaluator's lenient accuracy (unit = human judgment "
-               f"(item, annotator, aspect), up to n = {n_judged} per aspect; no interval). Evaluators without an "
-               "accuracy for every aspect are not drawn. reviewer_prior predicts, for each annotator, the position "
-               "(as shown to that annotator) of the candidate chosen in their earliest other judgment of the aspect.")
-    return ('<section id="aspects"><h2>Aspects</h2>'
-            + table(["aspect", "alpha", "majority share"], rows,
-                    "Krippendorff's alpha (nominal) per aspect, and the share of items with a majority won by each "
-                    "candidate.")
-            + "<h3>Evaluator accuracy (lenient)</h3>"
-            + table(["evaluator"] + list(aspects) + ["average", "aspects covered"], acc,
-                    "Lenient accuracy: share of the human judgments (item, annotator, aspect) where the evaluator's "
-                    "prediction for that annotator (or its prediction for everyone) equals the annotator's choice; "
-                    "unparsed predictions are left out, N/A counts wrong. average: mean over the aspects, shown only "
-                    "when the evaluator covers every aspect.")
-            + "<h3>Evaluator accuracy (strict)</h3>"
-            + table(["evaluator"] + list(aspects), strict,
-                    "Strict accuracy: unparsed (or missing) predictions count as wrong.")
-            + figure("fig-evaluators", svg, caption) + "</section>")
-
-
-# The section a kind adds to the common ones.
-KIND_SECTIONS = {SIMILARITY_SURVEY: similarity_section, ASPECT_PAIRWISE: aspects_section}
+# The section a kind adds to the common ones: its report module's `html_section`.
+KIND_SECTIONS = {kind: module.html_section for kind, module in REPORT_MODULES.items()
+                 if hasattr(module, "html_section")}
 
 
 def report_fragment(report: Report, inp: Any = None) -> str:

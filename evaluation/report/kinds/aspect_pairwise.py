@@ -7,10 +7,18 @@ import numpy as np
 
 from evaluation.vocabulary import DEFAULT_ASPECT_KEYS
 
+from .. import figures
 from ..common import NOMINAL, Question, base_report, clean, majority, question_rows
 from ..inputs import Judgments, ReportInput
+from ..markup import Report, figure, num, table
 
 REVIEWER_PRIOR = "reviewer_prior"
+REPORT_SCHEMA = {
+    "aspects": {"type": "object", "additionalProperties": {"type": "object"},
+                "description": "aspect -> krippendorff_alpha, majority_share, too_few_votes, evaluators."},
+    "evaluators_average": {"type": "object", "additionalProperties": {"type": "number", "nullable": True},
+                           "description": "evaluator -> mean aspect accuracy (null unless it covers every aspect)."},
+}
 
 
 def aspect_keys(inp: ReportInput) -> list[str]:
@@ -102,3 +110,40 @@ def build(inp: ReportInput) -> dict[str, Any]:
     report["evaluators_average"], report["aspects_covered"] = averages(aspects, keys)
     report["correlations"] = {}
     return report
+
+
+def html_section(r: Report) -> str:
+    """The Aspects section: agreement and majority shares per aspect, evaluator accuracies."""
+    aspects = r.get("aspects", {})
+    rows = []
+    for key, a in aspects.items():
+        shares = ", ".join(f"{c}: {num(s)}" for c, s in a["majority_share"].items())
+        rows.append((key, a["krippendorff_alpha"], shares))
+    evaluators = sorted({e for a in aspects.values() for e in a["evaluators"]})
+    average, covered = r.get("evaluators_average", {}), r.get("aspects_covered", {})
+    acc = [[e] + [aspects[k]["evaluators"].get(e, {}).get("accuracy") for k in aspects]
+           + [average.get(e), covered.get(e)] for e in evaluators]
+    strict = [[e] + [aspects[k]["evaluators"].get(e, {}).get("accuracy_strict") for k in aspects] for e in evaluators]
+    shown = [e for e in average if average[e] is not None]
+    svg = figures.bars("fig-evaluators", shown, [average[e] for e in shown], "mean aspect accuracy", ylim=(0, 1),
+                       reference=0.5) if shown else None
+    n_judged = max((a["evaluators"].get(e, {}).get("n", 0) for a in aspects.values() for e in a["evaluators"]),
+                   default=0)
+    caption = (f"Mean over the {len(aspects)} aspects of each evaluator's lenient accuracy (unit = human judgment "
+               f"(item, annotator, aspect), up to n = {n_judged} per aspect; no interval). Evaluators without an "
+               "accuracy for every aspect are not drawn. reviewer_prior predicts, for each annotator, the position "
+               "(as shown to that annotator) of the candidate chosen in their earliest other judgment of the aspect.")
+    return ('<section id="aspects"><h2>Aspects</h2>'
+            + table(["aspect", "alpha", "majority share"], rows,
+                    "Krippendorff's alpha (nominal) per aspect, and the share of items with a majority won by each "
+                    "candidate.")
+            + "<h3>Evaluator accuracy (lenient)</h3>"
+            + table(["evaluator"] + list(aspects) + ["average", "aspects covered"], acc,
+                    "Lenient accuracy: share of the human judgments (item, annotator, aspect) where the evaluator's "
+                    "prediction for that annotator (or its prediction for everyone) equals the annotator's choice; "
+                    "unparsed predictions are left out, N/A counts wrong. average: mean over the aspects, shown only "
+                    "when the evaluator covers every aspect.")
+            + "<h3>Evaluator accuracy (strict)</h3>"
+            + table(["evaluator"] + list(aspects), strict,
+                    "Strict accuracy: unparsed (or missing) predictions count as wrong.")
+            + figure("fig-evaluators", svg, caption) + "</section>")

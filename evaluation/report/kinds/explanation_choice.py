@@ -10,9 +10,16 @@ from evaluation.vocabulary import USEFULNESS_QUESTION as USEFULNESS
 from ..common import INTERVAL, NOMINAL, Question, clean, question_rows
 from ..correlations import EXPERT_USEFULNESS, expert_usefulness
 from ..inputs import Judgments, ReportInput, to_float
-from .pairwise_alignment import CHOICE, TIE, Extra, choice_report, picks_from_scores
+from .pairwise_alignment import CHOICE, TIE, Extra, choice_picks, choice_report, picks_from_scores
+from .pairwise_alignment import REPORT_SCHEMA as PAIRWISE_SCHEMA
 
 EXPERT_METRIC = "expert"
+REPORT_SCHEMA = {
+    **PAIRWISE_SCHEMA,
+    "choice_matches_expert": {"type": "number", "nullable": True,
+                              "description": "share of choices of the candidate with the higher ExPerT score."},
+    "usefulness": {"type": "object", "description": "mean, sd, n of the usefulness ratings."},
+}
 
 
 def expert_extra(inp: ReportInput) -> Extra:
@@ -45,6 +52,10 @@ def usefulness(js: Judgments) -> dict[str, Any]:
     return {"mean": clean(values.mean()) if n else None,
             "sd": clean(values.std(ddof=1)) if n >= 2 else None,
             "n": int(n)}
+
+
+def table_picks(inp: ReportInput) -> dict[str, dict[tuple[str, str], Any]]:
+    return choice_picks(inp, expert_extra(inp))
 
 
 def build(inp: ReportInput) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
 from ..common import NOMINAL, Question, base_report, clean, clean_list, item_majority, majority_keys, question_rows
 from ..correlations import item_correlations, system_correlations_part
 from ..coverage import metric_coverage, report_warnings
-from ..inputs import Judgments, ReportInput, codes_of, to_float
+from ..inputs import Judgments, ReportInput, codes_of
 from ..systems import system_wins, systems_table
 
 MISSING_PICKS = ("", "N/A")
@@ -20,24 +20,22 @@ MISSING_PICKS = ("", "N/A")
 Extra = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 # {metric: (score of each item's first candidate, of its second)}; NaN = no score.
 Scores = dict[str, tuple[np.ndarray, np.ndarray]]
+# The report keys of the pairwise kinds (the API schema; interfaces.md).
+REPORT_SCHEMA = {
+    "majority": {"type": "object", "additionalProperties": {"type": "string", "nullable": True},
+                 "description": "item id -> majority candidate id (null: none)."},
+    "alignment": {"type": "object", "additionalProperties": {"type": "object"},
+                  "description": "per metric/evaluator: alignment, alignment_strict, agree, ties, n, ci95, "
+                                 "ci95_strict."},
+    "win_rate": {"type": "object", "additionalProperties": {"type": "number"},
+                 "description": "candidate id -> share of the items with a majority won by it."},
+}
 
 
 def score_rows(inp: ReportInput) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Long-format metric scores (item, metric, candidate, value): the items' metric_scores,
-    then prediction rows whose question is one of the item's candidates (these win on a
-    repeat). Non-numeric values are dropped."""
-    a, b = inp.candidates[inp.p_item, 0], inp.candidates[inp.p_item, 1]
-    is_score = (inp.p_annotator == "") & ((inp.p_question == a) | (inp.p_question == b))
-    item, metric, candidate, value = inp.s_item, inp.s_metric, inp.s_candidate, inp.s_value
-    if is_score.any():  # else no copy of the score rows
-        item = np.concatenate([item, inp.p_item[is_score]])
-        metric = np.concatenate([metric, inp.p_evaluator[is_score]])
-        candidate = np.concatenate([candidate, inp.p_question[is_score]])
-        value = np.concatenate([value, to_float(inp.p_value[is_score])])
-    keep = ~np.isnan(value)
-    if keep.all():
-        return item, metric, candidate, value
-    return item[keep], metric[keep], candidate[keep], value[keep]
+    """Long-format metric scores (item, metric, candidate, value): ReportInput's score table
+    (the score rows of the predictions; a later row wins a repeat)."""
+    return inp.s_item, inp.s_metric, inp.s_candidate, inp.s_value
 
 
 def candidate_scores(inp: ReportInput, item: np.ndarray, candidate: np.ndarray,
@@ -166,3 +164,12 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
 
 def build(inp: ReportInput) -> dict[str, Any]:
     return choice_report(inp, [Question.single(CHOICE, NOMINAL)])[0]
+
+
+def choice_picks(inp: ReportInput, extra: Extra | None = None) -> dict[str, dict[tuple[str, str], Any]]:
+    """The per-item CSV table's picks: each metric's pick of the `choice` question."""
+    return {m: {(item_id, CHOICE): p for item_id, p in by.items()} for m, by in metric_picks(inp, extra).items()}
+
+
+def table_picks(inp: ReportInput) -> dict[str, dict[tuple[str, str], Any]]:
+    return choice_picks(inp)

@@ -8,20 +8,30 @@ shows for a (document, user, origin) must equal those of every other item: other
 item's ratings of that (document, user pair, origin) are not used and the conflict is
 listed in `egises_hj_errors`.
 """
+from html import escape
 from typing import Any
 
 import numpy as np
 
-from evaluation.paradoxes import STYLES, paradoxes
+from evaluation.paradoxes import PROBES, STYLES, SUMMARY, paradoxes
 from evaluation.text import preprocess
 
 from ..common import INTERVAL, Question, base_report, clean
 from ..correlations import similarity_correlations
 from ..inputs import Judgments, ReportInput, to_float
+from ..markup import Report, num, table
 
 REFERENCE = "reference"
 SURVEY_QUESTION = "similarity"
 Origin = tuple[str, ...]  # ("reference",) or ("model", model, prompt style)
+REPORT_SCHEMA = {
+    "mean_similarity": {"type": "object", "additionalProperties": {"type": "number", "nullable": True},
+                        "description": "pair id -> mean rating."},
+    "egises_hj": {"type": "object", "additionalProperties": {"type": "object"},
+                  "description": "model -> prompt style -> EGISES-HJ."},
+    "paradoxes": {"type": "object", "additionalProperties": {"type": "object"},
+                  "description": "model -> {PX-5, PX-6}: true, false or null."},
+}
 
 
 def mean_similarity(js: Judgments) -> dict[str, float]:
@@ -156,3 +166,32 @@ def build(inp: ReportInput) -> dict[str, Any]:
     report.update(egises_part(inp, js))
     report["correlations"] = similarity_correlations(inp, js, pair_ids)
     return report
+
+
+def _probe_text(label: str) -> str:
+    richer, plainer = PROBES[SUMMARY[label]]
+    return f"{label} (probe {SUMMARY[label]}): EGISES({richer}) >= EGISES({plainer})"
+
+
+def html_section(r: Report) -> str:
+    """The Similarity survey section: mean similarity per pair, EGISES-HJ, input problems, paradoxes."""
+    mean = table(["pair", "mean similarity"], list(r.get("mean_similarity", {}).items()),
+                 "Mean rating of each pair id over its non-gold ratings (all items and annotators).")
+    hj = r.get("egises_hj", {})
+    styles = sorted({s for by_style in hj.values() for s in by_style})
+    steps = ", ".join(r.get("jsd_preprocessing", []))
+    egises = table(["model"] + styles, [[m] + [hj[m].get(s) for s in styles] for m in hj],
+                   "EGISES-HJ per model and prompt style (lower = more personalized): sigma between two summaries = "
+                   "(max - mean rating) / (max - min) over all ratings of that pair of texts (a user pair is "
+                   f"unordered); sigma between a summary and the document = JSD after: {steps}.")
+    paradox = table(["model", "PX-5", "PX-6"], [(m, num(p.get("PX-5")), num(p.get("PX-6")))
+                                                 for m, p in r.get("paradoxes", {}).items()],
+                    "Paradox flags (yes = the richer prompt did not make the model more personalized): "
+                    f"{_probe_text('PX-5')}; {_probe_text('PX-6')}. An en dash: a score is missing.")
+    errors = r.get("egises_hj_errors") or []
+    error_list = ("<h3>Input problems</h3><ul>" + "".join(f"<li>{escape(e)}</li>" for e in errors) + "</ul>"
+                  if errors else "")
+    return ('<section id="similarity"><h2>Similarity survey</h2><h3>Mean similarity per pair</h3>' + mean
+            + "<h3>EGISES-HJ</h3>" + egises
+            + f"<p>Skipped (document, user pair)s without the needed ratings: {num(r.get('egises_hj_skipped'))}</p>"
+            + error_list + "<h3>Paradoxes</h3>" + paradox + "</section>")

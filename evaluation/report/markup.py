@@ -1,0 +1,55 @@
+"""The pieces every HTML report section is made of: numbers for people, intervals, tables
+with captions and figures with a caption (or a sentence saying why there is none). The
+common sections (html.py) and the kinds' own sections (report/kinds/<kind>.py) use them."""
+from html import escape
+from typing import Any
+
+Report = dict[str, Any]
+
+
+def num(x: Any, digits: int = 3) -> str:
+    """A number for people: 3 decimals for floats, plain ints, an en dash for missing.
+
+    >>> num(0.5), num(3), num(None), num(True)
+    ('0.500', '3', '–', 'yes')
+    """
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return escape(str(x))
+
+
+def interval(ci: list[float | None] | None) -> str:
+    """[lo, hi] as text, an en dash when there is none."""
+    if not ci or ci[0] is None or ci[1] is None:
+        return "–"
+    return f"[{num(ci[0])}, {num(ci[1])}]"
+
+
+def table(headers: list[str], rows: list[Any], caption: str | None = None, cls: str = "") -> str:
+    """An HTML table; cells that are numbers (or None) are right-aligned and formatted."""
+    out = [f'<table class="{cls}">' if cls else "<table>"]
+    if caption:
+        out.append(f"<caption>{escape(caption)}</caption>")
+    out.append("<thead><tr>" + "".join(f"<th>{escape(str(h))}</th>" for h in headers) + "</tr></thead><tbody>")
+    for row in rows:
+        cells = []
+        for cell in row:
+            if cell is None or isinstance(cell, int | float):
+                cells.append(f'<td class="num">{num(cell)}</td>')
+            else:
+                cells.append(f"<td>{escape(str(cell))}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def figure(fig_id: str, svg: str | None, caption: str) -> str:
+    if svg is None:
+        return f'<p id="{fig_id}" class="no-figure">No figure: nothing to show yet. {escape(caption)}</p>'
+    return f'<figure id="{fig_id}">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
