@@ -106,11 +106,13 @@ RESEARCH_FIELDS = ("annotations_per_item", "randomize_order", "annotators", "res
                    "n_gold_items", "n_judgments", "created_at")
 
 
-@extend_schema_serializer(examples=[OpenApiExample("As a researcher sees it", response_only=True, value={
-    "slug": "reviews-pairwise", "kind": "pairwise_alignment", "title": "Which review is closer to yours?",
-    "instructions": "Pick the response closer to the reference.", "annotations_per_item": 3,
-    "randomize_order": True, "allow_tie": False, "config": {}, "annotators": [], "researchers": ["rita"],
-    "n_items": 120, "n_gold_items": 12, "n_judgments": 0, "created_at": "2026-11-23T10:00:00+00:00"})])
+@extend_schema_serializer(examples=[OpenApiExample(f"A {kind.name} study as a researcher sees it", response_only=True,
+                                                   value={
+    "slug": f"example-{kind.name.replace('_', '-')}", "kind": kind.name, "title": f"An example {kind.name} study",
+    "instructions": "Read the texts, then answer.", "annotations_per_item": 3,
+    "randomize_order": True, "allow_tie": False, "config": kind.example_header(), "annotators": [],
+    "researchers": ["rita"], "n_items": 120, "n_gold_items": 12, "n_judgments": 0,
+    "created_at": "2026-11-23T10:00:00+00:00"}) for kind in all_kinds()])
 class StudySerializer(serializers.Serializer):
     """A study. Its annotators get the first six fields only; the fields marked
     "Researchers only" (who else works on the study, counts, gold) go to those who may
@@ -260,8 +262,15 @@ class NextAssignmentSerializer(serializers.Serializer):
     questions = QuestionSerializer(many=True)
 
 
-@extend_schema_serializer(examples=[OpenApiExample("pairwise_alignment", request_only=True,
-                                                   value={"choice": "o0b7d93e5a2c1", "seconds": 12.5})])
+def answers_example(kind) -> dict:
+    """Answers to the kind's next-assignment example: the first option of each choice, the
+    bottom of each scale."""
+    questions = next_assignment_example(kind)["questions"]
+    return {**{q["id"]: q["options"][0] if "options" in q else q["scale"][0] for q in questions}, "seconds": 12.5}
+
+
+@extend_schema_serializer(examples=[OpenApiExample(kind.name, request_only=True, value=answers_example(kind))
+                                    for kind in all_kinds()])
 class AnswersSerializer(serializers.Serializer):
     """One value per question key (a choice question's option token or `tie`, or an integer
     rating), plus the control keys below. A real candidate id is refused."""

@@ -5,12 +5,9 @@ that would mean nothing (no data, or nothing defined) is replaced by a sentence 
 from html import escape
 from typing import Any
 
-from evaluation.vocabulary import SIMILARITY_SURVEY
-
 from . import figures
-from .inputs import to_float
 from .kinds import REPORT_MODULES
-from .markup import Report, figure, interval, num, table  # noqa: F401  (num, interval: used by callers too)
+from .markup import Report, figure, interval, num, rating_counts, table  # noqa: F401  (num, interval: callers')
 
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
@@ -150,32 +147,17 @@ def correlations_section(r: Report) -> str:
     return "".join(parts) + "</section>"
 
 
-def _rating_counts(value_counts: dict[str, dict[str, int]], questions: list[str]) -> dict[str, int]:
-    """Pool the counts of rating questions, keyed by the rating in ascending order."""
-    pooled: dict[float, int] = {}
-    for q in questions:
-        for value, n in value_counts.get(q, {}).items():
-            x = to_float([value])[0]
-            if x == x:
-                pooled[x] = pooled.get(x, 0) + n
-    return {f"{k:g}": pooled[k] for k in sorted(pooled)}
-
-
 def ratings_section(r: Report) -> str:
-    """Rating histograms (usefulness, similarity) or, for choice-only kinds, choice counts."""
+    """Rating histograms (usefulness, similarity) and choice counts. A kind's report module
+    may draw its own rating figures (`rating_figures(report, value_counts)`)."""
     counts = r.get("value_counts", {})
-    parts = []
-    if r["kind"] == SIMILARITY_SURVEY:
-        pooled = _rating_counts(counts, list(counts))
-        svg = figures.histogram("fig-ratings", pooled, "similarity rating")
-        parts.append(figure("fig-ratings", svg, f"Histogram of all similarity ratings (every pair of every non-gold "
-                                                f"item, all annotators; n = {sum(pooled.values())} ratings); "
-                                                "1 = low, 6 = very high similarity."))
-    else:
+    own = getattr(REPORT_MODULES[r["kind"]], "rating_figures", None)
+    parts = own(r, counts) if own is not None else []
+    if own is None:
         rating_questions = [q for q, a in r["agreement"].items() if a["level"] != "nominal"]
         for q in rating_questions:
             fig_id = "fig-ratings" if not parts else f"fig-ratings-{q}"
-            pooled = _rating_counts(counts, [q])
+            pooled = rating_counts(counts, [q])
             parts.append(figure(fig_id, figures.histogram(fig_id, pooled, f"{q} rating"),
                                 f"Histogram of the '{q}' ratings of non-gold items, all annotators "
                                 f"(n = {sum(pooled.values())} ratings)."))

@@ -4,6 +4,8 @@ common sections (html.py) and the kinds' own sections (report/kinds/<kind>.py) u
 from html import escape
 from typing import Any
 
+from .inputs import to_float
+
 Report = dict[str, Any]
 
 
@@ -53,3 +55,14 @@ def figure(fig_id: str, svg: str | None, caption: str) -> str:
     if svg is None:
         return f'<p id="{fig_id}" class="no-figure">No figure: nothing to show yet. {escape(caption)}</p>'
     return f'<figure id="{fig_id}">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
+
+
+def rating_counts(value_counts: dict[str, dict[str, int]], questions: list[str]) -> dict[str, int]:
+    """Pool the counts of rating questions, keyed by the rating in ascending order."""
+    pooled: dict[float, int] = {}
+    for q in questions:
+        for value, n in value_counts.get(q, {}).items():
+            x = to_float([value])[0]
+            if x == x:
+                pooled[x] = pooled.get(x, 0) + n
+    return {f"{k:g}": pooled[k] for k in sorted(pooled)}

@@ -16,10 +16,11 @@ import numpy as np
 from evaluation.paradoxes import PROBES, STYLES, SUMMARY, paradoxes
 from evaluation.text import preprocess
 
+from .. import figures
 from ..common import INTERVAL, Question, base_report, clean
 from ..correlations import similarity_correlations
 from ..inputs import Judgments, ReportInput, to_float
-from ..markup import Report, num, table
+from ..markup import Report, figure, num, rating_counts, table
 
 REFERENCE = "reference"
 SURVEY_QUESTION = "similarity"
@@ -195,3 +196,12 @@ def html_section(r: Report) -> str:
             + "<h3>EGISES-HJ</h3>" + egises
             + f"<p>Skipped (document, user pair)s without the needed ratings: {num(r.get('egises_hj_skipped'))}</p>"
             + error_list + "<h3>Paradoxes</h3>" + paradox + "</section>")
+
+
+def rating_figures(r: Report, counts: dict[str, dict[str, int]]) -> list[str]:
+    """One histogram of every similarity rating (the pair ids pooled)."""
+    pooled = rating_counts(counts, list(counts))
+    svg = figures.histogram("fig-ratings", pooled, "similarity rating")
+    return [figure("fig-ratings", svg, f"Histogram of all similarity ratings (every pair of every non-gold "
+                                       f"item, all annotators; n = {sum(pooled.values())} ratings); "
+                                       "1 = low, 6 = very high similarity.")]
