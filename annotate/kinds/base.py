@@ -284,7 +284,9 @@ class StudyKind:
 
     # The annotator's comment (stored on every judgment of the item) --------------------------
 
-    comment_label: str = "Comment on this item (optional)"
+    def comment_label(self, config: dict) -> str:
+        """What the comment box is called on the task page."""
+        return "Comment on this item (optional)"
 
     def comment_mode(self, config: dict) -> str:
         """`optional` (the default), `required` or `off` (no comment box, none taken)."""

@@ -76,7 +76,7 @@ def item_context(study, assignment, values=None, errors=None, mode="submit", com
     values, errors = values or {}, errors or {}
     view = annotator_view(assignment)
     questions = _question_context(study, view["questions"], values, errors)
-    kind = get_kind(study.kind)
+    kind, config = get_kind(study.kind), study_config(study)
     blinding = blinding_for(assignment)
     for q in questions:  # the drafts' answer handles: stable across this item's assignments
         real_question = blinding.questions.get(q["id"], q["id"])
@@ -88,7 +88,7 @@ def item_context(study, assignment, values=None, errors=None, mode="submit", com
         "study": study, "assignment": assignment, "item": display, "questions": questions,
         "mode": mode, "errors": errors, "form_error": errors.get("answers") or errors.get("seconds"),
         "partial": kind.template, "inline_questions": kind.inline_questions, "scale_words": kind.scale_words,
-        "comment_mode": kind.comment_mode(study_config(study)), "comment_label": kind.comment_label,
+        "comment_mode": kind.comment_mode(config), "comment_label": kind.comment_label(config),
         # No lost work (static/js/drafts.js): the draft's key, the countdown, "can't judge", a comment.
         "draft_key": item_handle(assignment.item_id), "can_extend": assignment.extensions < MAX_EXTENSIONS,
         "skip_reasons": SKIP_REASONS, "comment": comment,
