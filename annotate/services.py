@@ -7,7 +7,7 @@ unique, and what a job checkpoints), never as model instances.
 """
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import transaction
 
@@ -15,7 +15,7 @@ from . import report_cache
 from .access import may_read_results
 from .api.permissions import IsAdminRole
 from .api.serializers import DetailSerializer, IsoDateTimeField, json_as
-from .kinds import ASPECT_PAIRWISE, get_kind, study_aspects
+from .kinds import ASPECT_PAIRWISE, get_kind, study_aspects, study_config
 from .kinds.base import ScoreTarget
 from .models import Item, Judgment, Prediction, Study
 from .roles import is_admin, is_researcher
@@ -39,6 +39,7 @@ class StudyInfo:
     n_items: int
     items_have_candidates: bool  # whether the first item has outputs a metric may score (StudyKind.score_targets)
     aspects: tuple[dict, ...]  # aspect_pairwise only: ({"key", "question"}, ...); () otherwise
+    config: dict = field(default_factory=dict)  # the kind's settings, defaults filled in (scale, question, ...)
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,10 @@ def get_study(slug: str) -> StudyInfo | None:
         return None
     first = study.items.order_by("position", "pk").values_list("data", flat=True).first()
     aspects = tuple(study_aspects(study.config or {})) if study.kind == ASPECT_PAIRWISE else ()
+    kind = get_kind(study.kind)
     return StudyInfo(slug=study.slug, kind=study.kind, title=study.title, n_items=study.items.count(),
-                     items_have_candidates=bool(get_kind(study.kind).score_targets(first or {})), aspects=aspects)
+                     items_have_candidates=bool(kind.score_targets(first or {})), aspects=aspects,
+                     config=kind.report_config(study_config(study)))
 
 
 def study_item_keys(slug: str) -> list[str]:

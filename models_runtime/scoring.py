@@ -5,7 +5,9 @@ scores all records of a chunk in one call (so model-based metrics batch). Scores
 upserted as predictions through annotate.services (evaluator = metric, annotator = "",
 question = candidate id, value = the number; empty = could not be computed), so the report
 shows each metric's alignment with the human majority. Re-running overwrites, never
-duplicates.
+duplicates. Metrics over the whole study run once in `finish`: EGISES, and the judges
+registered with scope "study" (e.g. `perse_scalar`, which needs the annotators' earlier
+judgments), each with its options from the params' `options` {metric: {...}}.
 """
 from annotate import services
 
@@ -16,6 +18,11 @@ from .metrics.registry import get_metric
 
 # Metrics computed over the whole study once every item is done (they need user groups).
 STUDY_METRICS = {EGISES}
+
+
+def study_scoped(name):
+    """A metric run once over the whole study (EGISES; a judge registered with scope "study")."""
+    return name in STUDY_METRICS or getattr(get_metric(name), "scope", "record") == "study"
 
 DEFAULT_METRICS = ["rouge1", "rougeL", "bleu", "meteor", "bertscore"]
 
@@ -45,7 +52,7 @@ def validate_score_params(params):
     if not study.n_items:
         raise JobParamsError(f"study {slug!r} has no items")
     metrics = parse_metrics(params.get("metrics") or DEFAULT_METRICS)
-    if not study.items_have_candidates and set(metrics) - STUDY_METRICS:
+    if not study.items_have_candidates and [m for m in metrics if not study_scoped(m)]:
         raise JobParamsError(f"study {slug!r} is {study.kind}: its items have no candidates to score "
                              f"(only {', '.join(sorted(STUDY_METRICS))} applies)")
     out = dict(params, study=slug, metrics=metrics)
@@ -73,7 +80,7 @@ def score_chunk(job, keys):
     rows = []
     per_item = {key: {} for key in keys}
     for metric in job.params["metrics"]:
-        if metric in STUDY_METRICS:
+        if study_scoped(metric):
             continue
         fn = get_metric(metric)
         model = job.params.get("encoder") if getattr(fn, "model_kind", "llm") == "encoder" else job.params.get("model")
@@ -97,16 +104,20 @@ def store_egises(study_slug):
 
 
 def score_finish(job):
-    extra = store_egises(job.params["study"]) if EGISES in job.params["metrics"] else None
-    counts = services.prediction_counts(job.params["study"], job.params["metrics"])
+    p = job.params
+    extra = store_egises(p["study"]) if EGISES in p["metrics"] else None
+    judged = {m: get_metric(m)(p["study"], model=p.get("model") or None, device=p.get("device"),
+                               options=(p.get("options") or {}).get(m))
+              for m in p["metrics"] if m not in STUDY_METRICS and study_scoped(m)}
+    per_item = [m for m in p["metrics"] if not study_scoped(m)]
+    counts = services.prediction_counts(p["study"], p["metrics"])
     # A judge answer with no score in it is stored empty (never a guessed number): count them.
-    result = {"study": job.params["study"], "metrics": job.params["metrics"], "n_scores": counts["total"],
-              "unparsed": {m: counts["empty_by_evaluator"].get(m, 0) for m in job.params["metrics"]
-                           if m not in STUDY_METRICS},
-              "coverage": services.metric_coverage(job.params["study"],
-                                                   [m for m in job.params["metrics"] if m not in STUDY_METRICS])}
+    result = {"study": p["study"], "metrics": p["metrics"], "n_scores": counts["total"],
+              "unparsed": {m: counts["empty_by_evaluator"].get(m, 0) for m in per_item},
+              "coverage": services.metric_coverage(p["study"], per_item)}
     if extra is not None:
         result[EGISES] = extra
+    result.update(judged)  # each study judge's own counts (its unparsed answers among them)
     return result
 
 

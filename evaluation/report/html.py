@@ -250,7 +250,7 @@ def report_fragment(report: Report, inp: Any = None) -> str:
     if "correlations" in report:
         parts.append(correlations_section(report))
     if report["kind"] in KIND_SECTIONS:
-        parts.append(KIND_SECTIONS[report["kind"]](report))
+        parts.append(KIND_SECTIONS[report["kind"]](report, inp))
     parts += [ratings_section(report), position_section(report), annotators_section(report)]
     return "\n".join(parts)
 

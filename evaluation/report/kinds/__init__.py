@@ -3,7 +3,9 @@ its file name (as the kind's template is `templates/annotate/_<kind name>.html`)
 kind adds its module and nothing else in evaluation/.
 
 A report module has `build(inp) -> dict` (the report of interfaces.md) and optionally:
-- `html_section(report) -> str`: the kind's section of the HTML report;
+- `html_section(report, inp) -> str`: the kind's section of the HTML report (`inp`: the
+  ReportInput, or None when only the report is at hand);
+- `rating_figures(report, value_counts) -> [html]`: its own rating histograms;
 - `table_picks(inp) -> {column: {(item id, question): value}}`: `pick_<column>` cells of the
   per-item CSV table (metric picks; non-personalized predictions are added for every kind);
 - `table_columns(inp, report) -> {column: {(item id, question): value}}`: more CSV columns,

@@ -112,7 +112,7 @@ def build(inp: ReportInput) -> dict[str, Any]:
     return report
 
 
-def html_section(r: Report) -> str:
+def html_section(r: Report, inp: ReportInput | None = None) -> str:
     """The Aspects section: agreement and majority shares per aspect, evaluator accuracies."""
     aspects = r.get("aspects", {})
     rows = []

@@ -174,7 +174,7 @@ def _probe_text(label: str) -> str:
     return f"{label} (probe {SUMMARY[label]}): EGISES({richer}) >= EGISES({plainer})"
 
 
-def html_section(r: Report) -> str:
+def html_section(r: Report, inp: ReportInput | None = None) -> str:
     """The Similarity survey section: mean similarity per pair, EGISES-HJ, input problems, paradoxes."""
     mean = table(["pair", "mean similarity"], list(r.get("mean_similarity", {}).items()),
                  "Mean rating of each pair id over its non-gold ratings (all items and annotators).")

@@ -20,6 +20,9 @@ class Command(BaseCommand):
         parser.add_argument("--encoder", default=None, help="sentence-transformers directory for bertscore")
         parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
         parser.add_argument("--chunk-size", type=int, default=None)
+        parser.add_argument("--options", type=json.loads, default=None,
+                            help='JSON {metric: {option: value}} for study judges, e.g. '
+                                 '\'{"perse_scalar": {"k": 3, "temperature": 0.8, "max_new_tokens": 600}}\'')
         add_wait_argument(parser)
 
     def handle(self, *args, **opts):
@@ -27,6 +30,8 @@ class Command(BaseCommand):
                   "encoder": opts["encoder"], "device": opts["device"]}
         if opts["chunk_size"]:
             params["chunk_size"] = opts["chunk_size"]
+        if opts["options"]:
+            params["options"] = opts["options"]
         job = run_command_job(self, "score", params, desc=f"score {opts['slug']}", no_wait=opts["no_wait"])
         if job is None:
             return
