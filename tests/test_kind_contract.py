@@ -52,6 +52,16 @@ def similarity_answers(values):
     return dict(zip(("ref", "p1", "p2", "p3"), values))
 
 
+def scalar_display(item, shown):
+    return {"input": item["input"], "text": item["candidate"]["text"]}
+
+
+SCALAR = "scalar_rating"
+SCALAR_PREDICTIONS = ("study,item_id,evaluator,annotator,question,value\n"
+                      "{study},ex-0,perse,ann1,score,6\n{study},ex-0,perse,ann2,score,5\n"
+                      "{study},ex-1,perse,ann1,score,8\n{study},ex-1,perse,ann2,score,\n")
+
+
 # kind -> the sample: `header` (besides the kind's example header), `answers` {(item_id,
 # annotator): {question: value}} for the kind's two example items (ex-0, ex-1), `display`
 # (what the annotator must see, from the batch item and the order served), the expected
@@ -112,6 +122,29 @@ SAMPLES = {
         # majority per aspect: fun ex-0 plotA, ex-1 plotB; end ex-0 none (1:1), ex-1 plotB
         report={("n_judgments",): 8, ("aspects", "fun", "majority_share"): {"plotA": 0.5, "plotB": 0.5},
                 ("aspects", "end", "majority_share"): {"plotB": 1.0}}),
+    SCALAR: dict(  # the review is the item's comment; an evaluator's per-annotator predictions come in a CSV
+        header={}, display=scalar_display,
+        answers={("ex-0", "ann1"): {"score": 7}, ("ex-0", "ann2"): {"score": 4},
+                 ("ex-1", "ann1"): {"score": 9}, ("ex-1", "ann2"): {"score": 4}},
+        comments={("ex-0", "ann1"): "Warm and odd, I'd watch it.", ("ex-0", "ann2"): "Too slow for me.",
+                  ("ex-1", "ann1"): "Loved the letters.", ("ex-1", "ann2"): ""},
+        predictions=[SCALAR_PREDICTIONS],
+        table=[["item_id", "question", "is_gold", "n_judgments", "majority", "n_4", "n_7", "n_9", "mean_score",
+                "metric_rougeL"],
+               ["ex-0", "score", "0", "2", "", "1", "1", "0", "5.5", "0.2"],
+               ["ex-1", "score", "0", "2", "", "1", "0", "1", "6.5", "0.3"]],
+        # scores 7, 4 (ex-0) and 9, 4 (ex-1): mean 6, sample variance (1 + 4 + 9 + 4) / 3 = 6; per item
+        # 4.5 and 12.5. perse covers three pairs (the fourth is unparsed): (6, 7), (5, 4), (8, 9), in the
+        # same order on both sides. rougeL: x = (.2, .2, .3, .3), y = (7, 4, 9, 4): one concordant
+        # and one discordant pair across x, ties n1 = 2 (x), n2 = 1 (y): tau-b = 1 / sqrt(4 * 5).
+        report={("n_judgments",): 4, ("scores", "mean"): 6.0, ("scores", "n"): 4, ("scores", "ci95"): None,
+                ("scores", "ci_reason"): "fewer than 5 items", ("reviewer_variance", "value"): 8.5,
+                ("reviewer_variance", "n_items"): 2, ("evaluators", "perse", "n_pairs"): 3,
+                ("evaluators", "perse", "n_unparsed"): 1, ("evaluators", "perse", "spearman", "r"): 1.0,
+                ("evaluators", "perse", "kendall", "r"): 1.0, ("evaluators", "perse", "kendall", "p"): 1 / 3,
+                ("evaluators", "rougeL", "kendall", "r"): 1 / 20 ** 0.5,
+                ("evaluators", "reviewer_avg", "n_pairs"): 4, ("evaluators", "item_avg", "n_items"): 2,
+                ("correlations", "rougeL", "n"): 4, ("agreement", "score", "level"): "interval"}),
 }
 
 
