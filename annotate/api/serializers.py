@@ -11,6 +11,8 @@ Requests keep their single validator where one exists (the batch header validato
 studies, the answer validator for judgments): the request serializers here describe
 those bodies, they do not validate them a second time.
 """
+import hashlib
+
 from django.conf import settings
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
@@ -234,18 +236,25 @@ class QuestionSerializer(serializers.Serializer):
     scale = scale_field(required=False, help_text="Rating questions: [min, max], integers.")
 
 
+def example_token(role: str, real) -> str:
+    """A made-up token in the blinding's form (the real ones are per assignment, from SECRET_KEY)."""
+    return role + hashlib.sha256(f"example:{role}:{real}".encode()).hexdigest()[:12]
+
+
 def next_assignment_example(kind) -> dict:
     """The next-assignment body of the kind's first example item, as an annotator sees it
     (option and pair tokens made up, as the real ones are, per assignment)."""
-    from annotate.blinding import Blinding, build_mapping
+    from annotate.blinding import ITEM, OPTION, QUESTION, Blinding
 
     item = {k: v for k, v in kind.example_items()[0].items() if k not in ("item_id", "meta", "gold")}
     config = {**kind.example_header(), "allow_tie": False}
     questions = kind.questions(config, item)
     shown = kind.shown_order(item, config, False, None, [])
-    study = type("ExampleStudy", (), {"kind": kind.name})()
-    blinding = Blinding(build_mapping(type("ExampleAssignment", (), {"pk": 42, "item_id": 7, "study": study})(),
-                                      questions))
+    options = {str(o) for q in questions for o in q.get("options", ())}
+    blinding = Blinding({"item": example_token(ITEM, "example"),
+                         "options": {example_token(OPTION, o): o for o in options},
+                         "questions": {example_token(QUESTION, q["id"]): q["id"] for q in questions}
+                         if kind.blind_question_ids else {}})
     asked = [{"id": q["id"], "text": q["text"], **({"options": shown.get(q["id"]) or q["options"]}
                                                     if "options" in q else {"scale": q["scale"]})} for q in questions]
     return {"assignment": 42, "item_id": blinding.item, "item": blinding.display(kind, kind.display(item, shown)),
