@@ -232,13 +232,16 @@ def populate_kind(study, kind, n_judgments, seed=0):
     pks = list(Item.objects.filter(study=study).order_by("position").values_list("id", flat=True))
     judgments, predictions, t = [], [], 0
     for pk, item, questions, scores in zip(pks, items, per_item, item_scores):
-        for metric, by_candidate in scores.items():  # what annotate/importing.py writes
-            predictions += [{"study_id": study.pk, "item_id": pk, "evaluator": metric, "annotator": "",
-                             "question": cid, "value": str(v)} for cid, v in by_candidate.items()]
+        rows = (kind_obj.metric_score_rows(scores, item["data"]) if hasattr(kind_obj, "metric_score_rows")
+                else [(m, cid, str(v)) for m, by in scores.items() for cid, v in by.items()])  # (before issue 21)
+        predictions += [{"study_id": study.pk, "item_id": pk, "evaluator": metric, "annotator": "",
+                         "question": cid, "value": value} for metric, cid, value in rows]  # what the importer writes
         who = rng.choice(60, 3, replace=False)
         previous = []
         for k in who.tolist():
-            order = kind_obj.shown_order(item["data"], config, True, random.Random(f"{seed}:{pk}:{k}"), previous)
+            # seeded by the item's position (not its pk, which moves with the studies made before)
+            order = kind_obj.shown_order(item["data"], config, True, random.Random(f"{seed}:{item['position']}:{k}"),
+                                         previous)
             previous.append(order)
             seconds = float(rng.integers(5, 120))
             for q in questions:
