@@ -99,6 +99,11 @@ def _id_text(value):
     return json.dumps(value, ensure_ascii=False)
 
 
+def _json_texts(text, n):
+    """The `n` UNIT-joined JSON texts of `text`, parsed in one call."""
+    return json.loads("[" + ",".join(texts(text, n)) + "]") if n else []
+
+
 def candidate_rows(value):
     """The candidate ids in one item's candidates value (a list of {id}, or one {id})."""
     entries = [value] if isinstance(value, dict) else value if isinstance(value, list) else []
@@ -198,20 +203,19 @@ FROM annotate_judgment WHERE study_id = %s
 GROUP BY annotator_id, question, value, shown_order"""
 PG_SUBMIT_TIME = "string_agg(coalesce(extract(epoch FROM submitted_at)::text, 'nan'), ',')"
 
-# Candidate ids come from a subquery that PostgreSQL must not flatten (OFFSET 0): each
-# item's candidates value is expanded once (a list, or one object as a list of one).
-PG_CANDIDATES = """CROSS JOIN LATERAL (
-    SELECT count(*) AS n, string_agg(coalesce(e ->> 'id', E'\\x1e'), E'\\x1f' ORDER BY o) AS ids,
-           coalesce(bool_or(strpos(e ->> 'id', E'\\x1f') > 0 OR strpos(e ->> 'id', E'\\x1e') > 0), false) AS bad
-    FROM jsonb_array_elements(CASE jsonb_typeof(i.data -> %s) WHEN 'array' THEN i.data -> %s
-                                   WHEN 'object' THEN jsonb_build_array(i.data -> %s) ELSE '[]'::jsonb END)
-         WITH ORDINALITY AS t(e, o)) c"""
+# Candidate ids: each item's ids as one JSON array text (a jsonpath over the candidates
+# value, lax: one object is read as a list of one), joined by UNIT (JSON text never holds a
+# raw control character); `expected` counts the candidates, so a candidate without an id
+# (which the path skips) sends the read to the ORM, which keeps its place as None.
+PG_CANDIDATE_COLUMNS = """, jsonb_path_query_array(i.data -> %s, 'lax $[*].id')::text AS ids,
+       CASE jsonb_typeof(i.data -> %s) WHEN 'array' THEN jsonb_array_length(i.data -> %s)
+            WHEN 'object' THEN 1 ELSE 0 END AS expected"""
 PG_ITEMS = """
 SELECT count(*), string_agg(id::text, ','), string_agg(position::text, ','), string_agg(is_gold::int::text, ','),
        string_agg(item_id, E'\\x1f'), bool_or(strpos(item_id, E'\\x1f') > 0 OR strpos(item_id, E'\\x1e') > 0),
-       string_agg(n::text, ','), string_agg(ids, E'\\x1f'), coalesce(bool_or(bad), false){keys}
-FROM (SELECT i.id, i.position, i.is_gold, i.item_id, {candidates}{key_columns}
-      FROM annotate_item i {lateral} WHERE i.study_id = %s OFFSET 0) items"""
+       string_agg(ids, E'\\x1f'), coalesce(bool_or(jsonb_array_length(ids::jsonb) <> expected), false){keys}
+FROM (SELECT i.id, i.position, i.is_gold, i.item_id{candidates}{key_columns}
+      FROM annotate_item i WHERE i.study_id = %s OFFSET 0) items"""
 PG_PREDICTIONS = """
 SELECT evaluator, annotator, question, string_agg(id::text, ','), string_agg(item_id::text, ','),
        string_agg(value, E'\\x1f'), bool_or(strpos(value, E'\\x1f') > 0)
@@ -249,35 +253,30 @@ class PostgresColumns(ColumnReader):
         params = [candidates_key] * 3 if candidates_key else []
         sql = PG_ITEMS.format(
             keys="".join(f", string_agg(k{n}, E'\\x1f')" for n in range(len(keys))),
-            candidates="c.n, c.ids, c.bad" if candidates_key else "0 AS n, NULL AS ids, false AS bad",
-            key_columns="".join(f", coalesce((i.data -> %s)::text, 'null') AS k{n}" for n in range(len(keys))),
-            lateral=PG_CANDIDATES if candidates_key else "")
+            candidates=PG_CANDIDATE_COLUMNS if candidates_key else ", '[]' AS ids, 0 AS expected",
+            key_columns="".join(f", coalesce((i.data -> %s)::text, 'null') AS k{n}" for n in range(len(keys))))
         with connection.cursor() as cursor:
             cursor.execute(sql, [*params, *keys, study.pk])
             row = cursor.fetchone()
         n = row[0]
-        if row[5] or row[8]:  # a separator inside an item id or a candidate id
+        if row[5] or row[7]:  # a separator inside an item id, or a candidate without an id
             return None
         try:
             pk, position = numbers(row[1], n, np.int64), numbers(row[2], n, np.int64)
             order = np.lexsort((pk, position))
             item_id = np.asarray(texts(row[4], n), dtype=object)[order] if n else np.zeros(0, dtype=object)
-            counts = numbers(row[6], n, np.int64)
-            ids = texts(row[7], int(counts.sum()))
+            ids = [[_id_text(c) for c in item] for item in _json_texts(row[6], n)]
             data = None
-            if keys:  # JSON texts never hold a raw control character: split, then parse in one call
-                columns = [json.loads("[" + ",".join(texts(row[9 + k], n)) + "]") if n else []
-                           for k in range(len(keys))]
+            if keys:
+                columns = [_json_texts(row[8 + k], n) for k in range(len(keys))]
                 data = [dict(zip(keys, values)) for values in zip(*columns)] if n else []
                 data = [data[k] for k in order.tolist()]
         except Unreadable:
             return None
-        starts = np.r_[0, np.cumsum(counts)[:-1]] if n else np.zeros(0, dtype=np.int64)
-        new_counts = counts[order]  # each item's candidates moved with the item, in their order
-        new_starts = np.r_[0, np.cumsum(new_counts)[:-1]] if n else np.zeros(0, dtype=np.int64)
-        source = np.repeat(starts[order] - new_starts, new_counts) + np.arange(int(counts.sum()))
+        ids = [ids[k] for k in order.tolist()]
+        counts = np.fromiter((len(c) for c in ids), dtype=np.int64, count=n)
         return ItemColumns(pk[order], item_id.tolist(), numbers(row[3], n, np.int64)[order].astype(bool),
-                           np.repeat(np.arange(n), new_counts), [ids[k] for k in source.tolist()], data)
+                           np.repeat(np.arange(n), counts), [c for item in ids for c in item], data)
 
     def _judgments(self, study, want_time):
         with connection.cursor() as cursor:

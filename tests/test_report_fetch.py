@@ -27,14 +27,15 @@ def _candidates(a="m-a", b="m-b"):
     return [{"id": a, "text": "one"}, {"id": b, "text": "two"}]
 
 
-def _odd_study(slug, item_ids=ODD_IDS, candidate_ids=("m-a", "m-b")):
-    """Items with odd ids and candidates (one without an id), judgments with skips, missing
-    and odd seconds and submit times, choices and ratings with odd values, predictions of
-    several kinds (scores among them, one unparsed)."""
+def _odd_study(slug, item_ids=ODD_IDS, candidate_ids=("m-a", "m-b"), missing_id=True):
+    """Items with odd ids and candidates (one without an id, unless not `missing_id`),
+    judgments with skips, missing and odd seconds and submit times, choices and ratings with
+    odd values, predictions of several kinds (scores among them, one unparsed)."""
     study = make_study(slug=slug)
     rows = []
     for k, item_id in enumerate(item_ids):
-        candidates = _candidates(*candidate_ids) if k != 2 else [{"text": "no id"}, {"id": "m-b", "text": "b"}]
+        candidates = (_candidates(*candidate_ids) if k != 2 or not missing_id
+                      else [{"text": "no id"}, {"id": "m-b", "text": "b"}])
         rows.append((item_id, {"input": item_id, "reference": "r", "candidates": candidates,
                                "metric_scores": {"rougeL": {candidate_ids[0]: k / 10, candidate_ids[1]: 0.25}}},
                      None))
@@ -86,13 +87,17 @@ def _predictions(cols):
 
 
 def test_both_readers_give_the_same_columns():
-    study = _odd_study("fetch-columns")
+    study = _odd_study("fetch-columns", missing_id=False)
     fast, orm = PostgresColumns(), ColumnReader()
     items = fast._items(study, "candidates", ())  # the PostgreSQL read itself, no fallback
     assert items is not None and items.item_id == ODD_IDS
     assert items.cand_item.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
-    assert items.cand_id[4:6] == [None, "m-b"]  # a candidate without an id
     _same(_items(items), _items(orm.items(study, "candidates", ())))
+    # A candidate without an id: the PostgreSQL read declines, the ORM keeps its place as None.
+    odd = _odd_study("fetch-columns-odd")
+    assert fast._items(odd, "candidates", ()) is None
+    assert fast.items(odd, "candidates", ()).cand_id[4:6] == orm.items(odd, "candidates", ()).cand_id[4:6] == [
+        None, "m-b"]
     for want_time in (False, True):
         judgments = fast._judgments(study, want_time)
         assert judgments is not None and len(judgments.item_pk) == len(ODD_IDS) * 4
@@ -113,13 +118,17 @@ def test_items_of_any_number_of_candidates_and_a_single_candidate_object():
     add_items(study, [("three", {"candidates": [{"id": "a"}, {"id": "b"}, {"id": "c"}]}, None),
                       ("one", {"candidates": {"id": "solo", "text": "x"}}, None),
                       ("none", {"candidates": "not a list"}, None),
-                      ("numbers", {"candidates": [{"id": 7}, "bare"]}, None)])
+                      ("number", {"candidates": [{"id": 7}, {"id": "b"}]}, None)])
     fast = PostgresColumns()._items(study, "candidates", ("candidates",))
     orm = ColumnReader().items(study, "candidates", ("candidates",))
     assert fast.cand_item.tolist() == [0, 0, 0, 1, 3, 3]
-    assert fast.cand_id == ["a", "b", "c", "solo", "7", None]
+    assert fast.cand_id == ["a", "b", "c", "solo", "7", "b"]
     _same(_items(fast), _items(orm))
     assert fast.data == orm.data and fast.data[1] == {"candidates": {"id": "solo", "text": "x"}}
+    add_items(study, [("bare", {"candidates": [{"id": "x"}, "bare"]}, None)])
+    assert PostgresColumns()._items(study, "candidates", ()) is None  # an entry without an id: the ORM reads it
+    read = PostgresColumns().items(study, "candidates", ())  # "bare" has position 0: after "three" (same position)
+    assert read.cand_id[3:5] == ["x", None] and read.cand_id == ColumnReader().items(study, "candidates", ()).cand_id
 
 
 def test_expert_scores_are_the_same_from_both_readers():
