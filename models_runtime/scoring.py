@@ -52,6 +52,10 @@ def validate_score_params(params):
     if not study.n_items:
         raise JobParamsError(f"study {slug!r} has no items")
     metrics = parse_metrics(params.get("metrics") or DEFAULT_METRICS)
+    for name in metrics:  # a study judge may not apply to this study (e.g. another kind)
+        reason = getattr(get_metric(name), "refuses", lambda info: None)(study) if name not in STUDY_METRICS else None
+        if reason:
+            raise JobParamsError(reason)
     if not study.items_have_candidates and [m for m in metrics if not study_scoped(m)]:
         raise JobParamsError(f"study {slug!r} is {study.kind}: its items have no candidates to score "
                              f"(only {', '.join(sorted(STUDY_METRICS))} applies)")

@@ -92,12 +92,17 @@ def parse_answer(text, scale):
         return ""
 
 
+def refusal(info):
+    """Why this judge cannot score the study `info` (services.StudyInfo), or None."""
+    return None if info.kind == KIND else f"study {info.slug} is {info.kind}; {NAME} scores {KIND} studies"
+
+
 def study_info(slug):
     info = services.get_study(slug)
     if info is None:
         raise ValueError(f"study {slug!r} does not exist")
-    if info.kind != KIND:
-        raise ValueError(f"study {slug} is {info.kind}; {NAME} scores {KIND} studies")
+    if refusal(info):
+        raise ValueError(refusal(info))
     return info
 
 
@@ -147,3 +152,6 @@ def perse_scalar_metric(slug, *, model=None, device=None, options=None):
     from models_runtime.backends.registry import get_backend
 
     return perse_scalar(slug, get_backend(model or DEFAULT_MODEL, device=device), Options.of(options))
+
+
+perse_scalar_metric.refuses = refusal  # checked when a score job is made (scoring.validate_score_params)

@@ -24,7 +24,8 @@ def register_metric(name, model_kind="llm", scope="record"):
     default: `fn(records, ...)` as above) or "study": a judge that needs the whole study
     (e.g. its annotators' earlier judgments), called once after the per-item metrics as
     `fn(slug, *, model=None, device=None, options=None) -> summary`; it stores its own
-    predictions (through annotate.services)."""
+    predictions (through annotate.services). A judge may set `fn.refuses(study_info)` ->
+    a reason it cannot score that study (checked when the score job is made), or None."""
     def decorator(fn):
         fn.model_kind = model_kind
         fn.scope = scope

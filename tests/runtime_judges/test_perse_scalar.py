@@ -116,9 +116,14 @@ def test_the_score_job_runs_it_as_a_study_judge(annotators, monkeypatch):
 
 @pytest.mark.django_db
 def test_other_kinds_are_refused():
-    make_judged_study("pairwise", "pairwise_alignment", [])
+    from django.core.management.base import CommandError
+
+    make_judged_study("pairwise", "pairwise_alignment", [("i0", {"input": "q", "reference": "r", "candidates": [
+        {"id": "a", "text": "x"}, {"id": "b", "text": "y"}]}, None)])
     with pytest.raises(ValueError, match="perse_scalar scores scalar_rating studies"):
         ps.perse_scalar("pairwise", ScriptedBackend([]))
+    with pytest.raises(CommandError, match="study pairwise is pairwise_alignment; perse_scalar scores scalar_rating"):
+        call_command("score", "pairwise", "--metrics", "rougeL,perse_scalar", stdout=io.StringIO())
 
 
 class Recording:
