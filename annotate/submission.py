@@ -27,6 +27,7 @@ from .answers import SKIP, InvalidAnswer, answer_value, is_empty
 from .batch_format import unstorable_text
 from .blinding import blinding_for
 from .display import study_questions
+from .kinds import get_kind, study_config
 from .models import Assignment, AuditLog, Item, Judgment, Study
 from .ordering import judgment_shown_order
 from .prepared import Prepared, columns, instance
@@ -124,6 +125,15 @@ def parse_comment(raw):
         raise SubmissionError({"comment": f"must be at most {MAX_COMMENT_CHARS} characters"})
     if unstorable_text(comment):
         raise SubmissionError({"comment": "contains characters that cannot be stored"})
+    return comment
+
+
+def checked_comment(study, raw):
+    """parse_comment, then the study kind's rule (a required review, or none taken)."""
+    comment = parse_comment(raw)
+    reason = get_kind(study.kind).comment_error(study_config(study), comment)
+    if reason:
+        raise SubmissionError({"comment": reason})
     return comment
 
 
@@ -235,7 +245,7 @@ def submit(assignment_id, user, answers, seconds=None, now=None, comment=None, b
     if assignment.completed_at is not None:
         return assignment, stored_judgments(assignment), False
     values = checked_answers(assignment, answers, blinded)
-    comment = parse_comment(comment)
+    comment = checked_comment(assignment.study, comment)
     seconds = parse_seconds(seconds)
     if seconds is None:
         seconds = max(0.0, (now - assignment.created_at).total_seconds())
@@ -279,7 +289,7 @@ def edit(assignment_id, user, answers, comment=None, blinded=False):
             values = {}
         else:
             values = checked_answers(assignment, answers, blinded, partial=True)
-        new_comment = None if comment is None else parse_comment(comment)
+        new_comment = None if comment is None else checked_comment(assignment.study, comment)
         stored = {j.question: j for j in stored_judgments(assignment)}
         before, after = {}, {}
         for qid, value in values.items():

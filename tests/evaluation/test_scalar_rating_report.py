@@ -1,0 +1,152 @@
+"""The scalar_rating report (statistics.md, "Scalar rating") against an independent
+computation: 6 items x 4 annotators with tied scores and one missing rating; reviewer_avg,
+item_avg and reviewer_variance worked out with plain loops and `statistics`, the three
+coefficients and their p-values from scipy, and the item-bootstrap intervals from a plain
+loop that expands each resample's pairs and asks scipy."""
+import statistics
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from evaluation.report import build_report
+from evaluation.report.inputs import ReportInput
+
+ANNOTATORS = ("a", "b", "c", "d")
+# SCORES[item][annotator]; None = no rating (item 5 by d). Ties across and within items.
+SCORES = [[7, 4, 7, 5], [9, 4, 8, 5], [3, 4, 2, 2], [6, 6, 6, 7], [8, 5, 9, 4], [5, 5, 3, None]]
+SYSTEM = ["plot-a", "plot-b"] * 3
+METRIC = [0.30, 0.70, 0.10, 0.50, 0.80, 0.40]  # rougeL of each item's one candidate
+JUDGE = {(0, "a"): 6, (0, "b"): 5, (1, "a"): 9, (1, "b"): 3, (2, "a"): 2, (2, "c"): 3, (3, "c"): 7, (3, "d"): 6,
+         (4, "a"): 8, (4, "b"): 6, (4, "c"): 8, (5, "a"): 4}  # a personalized evaluator: its rows per annotator
+FLAT = [6, 7, 3, 6, 7, 4]  # a non-personalized evaluator: one score per item, for every annotator
+
+
+def report_input():
+    j_item, j_annotator, j_value = [], [], []
+    for i, row in enumerate(SCORES):
+        for who, score in zip(ANNOTATORS, row):
+            if score is not None:
+                j_item.append(i)
+                j_annotator.append(who)
+                j_value.append(str(score))
+    p_rows = [(i, "rougeL", "", SYSTEM[i], str(m)) for i, m in enumerate(METRIC)]
+    p_rows += [(i, "judge", who, "score", str(v)) for (i, who), v in JUDGE.items()]
+    p_rows += [(1, "judge", "d", "score", "")]  # unparsed
+    p_rows += [(i, "flat", "", "score", str(v)) for i, v in enumerate(FLAT)]
+    p_rows += [(3, "flat", "", "score", "N/A")]  # a later unparsed row for everybody: wins, not a number
+    return ReportInput(
+        slug="perse-mini", kind="scalar_rating", config={"scale": [1, 10]}, item_ids=[f"i{k}" for k in range(6)],
+        is_gold=[False] * 6, gold=None, c_item=list(range(6)), c_id=SYSTEM,
+        j_item=j_item, j_annotator=j_annotator, j_question=["score"] * len(j_item), j_value=j_value,
+        j_shown=[""] * len(j_item), j_seconds=[10.0] * len(j_item),
+        p_item=[r[0] for r in p_rows], p_evaluator=[r[1] for r in p_rows], p_annotator=[r[2] for r in p_rows],
+        p_question=[r[3] for r in p_rows], p_value=[r[4] for r in p_rows])
+
+
+def pairs():
+    """[(item, annotator, score)] in (item, annotator) order."""
+    return [(i, who, s) for i, row in enumerate(SCORES) for who, s in zip(ANNOTATORS, row) if s is not None]
+
+
+def by_hand():
+    """{evaluator: [(item, predicted, human)]}, computed with loops."""
+    out = {"reviewer_avg": [], "item_avg": [], "rougeL": [], "judge": [], "flat": []}
+    for i, who, s in pairs():
+        mine = [t for k, w, t in pairs() if w == who and k != i]
+        others = [t for k, w, t in pairs() if k == i and w != who]
+        if mine:
+            out["reviewer_avg"].append((i, sum(mine) / len(mine), s))
+        if others:
+            out["item_avg"].append((i, sum(others) / len(others), s))
+        out["rougeL"].append((i, METRIC[i], s))
+        if (i, who) in JUDGE:
+            out["judge"].append((i, JUDGE[(i, who)], s))
+        if i != 3:  # item 3's later row for everybody is "N/A"
+            out["flat"].append((i, FLAT[i], s))
+    return out
+
+
+def bootstrap_by_hand(rows, resamples=2000):
+    """Percentile interval of each coefficient over resamples of the items (drawn as the
+    report draws them: default_rng(0), all rows at once), each resample expanded into its
+    pairs and handed to scipy."""
+    items = sorted({i for i, _, _ in rows})
+    rng = np.random.default_rng(0)
+    draws = rng.integers(0, len(items), (resamples, len(items)))
+    samples = {"pearson": [], "spearman": [], "kendall": []}
+    for draw in draws:
+        x, y = [], []
+        for k in draw:
+            x += [p for i, p, _ in rows if i == items[k]]
+            y += [h for i, _, h in rows if i == items[k]]
+        if len(set(x)) < 2 or len(set(y)) < 2:
+            continue
+        samples["pearson"].append(stats.pearsonr(x, y).statistic)
+        samples["spearman"].append(stats.spearmanr(x, y).statistic)
+        samples["kendall"].append(stats.kendalltau(x, y, variant="b").statistic)
+    return {m: np.percentile(v, [2.5, 97.5]).tolist() for m, v in samples.items()}
+
+
+@pytest.fixture(scope="module")
+def report():
+    return build_report(report_input())
+
+
+def test_scores_and_reviewer_variance(report):
+    scores = [s for _, _, s in pairs()]
+    assert len(scores) == 23
+    assert report["scores"]["mean"] == pytest.approx(statistics.mean(scores), abs=1e-12)
+    assert report["scores"]["sd"] == pytest.approx(statistics.stdev(scores), abs=1e-12)
+    assert report["scores"]["n"] == 23 and report["scores"]["n_clusters"] == 6
+    variances = [statistics.variance([s for s in row if s is not None]) for row in SCORES]
+    assert report["reviewer_variance"]["value"] == pytest.approx(statistics.mean(variances), abs=1e-12)
+    assert report["reviewer_variance"]["n_items"] == 6
+    # item 0: 7, 4, 7, 5 -> mean 5.75, variance (1.5625 + 3.0625 + 1.5625 + 0.5625) / 3 = 2.25
+    assert variances[0] == 2.25
+
+
+@pytest.mark.parametrize("name", ["reviewer_avg", "item_avg", "rougeL", "judge", "flat"])
+def test_each_evaluator_against_scipy(report, name):
+    rows = by_hand()[name]
+    x, y = [p for _, p, _ in rows], [h for _, _, h in rows]
+    entry = report["evaluators"][name]
+    assert (entry["n_pairs"], entry["n_items"]) == (len(rows), len({i for i, _, _ in rows}))
+    for method, result in (("pearson", stats.pearsonr(x, y)), ("spearman", stats.spearmanr(x, y)),
+                           ("kendall", stats.kendalltau(x, y, variant="b"))):
+        assert entry[method]["r"] == pytest.approx(result.statistic, abs=1e-12), method
+        assert entry[method]["p"] == pytest.approx(result.pvalue, abs=1e-12), method
+        assert entry[method]["n_clusters"] == entry["n_items"]
+
+
+def test_coverage_and_unparsed(report):
+    evaluators = report["evaluators"]
+    assert set(evaluators) == {"reviewer_avg", "item_avg", "rougeL", "judge", "flat"}
+    assert (evaluators["judge"]["n_pairs"], evaluators["judge"]["n_unparsed"]) == (12, 1)
+    assert (evaluators["flat"]["n_pairs"], evaluators["flat"]["n_unparsed"]) == (19, 1)
+    assert evaluators["reviewer_avg"]["n_pairs"] == evaluators["item_avg"]["n_pairs"] == 23
+    assert report["correlations"]["rougeL"]["n"] == 23 and list(report["correlations"]) == ["rougeL"]
+    # reviewer_avg of (item 5, a): a's other ratings 7, 9, 3, 6, 8 -> 6.6; item_avg: b, c -> 4.0
+    rows = by_hand()
+    assert (5, 6.6, 5) in [(i, round(p, 10), h) for i, p, h in rows["reviewer_avg"]]
+    assert (5, 4.0, 5) in rows["item_avg"]
+
+
+def test_intervals_resample_items(report):
+    expected = bootstrap_by_hand(by_hand()["judge"])
+    entry = report["evaluators"]["judge"]
+    for method in ("pearson", "spearman", "kendall"):
+        assert entry[method]["ci95"] == pytest.approx(expected[method], abs=1e-9), method
+        assert entry[method]["ci_method"] == "percentile bootstrap over items (2,000 resamples, seed 0)"
+
+
+def test_agreement_is_interval_and_ordinal_alpha(report):
+    import krippendorff
+
+    data = np.array([[np.nan if row[k] is None else row[k] for row in SCORES] for k in range(4)], dtype=float)
+    agreement = report["agreement"]["score"]
+    assert agreement["krippendorff_alpha"] == pytest.approx(
+        krippendorff.alpha(reliability_data=data, level_of_measurement="interval"), abs=1e-9)
+    assert agreement["krippendorff_alpha_ordinal"] == pytest.approx(
+        krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal"), abs=1e-9)
+    assert agreement["n_clusters"] == 6
