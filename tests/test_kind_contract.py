@@ -136,12 +136,15 @@ SAMPLES = {
         # scores 7, 4 (ex-0) and 9, 4 (ex-1): mean 6, sample variance (1 + 4 + 9 + 4) / 3 = 6; per item
         # 4.5 and 12.5. perse covers three pairs (the fourth is unparsed): (6, 7), (5, 4), (8, 9), in the
         # same order on both sides. rougeL: x = (.2, .2, .3, .3), y = (7, 4, 9, 4): one concordant
-        # and one discordant pair across x, ties n1 = 2 (x), n2 = 1 (y): tau-b = 1 / sqrt(4 * 5).
+        # and one discordant pair across x, ties n1 = 2 (x), n2 = 1 (y): tau-b = 1 / sqrt(4 * 5). Pairs of
+        # one item are not independent: 3 pairs in 2 items get no p-value (statistics.md, "Clustered data").
         report={("n_judgments",): 4, ("scores", "mean"): 6.0, ("scores", "n"): 4, ("scores", "ci95"): None,
-                ("scores", "ci_reason"): "fewer than 5 items", ("reviewer_variance", "value"): 8.5,
+                ("scores", "ci_reason"): "fewer than 5 clusters (2)", ("reviewer_variance", "value"): 8.5,
                 ("reviewer_variance", "n_items"): 2, ("evaluators", "perse", "n_pairs"): 3,
                 ("evaluators", "perse", "n_unparsed"): 1, ("evaluators", "perse", "spearman", "r"): 1.0,
-                ("evaluators", "perse", "kendall", "r"): 1.0, ("evaluators", "perse", "kendall", "p"): 1 / 3,
+                ("evaluators", "perse", "kendall", "r"): 1.0, ("evaluators", "perse", "kendall", "p"): None,
+                ("evaluators", "perse", "kendall", "p_reason"):
+                    "clustered units: intervals and p-values need n >= 20 and >= 5 items",
                 ("evaluators", "rougeL", "kendall", "r"): 1 / 20 ** 0.5,
                 ("evaluators", "reviewer_avg", "n_pairs"): 4, ("evaluators", "item_avg", "n_items"): 2,
                 ("correlations", "rougeL", "n"): 4, ("agreement", "score", "level"): "interval"}),

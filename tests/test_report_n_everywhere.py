@@ -127,6 +127,11 @@ def test_every_float_of_every_demo_report_has_its_n():
     assert pairwise["position_bias"]["p_value"] is not None and similarity["correlations"]["jsd"]["n_clusters"] == 6
     assert reports["aspect_pairwise"]["evaluators_average_detail"]["judge"]["n_judgments"] > 0
     assert reports["explanation_choice"]["choice_matches_expert_detail"]["n"] > 0
+    scalar = reports["scalar_rating"]  # (item, annotator) pairs cluster in items: the item bootstrap
+    assert set(scalar["evaluators"]) >= {"reviewer_avg", "item_avg", "judge"}
+    for name, entry in scalar["evaluators"].items():
+        assert entry["n_items"] == entry["pearson"]["n_clusters"] == 6 and entry["n_pairs"] > 6, name
+        assert entry["pearson"]["p_method"].startswith("bootstrap over items"), name
 
 
 def test_the_walk_catches_a_float_without_n():

@@ -1,8 +1,10 @@
-"""The scalar_rating report (statistics.md, "Scalar rating") against an independent
-computation: 6 items x 4 annotators with tied scores and one missing rating; reviewer_avg,
-item_avg and reviewer_variance worked out with plain loops and `statistics`, the three
-coefficients and their p-values from scipy, and the item-bootstrap intervals from a plain
-loop that expands each resample's pairs and asks scipy."""
+"""The scalar_rating report (statistics.md, "Scalar rating" and "Clustered data") against an
+independent computation: 6 items x 4 annotators with tied scores and one missing rating;
+reviewer_avg, item_avg and reviewer_variance worked out with plain loops and `statistics`,
+the three coefficients from scipy, and their intervals and p-values (one bootstrap over
+items: pairs of one item are not independent) from a plain loop over the documented item
+draws that expands each resample's pairs and asks scipy, then the report's interval rule
+written out (tests/evaluation/test_clustered.py's reference_interval)."""
 import statistics
 
 import numpy as np
@@ -11,6 +13,9 @@ from scipy import stats
 
 from evaluation.report import build_report
 from evaluation.report.inputs import ReportInput
+from tests.evaluation.test_clustered import reference_interval
+
+CI_METHOD = "bootstrap over items (2000 resamples, seed 0; bias-corrected, expanded percentile)"
 
 ANNOTATORS = ("a", "b", "c", "d")
 # SCORES[item][annotator]; None = no rating (item 5 by d). Ties across and within items.
@@ -67,25 +72,51 @@ def by_hand():
     return out
 
 
-def bootstrap_by_hand(rows, resamples=2000):
-    """Percentile interval of each coefficient over resamples of the items (drawn as the
-    report draws them: default_rng(0), all rows at once), each resample expanded into its
-    pairs and handed to scipy."""
+def draws(n_items, resamples=2000):
+    """The documented item draws (docs/statistics.md): default_rng(0).integers(0, C, (B, C)),
+    items numbered in item order."""
+    return np.random.default_rng(0).integers(0, n_items, (resamples, n_items))
+
+
+def bootstrap_by_hand(rows):
+    """{method: (ci95, the possible p-values, dropped)} of the item bootstrap: each
+    resample's drawn items bring all their pairs (as often as drawn), scipy computes the
+    coefficient (a resample constant on a side has none: dropped), then the report's interval
+    rule and its test of r = 0. A resample whose r is 0 in exact arithmetic (two items with
+    equal mean scores drawn alone) comes out as +-1e-19 in floats, on a side that depends on
+    the order of the sums (or exactly 0, a tie, from Kendall's integer counts): the p-value is
+    one of those that k of them below 0 and t of them at 0 give."""
     items = sorted({i for i, _, _ in rows})
-    rng = np.random.default_rng(0)
-    draws = rng.integers(0, len(items), (resamples, len(items)))
-    samples = {"pearson": [], "spearman": [], "kendall": []}
-    for draw in draws:
-        x, y = [], []
-        for k in draw:
-            x += [p for i, p, _ in rows if i == items[k]]
-            y += [h for i, _, h in rows if i == items[k]]
-        if len(set(x)) < 2 or len(set(y)) < 2:
-            continue
-        samples["pearson"].append(stats.pearsonr(x, y).statistic)
-        samples["spearman"].append(stats.spearmanr(x, y).statistic)
-        samples["kendall"].append(stats.kendalltau(x, y, variant="b").statistic)
-    return {m: np.percentile(v, [2.5, 97.5]).tolist() for m, v in samples.items()}
+    x, y = [p for _, p, _ in rows], [h for _, _, h in rows]
+    out = {}
+    for method, f in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr),
+                      ("kendall", lambda a, b: stats.kendalltau(a, b, variant="b"))):
+        samples = []
+        for draw in draws(len(items)):
+            xs = [p for k in draw for i, p, _ in rows if i == items[k]]
+            ys = [h for k in draw for i, _, h in rows if i == items[k]]
+            samples.append(None if len(set(xs)) < 2 or len(set(ys)) < 2 else f(xs, ys).statistic)
+        estimate = f(x, y).statistic
+        ci = reference_interval(samples, estimate, len(items))
+        noise = [k for k, v in enumerate(samples) if v is not None and abs(v) < 1e-12]
+        p_values = []
+        for below in range(len(noise) + 1):
+            for tied in range(len(noise) + 1 - below):  # exactly 0 (Kendall's integer S): a tie, half below
+                signed = list(samples)
+                for n, k in enumerate(noise):
+                    signed[k] = -1e-30 if n < below else 0.0 if n < below + tied else 1e-30
+                p_values.append(reference_interval(signed, estimate, len(items), p_value=True)[1])
+        out[method] = (ci, p_values, sum(s is None for s in samples))
+    return out
+
+
+def mean_interval_by_hand(values_by_item):
+    """The bootstrap interval over items of the mean of every value: each resample's mean
+    over the values of its drawn items."""
+    items = sorted(values_by_item)
+    samples = [statistics.mean([v for k in draw for v in values_by_item[items[k]]]) for draw in draws(len(items))]
+    every = [v for i in items for v in values_by_item[i]]
+    return reference_interval(samples, statistics.mean(every), len(items))
 
 
 @pytest.fixture(scope="module")
@@ -99,9 +130,15 @@ def test_scores_and_reviewer_variance(report):
     assert report["scores"]["mean"] == pytest.approx(statistics.mean(scores), abs=1e-12)
     assert report["scores"]["sd"] == pytest.approx(statistics.stdev(scores), abs=1e-12)
     assert report["scores"]["n"] == 23 and report["scores"]["n_clusters"] == 6
-    variances = [statistics.variance([s for s in row if s is not None]) for row in SCORES]
-    assert report["reviewer_variance"]["value"] == pytest.approx(statistics.mean(variances), abs=1e-12)
-    assert report["reviewer_variance"]["n_items"] == 6
+    by_item = {i: [s for s in row if s is not None] for i, row in enumerate(SCORES)}
+    assert report["scores"]["ci95"] == pytest.approx(mean_interval_by_hand(by_item), abs=1e-10)
+    assert report["scores"]["ci_method"] == CI_METHOD and report["scores"]["dropped_resamples"] == 0
+    variances = [statistics.variance(by_item[i]) for i in range(6)]
+    variance = report["reviewer_variance"]
+    assert variance["value"] == pytest.approx(statistics.mean(variances), abs=1e-12)
+    assert variance["n_items"] == variance["n_clusters"] == 6
+    assert variance["ci95"] == pytest.approx(mean_interval_by_hand({i: [v] for i, v in enumerate(variances)}),
+                                             abs=1e-10)
     # item 0: 7, 4, 7, 5 -> mean 5.75, variance (1.5625 + 3.0625 + 1.5625 + 0.5625) / 3 = 2.25
     assert variances[0] == 2.25
 
@@ -115,7 +152,6 @@ def test_each_evaluator_against_scipy(report, name):
     for method, result in (("pearson", stats.pearsonr(x, y)), ("spearman", stats.spearmanr(x, y)),
                            ("kendall", stats.kendalltau(x, y, variant="b"))):
         assert entry[method]["r"] == pytest.approx(result.statistic, abs=1e-12), method
-        assert entry[method]["p"] == pytest.approx(result.pvalue, abs=1e-12), method
         assert entry[method]["n_clusters"] == entry["n_items"]
 
 
@@ -132,12 +168,32 @@ def test_coverage_and_unparsed(report):
     assert (5, 4.0, 5) in rows["item_avg"]
 
 
-def test_intervals_resample_items(report):
-    expected = bootstrap_by_hand(by_hand()["judge"])
+@pytest.mark.parametrize("name", ["reviewer_avg", "rougeL"])
+def test_intervals_and_p_values_resample_items(report, name):
+    """23 pairs in 6 items: the pairs cluster in items, so intervals and p-values come from
+    the item bootstrap (a metric's score is the same for every pair of its item)."""
+    expected = bootstrap_by_hand(by_hand()[name])
+    entry = report["evaluators"][name]
+    for method in ("pearson", "spearman", "kendall"):
+        ci, p_values, dropped = expected[method]
+        assert entry[method]["ci95"] == pytest.approx(ci, abs=1e-10), method
+        assert any(entry[method]["p"] == pytest.approx(p, rel=1e-9) for p in p_values), (method, p_values)
+        assert entry[method]["dropped_resamples"] == dropped, method
+        assert entry[method]["ci_method"] == CI_METHOD
+        assert entry[method]["p_method"] == f"{CI_METHOD}: the interval's test of r = 0"
+    if name == "rougeL":  # the metric's entry under `correlations` is the same numbers
+        correlation = report["correlations"]["rougeL"]
+        assert (correlation["n"], correlation["n_clusters"], correlation["unit"]) == (23, 6, "(item, annotator)")
+        assert correlation["pearson"]["p_value"] == entry["pearson"]["p"]
+
+
+def test_too_few_pairs_for_the_item_bootstrap(report):
+    """judge: 12 pairs in 6 items (clustered, under 20 pairs): r, but no interval and no p
+    (the permutation / scipy p assume independent pairs, which these are not)."""
     entry = report["evaluators"]["judge"]
     for method in ("pearson", "spearman", "kendall"):
-        assert entry[method]["ci95"] == pytest.approx(expected[method], abs=1e-9), method
-        assert entry[method]["ci_method"] == "percentile bootstrap over items (2,000 resamples, seed 0)"
+        assert entry[method]["r"] is not None and entry[method]["ci95"] is None and entry[method]["p"] is None
+        assert entry[method]["ci_reason"] == ("clustered units: intervals and p-values need n >= 20 and >= 5 items")
 
 
 def test_agreement_is_interval_and_ordinal_alpha(report):
@@ -150,3 +206,4 @@ def test_agreement_is_interval_and_ordinal_alpha(report):
     assert agreement["krippendorff_alpha_ordinal"] == pytest.approx(
         krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal"), abs=1e-9)
     assert agreement["n_clusters"] == 6
+    assert agreement["ci_method"] == CI_METHOD.replace("2000", "1000")
