@@ -42,7 +42,8 @@ def test_bad_batches_are_refused_whole_with_line_numbers():
                      line("not-a-number", metric_scores={"rougeL": "high"}),
                      line("bad-candidate", candidate={"id": "a|b", "text": "t"}),
                      line("empty-text", candidate={"id": "x", "text": " "}),
-                     line("bad-input", input=3))
+                     line("bad-input", input=3),
+                     line("bad-reference", reference=["the user's text"]))
     assert errors == [
         "line 3: 'gold' for 'score' must be an integer in [1, 5], got 6",
         "line 4: missing key 'candidate'",
@@ -51,6 +52,7 @@ def test_bad_batches_are_refused_whole_with_line_numbers():
         "line 7: 'candidate.id' is reserved ('tie', 'pair_order') or contains '|'",
         "line 8: 'candidate' must be an object {\"id\", \"text\"} with a non-empty 'text'",
         "line 9: 'input' must be a string",
+        "line 10: 'reference' must be a string",
     ]
 
 
@@ -91,11 +93,12 @@ def test_the_review_is_optional_required_or_off(mode, comment, status, error):
 
 
 def test_the_task_page_shows_the_text_and_the_review_box():
-    import_batch_bytes(jsonl(header("page", KIND, comment="required"), line("a")))
+    import_batch_bytes(jsonl(header("page", KIND, comment="required"), line("a", reference="The user's own plot.")))
     client = Client()
     client.force_login(make_user("ann-page"))
     html = client.post("/annotate/page/next/", HTTP_HX_REQUEST="true").content.decode()
     assert "She answers it." in html and "A keeper finds a letter." in html and "plot-a" not in html
+    assert "own plot" not in html  # the metrics' reference is never shown
     assert "Your review (required)" in html and 'name="comment"' in html and " required>" in html
     assignment = Assignment.objects.get()
     saved = client.post(f"/annotate/page/items/{assignment.pk}/submit/",

@@ -2,13 +2,15 @@
 
 One output is rated on its own, by each annotator for themself: a reviewer scores a movie
 plot 1-10 and writes a review. An item: optional `input` (the request, premise or context
-shown first), `candidate` {id, text} (the rated output and its system id, never shown) and
-optional `metric_scores` {metric: number}. Header keys: `scale` (default [1, 10]),
-`question` (the rating question), `comment` (`optional`, `required` or `off`: the free-text
-review next to the score). Questions: `score` and, unless off, the comment: the review is
-the judgment's comment (one per item, stored with its score, exported in the judgments
-CSV's `comment` column and read back by import_judgments). An annotator's earlier ratings
-are their profile for the personalized evaluators (models_runtime/judges/perse_scalar.py).
+shown first), `candidate` {id, text} (the rated output and its system id, never shown),
+optional `reference` (what reference-based metrics score the output against, e.g. the
+user's own text in a LaMP plan; never shown) and optional `metric_scores` {metric: number}.
+Header keys: `scale` (default [1, 10]), `question` (the rating question), `comment`
+(`optional`, `required` or `off`: the free-text review next to the score). Questions:
+`score` and, unless off, the comment: the review is the judgment's comment (one per item,
+stored with its score, exported in the judgments CSV's `comment` column and read back by
+import_judgments). An annotator's earlier ratings are their profile for the personalized
+evaluators (models_runtime/judges/perse_scalar.py, which also holds the kind's plan builder).
 Report: evaluation.report.kinds.scalar_rating.
 """
 from .base import (
@@ -35,7 +37,7 @@ MAX_QUESTION_CHARS = 1000
 class ScalarRating(StudyKind):
     name = NAME
     item_keys = ("candidate",)
-    optional_item_keys = ("input", "metric_scores")
+    optional_item_keys = ("input", "reference", "metric_scores")
     header_keys = ("scale", "question", "comment")
     candidates_key = "candidate"
     bare_gold_question = SCORE
@@ -84,8 +86,9 @@ class ScalarRating(StudyKind):
         if flaw:
             error(f"'candidate.id' {flaw}")
             return
-        if "input" in obj and not isinstance(obj["input"], str):
-            error("'input' must be a string")
+        for key in ("input", "reference"):
+            if key in obj and not isinstance(obj[key], str):
+                error(f"'{key}' must be a string")
         self.check_metric_scores(obj, error)
 
     def check_metric_scores(self, obj, error):

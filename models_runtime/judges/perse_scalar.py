@@ -11,6 +11,13 @@ scale is not the score); an answer without one is stored empty and counted, neve
 Predictions are per annotator (question `score`), so the report correlates each
 annotator's predicted score with their own. Sampling as in PerSE's paper: temperature 0.8,
 up to 600 new tokens (both options, as K is). Prompt wording is ours.
+
+The kind's plan builder is registered here too (models_runtime/plan_kinds.py; this module is
+loaded with the runtime's judges): a study plan of kind scalar_rating makes one item per
+(question, system), the system's output as the rated `candidate`, the question's input
+shown first and the user's own output as the (never shown) `reference` of the plan's
+metrics. The judge itself is not a plan judge: the plan's score step runs before anyone
+has rated, so no annotator has a profile yet.
 """
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -18,6 +25,7 @@ from dataclasses import dataclass
 from annotate import services
 from models_runtime.backends.base import SamplingParams
 from models_runtime.metrics.registry import register_metric
+from models_runtime.plan_kinds import PlanKind, register_plan_kind
 from models_runtime.step import counting
 
 from .json_parsing import ParseError
@@ -27,6 +35,8 @@ from .steps import generate
 
 KIND = "scalar_rating"
 NAME = "perse_scalar"
+PLAN_INSTRUCTIONS = ("Read the request and the response written for this user, then rate how good the response is "
+                     "for you, from 1 to 10, and say why in a sentence or two.")
 QUESTION = "score"
 INTRO = ("Below are texts one reader has read, each with the reader's own review and score from {lo} to {hi}. "
          "Learn this reader's taste from them.")
@@ -156,3 +166,13 @@ def perse_scalar_metric(slug, *, model=None, device=None, options=None):
 
 
 perse_scalar_metric.refuses = refusal  # checked when a score job is made (scoring.validate_score_params)
+
+
+def plan_items(record, candidates, meta):
+    """A plan's batch items of one question (plan_kinds.Builder): one per system's output;
+    outputs are rated on their own, so equal outputs of two systems are both kept."""
+    return [{"item_id": f"{record['id']}-{c['id']}", "input": record["input"], "reference": record["output"],
+             "candidate": {"id": c["id"], "text": c["text"]}, "meta": meta} for c in candidates]
+
+
+register_plan_kind(KIND, PlanKind(plan_items, PLAN_INSTRUCTIONS))

@@ -1,7 +1,9 @@
 """PerSE's scalar evaluator (models_runtime/judges/perse_scalar.py): the profile (the
 annotator's K other rated items with text, score and review), the prompt, the score read
 from an answer, exact predictions through a scripted backend (directly and as the `score`
-job's study judge), and the real embedded SmolLM2 on a few items."""
+job's study judge), and the real embedded SmolLM2 on a few items. Also the kind's plan
+builder registered there: a scalar_rating plan's chain against the OpenAI-compatible test
+server (one item per (question, system), the user's output as the metrics' reference)."""
 import io
 import json
 from datetime import UTC, datetime, timedelta
@@ -13,6 +15,7 @@ from annotate.models import Prediction
 from models_runtime.judges import perse_scalar as ps
 from runtime_judges.scripted import ScriptedBackend
 from tests.factories import make_judged_study
+from tests.runtime.fake_llm import fake_llm  # noqa: F401 - an OpenAI-compatible test server as model `fake`
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SCALE = [1, 10]
@@ -124,6 +127,42 @@ def test_other_kinds_are_refused():
         ps.perse_scalar("pairwise", ScriptedBackend([]))
     with pytest.raises(CommandError, match="study pairwise is pairwise_alignment; perse_scalar scores scalar_rating"):
         call_command("score", "pairwise", "--metrics", "rougeL,perse_scalar", stdout=io.StringIO())
+
+
+@pytest.mark.django_db
+def test_a_plan_builds_a_scalar_study_of_each_systems_outputs(fake_llm, tmp_path, settings):  # noqa: F811
+    """A LaMP-4 plan of kind scalar_rating through the whole chain: question 312 (an empty
+    profile, system bm25-k1 retrieves) is left out as for any kind; the two others give one
+    item per system, imported, and scored by ROUGE-L against the user's own headline (the
+    never-shown `reference`); perse_scalar is no plan judge (nobody has rated yet)."""
+    from rouge_score import rouge_scorer
+
+    from annotate.models import Item, Study
+    from models_runtime.plans import PlanInvalid, validate_plan
+    from tests.runtime.test_pipeline_chain import read_jsonl, run_plan
+    from tests.runtime.test_plans import OUTPUTS, QUESTIONS, plan
+
+    settings.HUMEVAL_PIPELINE_DIR = str(tmp_path / "work")
+    (tmp_path / "dev_questions.json").write_text(json.dumps(QUESTIONS))
+    (tmp_path / "dev_outputs.json").write_text(json.dumps(OUTPUTS))
+    study = {"slug": "lamp4-scalar", "kind": "scalar_rating", "title": "LaMP-4 headlines, rated"}
+    with pytest.raises(PlanInvalid, match="judges: perse_scalar"):
+        validate_plan(plan(study=study, judges=["perse_scalar"]), tmp_path, settings.HUMEVAL_PIPELINE_DIR)
+    (tmp_path / "plan.json").write_text(json.dumps(plan(study=study, metrics=["rougeL"])))
+    report, _ = run_plan(tmp_path / "plan.json")
+    assert report["state"] == "done", report
+    header, *items = read_jsonl(tmp_path / "work" / "lamp4-scalar" / "batch.jsonl")
+    assert header["study"]["instructions"] == ps.PLAN_INSTRUCTIONS
+    golds = {g["id"]: g["output"] for g in OUTPUTS["golds"]}
+    assert [(i["item_id"], i["candidate"]["id"], i["reference"]) for i in items] == [
+        (f"{q}-{s}", s, golds[q]) for q in ("310", "311") for s in ("bm25-k1", "no-profile")]
+    assert Study.objects.get(slug="lamp4-scalar").kind == "scalar_rating"
+    assert Item.objects.filter(study__slug="lamp4-scalar").count() == 4
+    scorer = rouge_scorer.RougeScorer(["rougeL"])
+    stored = {(p.item.item_id, p.question): float(p.value)
+              for p in Prediction.objects.filter(study__slug="lamp4-scalar", evaluator="rougeL")}
+    assert stored == pytest.approx({(i["item_id"], i["candidate"]["id"]): scorer.score(
+        i["reference"], i["candidate"]["text"])["rougeL"].fmeasure for i in items}, abs=1e-9)
 
 
 class Recording:
