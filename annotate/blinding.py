@@ -7,7 +7,8 @@ is an HMAC of (assignment id, role, real id) under a key derived from SECRET_KEY
 for the assignment, unguessable, different for every annotator. Which ids are hidden is
 decided here for every kind at once: every option of a choice question except `tie`,
 and the question ids of kinds with `blind_question_ids` (similarity pairs); study-level
-question ids (`choice`, `usefulness`, aspect keys) stay readable.
+question ids (`choice`, `usefulness`, aspect keys) stay readable. Where a kind's display
+shows an id, the kind itself swaps it for its token (`StudyKind.blind_display`).
 
 The annotator doors (task page, REST assignments) show tokens and take tokens back:
 `unblind` turns an answer into real ids before the one answer validator
@@ -72,14 +73,10 @@ class Blinding:
 
     # Out: what the annotator sees ---------------------------------------------------------
 
-    def display(self, shown: dict) -> dict:
-        """A kind's display dict with candidate ids and pair ids replaced by tokens."""
-        out = dict(shown)
-        if "candidates" in out:
-            out["candidates"] = [{**c, "id": self.option(c["id"])} for c in out["candidates"]]
-        if "pairs" in out:
-            out["pairs"] = [{**p, "id": self.question(p["id"])} for p in out["pairs"]]
-        return out
+    def display(self, kind, shown: dict) -> dict:
+        """A kind's display dict with the ids it shows replaced by tokens (the kind knows
+        where they are: StudyKind.blind_display)."""
+        return kind.blind_display(dict(shown), self)
 
     def shown_questions(self, questions: list[dict]) -> list[dict]:
         out = []

@@ -1,4 +1,6 @@
-"""Demo studies, one per kind, with texts written for humeval (no dataset is copied).
+"""Demo studies, one per kind (`StudyKind.demo_batch`), with texts written for humeval (no
+dataset is copied); this module holds the texts of the first four kinds and gathers every
+registered kind's batch.
 
 Each study has six or more items and one gold (attention-check) item whose answer is
 obvious. Metric scores and ExPerT explanations are computed here from the texts and the
@@ -15,13 +17,6 @@ from evaluation.vocabulary import (
     PAIRWISE_ALIGNMENT,
     SIMILARITY_SURVEY,
 )
-
-DEMO_SLUGS = {
-    PAIRWISE_ALIGNMENT: "demo-alignment",
-    EXPLANATION_CHOICE: "demo-explanations",
-    SIMILARITY_SURVEY: "demo-similarity",
-    ASPECT_PAIRWISE: "demo-story-aspects",
-}
 
 # (item_id, request, the user's own text, candidate A (model "retrieval"), candidate B (model "plain"))
 PAIRWISE = [
@@ -269,8 +264,8 @@ def _pairwise_item(entry):
     return item
 
 
-def pairwise_batch():
-    head = {"study": {"slug": DEMO_SLUGS[PAIRWISE_ALIGNMENT], "kind": PAIRWISE_ALIGNMENT,
+def pairwise_batch(slug):
+    head = {"study": {"slug": slug, "kind": PAIRWISE_ALIGNMENT,
                       "title": "Which reply sounds like its author?",
                       "instructions": "Read the **request** and the author's **own text** first. Then pick the "
                                       "response that is closer to the author's text in content *and* writing style.",
@@ -278,8 +273,8 @@ def pairwise_batch():
     return [head] + [_pairwise_item(e) for e in PAIRWISE]
 
 
-def explanation_batch():
-    head = {"study": {"slug": DEMO_SLUGS[EXPLANATION_CHOICE], "kind": EXPLANATION_CHOICE,
+def explanation_batch(slug):
+    head = {"study": {"slug": slug, "kind": EXPLANATION_CHOICE,
                       "title": "Which output is better, judging from its explanation?",
                       "instructions": "You only see how an evaluator analysed each output: the aspects it found, "
                                       "the evidence, and which aspects matched the author's own text. Decide which "
@@ -297,8 +292,8 @@ def explanation_batch():
     return [head] + items
 
 
-def similarity_batch():
-    head = {"study": {"slug": DEMO_SLUGS[SIMILARITY_SURVEY], "kind": SIMILARITY_SURVEY,
+def similarity_batch(slug):
+    head = {"study": {"slug": slug, "kind": SIMILARITY_SURVEY,
                       "title": "How similar are these two headlines?",
                       "instructions": "Each screen shows pairs of short headlines. Rate how similar the two "
                                       "texts of each pair are, from 1 (low) to 6 (very high).",
@@ -316,8 +311,8 @@ def similarity_batch():
     return [head] + items
 
 
-def story_batch():
-    head = {"study": {"slug": DEMO_SLUGS[ASPECT_PAIRWISE], "kind": ASPECT_PAIRWISE,
+def story_batch(slug):
+    head = {"study": {"slug": slug, "kind": ASPECT_PAIRWISE,
                       "title": "Which story plot do you prefer?",
                       "instructions": "Read the premise and both plots, then answer each question with your own "
                                       "taste: there are no right answers.",
@@ -333,9 +328,16 @@ def story_batch():
     return [head] + items
 
 
+def demo_slugs():
+    """{kind: the slug of its demo study}, every registered kind."""
+    from annotate.kinds import all_kinds
+
+    return {kind.name: kind.demo_slug for kind in all_kinds()}
+
+
 def demo_batches():
-    """{kind: batch file bytes} for the four demo studies."""
-    batches = {PAIRWISE_ALIGNMENT: pairwise_batch(), EXPLANATION_CHOICE: explanation_batch(),
-               SIMILARITY_SURVEY: similarity_batch(), ASPECT_PAIRWISE: story_batch()}
-    return {kind: ("\n".join(json.dumps(o, ensure_ascii=False) for o in lines) + "\n").encode("utf-8")
-            for kind, lines in batches.items()}
+    """{kind: batch file bytes} of every registered kind's demo study."""
+    from annotate.kinds import all_kinds
+
+    return {kind.name: ("\n".join(json.dumps(o, ensure_ascii=False) for o in kind.demo_batch()) + "\n")
+            .encode("utf-8") for kind in all_kinds()}

@@ -38,7 +38,8 @@ def annotator_view(assignment) -> dict:
     "item": display fields, "questions": questions}, ids replaced by tokens."""
     study, item, order = assignment.study, assignment.item, assignment.shown_order
     blinding = blinding_for(assignment)
-    return {"item_id": blinding.item, "item": blinding.display(display_item(study, item.data, order)),
+    return {"item_id": blinding.item,
+            "item": blinding.display(get_kind(study.kind), display_item(study, item.data, order)),
             "questions": blinding.shown_questions(shown_questions(study, item.data, order))}
 
 

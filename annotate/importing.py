@@ -25,6 +25,7 @@ from .batch_format import (
     read_header,
 )
 from .bulk_copy import copy_rows
+from .kinds import get_kind
 from .models import AuditLog, Batch, Item, Prediction, Study
 from .recruitment import new_entry_key
 
@@ -298,10 +299,15 @@ def _flush(rows, study, batch, position, hashes):
     if scored:
         pks = dict(Item.objects.filter(study=study, item_id__in=[row.item_id for row in scored])
                    .values_list("item_id", "pk"))
-        copy_rows(Prediction, [
-            {"study_id": study.pk, "item_id": pks[row.item_id], "evaluator": metric, "annotator": "",
-             "question": cid, "value": str(score)}
-            for row in scored
-            for metric, per_candidate in row.metric_scores.items()
-            for cid, score in per_candidate.items()])
+        copy_rows(Prediction, metric_predictions(study, [(pks[row.item_id], row.data, row.metric_scores)
+                                                         for row in scored]))
     return len(rows)
+
+
+def metric_predictions(study, items):
+    """The Prediction rows (dicts) of items' `metric_scores`, as the study's kind reads them
+    (StudyKind.metric_score_rows): items are (item pk, display data, metric_scores)."""
+    kind = get_kind(study.kind)
+    return [{"study_id": study.pk, "item_id": pk, "evaluator": metric, "annotator": "", "question": cid,
+             "value": value}
+            for pk, data, scores in items for metric, cid, value in kind.metric_score_rows(scores, data)]

@@ -33,7 +33,7 @@ from .judgments_csv import (
     parse_timestamp,
     read_rows,
 )
-from .kinds import questions_for, study_config
+from .kinds import get_kind, questions_for, study_config
 from .kinds.base import MAX_SHOWN_ORDER_CHARS
 from .models import Assignment, AuditLog, Item, Judgment, Prediction, Study
 from .participation import PARTICIPANT_USERNAME
@@ -69,7 +69,7 @@ class _Targets:
                 query = Item.objects.filter(study=study, item_id__in=ids[start:start + CHUNK])
                 for pk, item_id, data in query.values_list("pk", "item_id", "data"):
                     questions = {q["id"]: q for q in questions_for(study.kind, config, data)}
-                    candidates = [c["id"] for c in data.get("candidates", [])]
+                    candidates = get_kind(study.kind).candidate_ids(data)
                     self.items[(study.slug, item_id)] = ItemInfo(pk, questions, candidates)
 
     def find(self, row, errors, line):

@@ -7,14 +7,15 @@ unique, and what a job checkpoints), never as model instances.
 """
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import transaction
 
 from .access import may_read_results
 from .api.permissions import IsAdminRole
 from .api.serializers import DetailSerializer, IsoDateTimeField, json_as
-from .kinds import ASPECT_PAIRWISE, study_aspects
+from .kinds import ASPECT_PAIRWISE, get_kind, study_aspects, study_config
+from .kinds.base import ScoreTarget
 from .models import Item, Judgment, Prediction, Study
 from .roles import is_admin, is_researcher
 
@@ -35,8 +36,9 @@ class StudyInfo:
     kind: str
     title: str
     n_items: int
-    items_have_candidates: bool  # whether the first item has a candidates list (scorable by metrics)
+    items_have_candidates: bool  # whether the first item has outputs a metric may score (StudyKind.score_targets)
     aspects: tuple[dict, ...]  # aspect_pairwise only: ({"key", "question"}, ...); () otherwise
+    config: dict = field(default_factory=dict)  # the kind's settings, defaults filled in (scale, question, ...)
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,9 @@ class Candidate:
 
 @dataclass(frozen=True)
 class ScoringItem:
-    """The inputs of a reference-based metric for one item: its source text (`input`, or a
-    story's `premise`), the reference, and the candidates to score."""
+    """The inputs of a reference-based metric for one item, as its kind names them
+    (`StudyKind.score_targets`): the text the outputs answer (`input`: a request, a story's
+    premise), the reference, and the candidates to score."""
 
     key: str
     item_id: str
@@ -71,13 +74,15 @@ class ScoringItem:
 
 @dataclass(frozen=True)
 class PerseJudgment:
-    """One annotator's answer to one aspect of one item, with the item's texts."""
+    """One annotator's answer to one question of one item, with the item's texts and the
+    annotator's comment on the item (a PerSE review)."""
 
     annotator: str
     question: str
     item_key: str
     item_data: dict
     value: str
+    comment: str = ""
 
 
 @dataclass(frozen=True)
@@ -106,8 +111,10 @@ def get_study(slug: str) -> StudyInfo | None:
         return None
     first = study.items.order_by("position", "pk").values_list("data", flat=True).first()
     aspects = tuple(study_aspects(study.config or {})) if study.kind == ASPECT_PAIRWISE else ()
+    kind = get_kind(study.kind)
     return StudyInfo(slug=study.slug, kind=study.kind, title=study.title, n_items=study.items.count(),
-                     items_have_candidates=isinstance((first or {}).get("candidates"), list), aspects=aspects)
+                     items_have_candidates=bool(kind.score_targets(first or {})), aspects=aspects,
+                     config=kind.report_config(study_config(study)))
 
 
 def study_item_keys(slug: str) -> list[str]:
@@ -129,13 +136,14 @@ def items_for_scoring(slug: str, keys: Sequence[str]) -> list[ScoringItem]:
     missing = [k for k in keys if k not in found]
     if missing:
         raise KeyError(f"items {', '.join(missing)} are not in study {slug!r}")
+    kind = get_kind(Study.objects.get(slug=slug).kind) if found else None
     out = []
     for key in keys:
-        data = found[key].data
-        out.append(ScoringItem(
-            key=key, item_id=found[key].item_id, input=data.get("input") or data.get("premise") or "",
-            reference=data.get("reference") or "", meta=found[key].meta,
-            candidates=tuple(Candidate(id=c["id"], text=c.get("text", "")) for c in data.get("candidates") or [])))
+        targets = kind.score_targets(found[key].data)
+        first = targets[0] if targets else ScoreTarget("", "")
+        out.append(ScoringItem(key=key, item_id=found[key].item_id, input=first.source, reference=first.reference,
+                               meta=found[key].meta,
+                               candidates=tuple(Candidate(id=t.candidate, text=t.text) for t in targets)))
     return out
 
 
@@ -153,7 +161,7 @@ def judgments_for_perse(slug: str, questions: Iterable[str], annotators: Iterabl
     if annotators is not None:
         rows = rows.filter(annotator__username__in=list(annotators))
     return [PerseJudgment(annotator=j.annotator.username, question=j.question, item_key=str(j.item_id),
-                          item_data=j.item.data, value=j.value) for j in rows]
+                          item_data=j.item.data, value=j.value, comment=j.comment) for j in rows]
 
 
 def upsert_predictions(slug: str, rows: Iterable[PredictionRow]) -> UpsertCounts:

@@ -30,6 +30,7 @@ from .answers import SKIP, InvalidAnswer, answer_value, is_empty
 from .batch_format import unstorable_text
 from .blinding import blinding_for
 from .display import study_questions
+from .kinds import get_kind, study_config
 from .models import CLOSED, PAUSED, Assignment, AuditLog, Item, Judgment, Participant, Study
 from .ordering import judgment_shown_order
 from .prepared import Prepared, columns, instance
@@ -128,6 +129,15 @@ def parse_comment(raw):
         raise SubmissionError({"comment": f"must be at most {MAX_COMMENT_CHARS} characters"})
     if unstorable_text(comment):
         raise SubmissionError({"comment": "contains characters that cannot be stored"})
+    return comment
+
+
+def checked_comment(study, raw):
+    """parse_comment, then the study kind's rule (a required review, or none taken)."""
+    comment = parse_comment(raw)
+    reason = get_kind(study.kind).comment_error(study_config(study), comment)
+    if reason:
+        raise SubmissionError({"comment": reason})
     return comment
 
 
@@ -251,7 +261,7 @@ def submit(assignment_id, user, answers, seconds=None, now=None, comment=None, b
     if assignment.participant_finished:
         raise EditNotAllowed(COMPLETED)
     values = checked_answers(assignment, answers, blinded)
-    comment = parse_comment(comment)
+    comment = checked_comment(assignment.study, comment)
     seconds = stored_seconds(assignment, parse_seconds(seconds), now)
     judgments = [Judgment(study_id=assignment.study_id, item_id=assignment.item_id, assignment=assignment,
                           annotator_id=user.pk, question=qid, value=value,
@@ -309,7 +319,7 @@ def edit(assignment_id, user, answers, comment=None, blinded=False):
             values = {}
         else:
             values = checked_answers(assignment, answers, blinded, partial=True)
-        new_comment = None if comment is None else parse_comment(comment)
+        new_comment = None if comment is None else checked_comment(assignment.study, comment)
         stored = {j.question: j for j in stored_judgments(assignment)}
         before, after = {}, {}
         for qid, value in values.items():

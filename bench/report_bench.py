@@ -17,6 +17,12 @@ Uses a scratch database `<name>_report_bench` (created, migrated, dropped). Data
 two candidates with two metric scores each, 3 of 60 annotators per item, 2% gold items,
 plus one predicted-choice evaluator, written with COPY, then VACUUM ANALYZE. Targets
 (issue 13): cold report at 100k < 1 s, at 1M < 5 s; warm dashboard page at 100k < 150 ms.
+
+`--kinds` (issue 21) builds one study per demo kind instead (the demo batch's items
+repeated to the size, judgments drawn per question, metric scores in the items and as
+Prediction rows as the importer writes them, predictions of each kind's evaluators, 2%
+gold items) and prints the md5 of its JSON, CSV and HTML report (`--save DIR` keeps the
+texts, to diff two runs), and the fetch with and without quality thresholds.
 """
 import argparse
 import os
@@ -165,7 +171,172 @@ def measure(n_judgments, client, repeat):
     return rows
 
 
-def run(sizes, repeat):
+BASE_TIME = 1_767_225_600  # 2026-01-01T00:00:00Z: judgments get fixed submit times
+
+
+def demo_template(kind):
+    """(header config, [ItemRow]) of the demo batch of `kind`, parsed by the importer's reader."""
+    import io
+
+    from annotate.batch_format import iter_items, iter_lines, read_header
+    from annotate.demo_data import demo_batches
+
+    lines = iter_lines(io.BytesIO(demo_batches()[kind]))
+    _, header, errors = read_header(lines)
+    assert not errors, errors
+    rows = [row for row in iter_items(lines, header)]
+    assert all(not isinstance(r, list) for r in rows), rows
+    return header, rows
+
+
+def bench_item(kind, row, copy_index, rng):
+    """The data, metric scores and gold of one repeated demo item."""
+    import copy
+
+    data = copy.deepcopy(row.data)
+    scores = copy.deepcopy(row.metric_scores)
+    if "document" in data:  # similarity: each copy group is its own document
+        data["document"]["id"] = f"{data['document']['id']}-r{copy_index % 100}"
+    if "candidates" in data and kind != "aspect_pairwise":
+        for metric in ("rougeL", "bleu"):
+            scores[metric] = {c["id"]: round(float(rng.random()), 3) for c in data["candidates"]}
+    if scores:
+        data["metric_scores"] = scores
+    return data, scores
+
+
+def populate_kind(study, kind, n_judgments, seed=0):
+    """Repeated demo items of `kind` with judgments of 3 of 60 annotators per item, via COPY."""
+    import random
+    from datetime import UTC, datetime
+
+    from django.contrib.auth import get_user_model
+
+    from annotate.bulk_copy import copy_rows
+    from annotate.kinds import get_kind, study_config
+    from annotate.models import Item, Judgment, Prediction
+
+    rng = np.random.default_rng(seed)
+    header, templates = demo_template(kind)
+    study.config = dict(header.config)
+    study.save(update_fields=["config"])
+    kind_obj, config = get_kind(kind), study_config(study)
+    users = [get_user_model().objects.get_or_create(username=f"bench-ann{k:02d}")[0] for k in range(60)]
+    items, item_scores, per_item = [], [], []
+    total = 0
+    while total < n_judgments:
+        i = len(items)
+        row = templates[i % len(templates)]
+        data, scores = bench_item(kind, row, i // len(templates), rng)
+        questions = kind_obj.questions(config, data)
+        is_gold = bool(rng.random() < 0.02)
+        first = questions[0]
+        gold = {first["id"]: first["options"][0] if "options" in first else first["scale"][0]} if is_gold else None
+        items.append({"study_id": study.pk, "item_id": f"item-{i:07d}", "position": i, "data": data, "gold": gold,
+                      "is_gold": is_gold, "content_hash": f"h{i}", "n_assigned": 3, "n_completed": 3})
+        item_scores.append(scores)
+        per_item.append(questions)
+        total += 3 * len(questions)
+    copy_rows(Item, items)
+    pks = list(Item.objects.filter(study=study).order_by("position").values_list("id", flat=True))
+    judgments, predictions, t = [], [], 0
+    for pk, item, questions, scores in zip(pks, items, per_item, item_scores):
+        rows = (kind_obj.metric_score_rows(scores, item["data"]) if hasattr(kind_obj, "metric_score_rows")
+                else [(m, cid, str(v)) for m, by in scores.items() for cid, v in by.items()])  # (before issue 21)
+        predictions += [{"study_id": study.pk, "item_id": pk, "evaluator": metric, "annotator": "",
+                         "question": cid, "value": value} for metric, cid, value in rows]  # what the importer writes
+        who = rng.choice(60, 3, replace=False)
+        previous = []
+        for k in who.tolist():
+            # seeded by the item's position (not its pk, which moves with the studies made before)
+            order = kind_obj.shown_order(item["data"], config, True, random.Random(f"{seed}:{item['position']}:{k}"),
+                                         previous)
+            previous.append(order)
+            seconds = float(rng.integers(5, 120))
+            for q in questions:
+                if "options" in q:
+                    options = [o for o in q["options"] if o != "tie"]
+                    value = options[0] if rng.random() < 0.6 else options[1]
+                else:
+                    value = str(int(rng.integers(q["scale"][0], q["scale"][1] + 1)))
+                judgments.append({"study_id": study.pk, "item_id": pk, "annotator_id": users[k].pk,
+                                  "question": q["id"], "value": value, "shown_order": "|".join(order.get(q["id"], [])),
+                                  "seconds": seconds, "submitted_at": datetime.fromtimestamp(BASE_TIME + t, UTC),
+                                  "comment": ""})
+                t += 1
+                if kind == "aspect_pairwise":  # a personalized evaluator's prediction of this judgment
+                    draw = rng.random()
+                    guess = "" if draw < 0.05 else "N/A" if draw < 0.07 else options[int(rng.integers(0, 2))]
+                    predictions.append({"study_id": study.pk, "item_id": pk, "evaluator": "perse-bench",
+                                        "annotator": users[k].username, "question": q["id"], "value": guess})
+        if kind in ("pairwise_alignment", "explanation_choice", "aspect_pairwise"):
+            for q in questions:
+                if "options" in q:
+                    predictions.append({"study_id": study.pk, "item_id": pk, "evaluator": "gemba", "annotator": "",
+                                        "question": q["id"], "value": q["options"][int(rng.integers(0, 2))]})
+        if kind == "similarity_survey":
+            predictions += [{"study_id": study.pk, "item_id": pk, "evaluator": "jsd", "annotator": "",
+                             "question": q["id"], "value": str(round(float(rng.random()), 3))} for q in questions]
+    copy_rows(Judgment, judgments)
+    copy_rows(Prediction, predictions)
+
+
+def kind_reports(sizes, save_dir):
+    """Per demo kind and size: the md5 of the JSON, CSV and HTML report (quality thresholds
+    off and on), and the fetch's seconds with and without thresholds (best of 3)."""
+    import hashlib
+    import re
+
+    from django.db import connection
+
+    from annotate.demo_data import demo_batches
+    from annotate.models import Study
+    from annotate.report_data import fetch_report_input
+    from evaluation.report import build_report, render
+
+    def fetch_times(study, quality, repeat=5):
+        """Best seconds of the fetch with the study's thresholds off and on, measured in
+        turns (a busy machine slows both alike)."""
+        times = {False: [], True: []}
+        for _ in range(repeat):
+            for on in (False, True):
+                study.quality = quality if on else {}
+                study.save(update_fields=["quality"])
+                start = time.perf_counter()
+                fetch_report_input(study)
+                times[on].append(time.perf_counter() - start)
+        return min(times[False]), min(times[True])
+
+    for n in sizes:
+        for kind in demo_batches():
+            study = Study.objects.create(slug=f"bench-{kind.replace('_', '-')}-{n}", kind=kind, title="bench")
+            populate_kind(study, kind, n)
+            with connection.cursor() as cursor:
+                cursor.execute("VACUUM ANALYZE")
+            thresholds = {"min_gold_accuracy": 0.6, "min_median_seconds": 20}
+            plain, flagged = fetch_times(study, thresholds)
+            print(f"{kind:<20} fetch best of 5: thresholds off {plain:6.3f} s, on {flagged:6.3f} s "
+                  f"({flagged / plain:5.2f}x)", flush=True)
+            for quality in ({}, thresholds):
+                study.quality = quality
+                study.save(update_fields=["quality"])
+                inp = fetch_report_input(study)
+                report = build_report(inp)
+                digests = []
+                for fmt in ("json", "csv", "html"):
+                    text = render(report, inp, fmt)
+                    if fmt == "html":  # matplotlib stamps each SVG with the time it was drawn
+                        text = re.sub(r"<dc:date>[^<]*</dc:date>", "<dc:date/>", text)
+                    digests.append(hashlib.md5(text.encode()).hexdigest())
+                    if save_dir:
+                        tag = "quality" if quality else "plain"
+                        Path(save_dir, f"{kind}-{n}-{tag}.{fmt}").write_text(text)
+                print(f"{kind:<20} {report['n_judgments']:>7} judgments  quality {'on ' if quality else 'off'}"
+                      f"  excluded {len(report['excluded_annotators']):>2}  "
+                      f"md5 json {digests[0]} csv {digests[1]} html {digests[2]}", flush=True)
+
+
+def run(sizes, repeat, kinds=False, save_dir=None):
     import django
     from django.core.management import call_command
 
@@ -175,6 +346,9 @@ def run(sizes, repeat):
 
     print(f"statistics kernels compiled or loaded from numba's cache in {warm_up():.2f} s "
           "(once per process; setup compiles them)", flush=True)
+    if kinds:
+        kind_reports(sizes, save_dir)
+        return
     client = web_client()
     results = {n: measure(n, client, repeat) for n in sizes}
     for n, label, target in ((100_000, "cold", COLD_100K), (1_000_000, "cold", COLD_1M),
@@ -189,13 +363,15 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--repeat", type=int, default=7, help="calls per warm measurement (best and median)")
+    parser.add_argument("--kinds", action="store_true", help="one study per demo kind: report md5s (issue 21)")
+    parser.add_argument("--save", help="with --kinds: a directory to keep the report texts in")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     os.environ.setdefault("SECURE_SSL_REDIRECT", "0")  # the test client speaks http
     from annot_scratch import scratch_database  # the bench/ scratch PostgreSQL database
 
     with scratch_database("report_bench"):
-        run(sizes, args.repeat)
+        run(sizes, args.repeat, args.kinds, args.save)
 
 
 if __name__ == "__main__":

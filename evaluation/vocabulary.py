@@ -7,12 +7,12 @@ A value stored in the database or written to a file by one part and read by anot
 belongs here; a word used by one module only does not.
 """
 
-# Study kinds (spec studies.md). annotate.kinds maps each name to its module.
+# The first four study kinds (spec studies.md), named by modules beyond their own; the
+# list of kinds is annotate.kinds.REGISTRY (a later kind needs no name here).
 PAIRWISE_ALIGNMENT = "pairwise_alignment"
 EXPLANATION_CHOICE = "explanation_choice"
 SIMILARITY_SURVEY = "similarity_survey"
 ASPECT_PAIRWISE = "aspect_pairwise"
-KIND_NAMES = (PAIRWISE_ALIGNMENT, EXPLANATION_CHOICE, SIMILARITY_SURVEY, ASPECT_PAIRWISE)
 
 # Answers and question ids.
 TIE = "tie"  # the answer "neither is better" when a study allows ties

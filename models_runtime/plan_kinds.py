@@ -9,8 +9,9 @@ or a string saying why the question is left out of the batch:
   candidate ids are the system ids; annotators see two at a time). A question whose
   candidates are not all different is left out: two identical outputs make a comparison
   that says nothing.
-- `scalar_rating` (a per-output kind) would return one item per (question, system):
-  `{"item_id": "<question>-<system>", "candidate": {...}}`, so its builder is its own.
+- a per-output kind (PerSE's scalar rating, registered by models_runtime/judges/perse_scalar.py)
+  returns one item per (question, system): `{"item_id": "<question>-<system>", "candidate":
+  {...}, ...}`, so its builder is its own.
 """
 from collections.abc import Callable
 from dataclasses import dataclass

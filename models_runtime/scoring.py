@@ -5,7 +5,9 @@ scores all records of a chunk in one call (so model-based metrics batch). Scores
 upserted as predictions through annotate.services (evaluator = metric, annotator = "",
 question = candidate id, value = the number; empty = could not be computed), so the report
 shows each metric's alignment with the human majority. Re-running overwrites, never
-duplicates.
+duplicates. Metrics over the whole study run once in `finish`: EGISES, and the judges
+registered with scope "study" (e.g. `perse_scalar`, which needs the annotators' earlier
+judgments), each with its options from the params' `options` {metric: {...}}.
 """
 from annotate import services
 from evaluation.lamp_metrics import METRIC_TASKS, canonical_task
@@ -20,6 +22,12 @@ from .metrics.registry import get_metric
 # Metrics computed over the whole study once every item is done (EGISES needs user groups,
 # LaMP's macro F1 every item of a system).
 STUDY_METRICS = {EGISES, LAMP_F1}
+
+
+def study_scoped(name):
+    """A metric run once over the whole study (EGISES; a judge registered with scope "study")."""
+    return name in STUDY_METRICS or getattr(get_metric(name), "scope", "record") == "study"
+
 
 DEFAULT_METRICS = ["rouge1", "rougeL", "bleu", "meteor", "bertscore"]
 
@@ -49,6 +57,10 @@ def validate_score_params(params):
     if not study.n_items:
         raise JobParamsError(f"study {slug!r} has no items")
     metrics = parse_metrics(params.get("metrics") or DEFAULT_METRICS)
+    for name in metrics:  # a study judge may not apply to this study (e.g. another kind)
+        reason = getattr(get_metric(name), "refuses", lambda info: None)(study) if name not in STUDY_METRICS else None
+        if reason:
+            raise JobParamsError(reason)
     if params.get("task") is not None:  # the LaMP task of every item (else each item's meta.task)
         task = canonical_task(params["task"])
         if task is None:
@@ -57,7 +69,7 @@ def validate_score_params(params):
             if name in METRIC_TASKS:
                 check_task(name, task)
         params = dict(params, task=task)
-    if not study.items_have_candidates and set(metrics) - STUDY_METRICS:
+    if not study.items_have_candidates and [m for m in metrics if not study_scoped(m)]:
         raise JobParamsError(f"study {slug!r} is {study.kind}: its items have no candidates to score "
                              f"(only {', '.join(sorted(STUDY_METRICS))} applies)")
     out = dict(params, study=slug, metrics=metrics)
@@ -87,7 +99,7 @@ def score_chunk(job, keys):
     rows = []
     per_item = {key: {} for key in keys}
     for metric in job.params["metrics"]:
-        if metric in STUDY_METRICS:
+        if study_scoped(metric):
             continue
         fn = get_metric(metric)
         model = job.params.get("encoder") if getattr(fn, "model_kind", "llm") == "encoder" else job.params.get("model")
@@ -115,17 +127,11 @@ def store_egises(study_slug):
 
 
 def study_records(slug, task=None):
-    """(item key, record) for every candidate of the study's non-gold items."""
-    rows = []
-    for item in services.study_items(slug):
-        if item.is_gold:
-            continue
-        data = item.data
-        for c in data.get("candidates") or []:
-            record = {"input": data.get("input") or "", "output": c.get("text", ""),
-                      "reference": data.get("reference") or "", "candidate_id": c["id"], "meta": item.meta}
-            rows.append((item.key, dict(record, task=task) if task else record))
-    return rows
+    """(item key, record) for every candidate of the study's non-gold items (the outputs
+    its kind names: StudyKind.score_targets)."""
+    keys = [item.key for item in services.study_items(slug) if not item.is_gold]
+    return [(item.key, record) for item in services.items_for_scoring(slug, keys)
+            for record in item_records(item, task)]
 
 
 def store_lamp_f1(study_slug, task=None):
@@ -152,24 +158,28 @@ def sample_counts(job) -> dict[str, dict[str, int]]:
 
 
 def score_finish(job):
-    extra = store_egises(job.params["study"]) if EGISES in job.params["metrics"] else None
-    if LAMP_F1 in job.params["metrics"]:
-        store_lamp_f1(job.params["study"], job.params.get("task"))
-    lamp = [m for m in job.params["metrics"] if m.startswith("lamp_")]
-    counts = services.prediction_counts(job.params["study"], job.params["metrics"])
+    p = job.params
+    extra = store_egises(p["study"]) if EGISES in p["metrics"] else None
+    if LAMP_F1 in p["metrics"]:
+        store_lamp_f1(p["study"], p.get("task"))
+    judged = {m: get_metric(m)(p["study"], model=p.get("model") or None, device=p.get("device"),
+                               options=(p.get("options") or {}).get(m))
+              for m in p["metrics"] if m not in STUDY_METRICS and study_scoped(m)}
+    lamp = [m for m in p["metrics"] if m.startswith("lamp_")]
+    per_item = [m for m in p["metrics"] if not study_scoped(m)]
+    counts = services.prediction_counts(p["study"], p["metrics"])
     # A judge answer with no score in it is stored empty (never a guessed number): count them.
-    result = {"study": job.params["study"], "metrics": job.params["metrics"], "n_scores": counts["total"],
-              "unparsed": {m: counts["empty_by_evaluator"].get(m, 0) for m in job.params["metrics"]
-                           if m not in STUDY_METRICS},
-              "coverage": services.metric_coverage(job.params["study"],
-                                                   [m for m in job.params["metrics"] if m not in STUDY_METRICS])}
+    result = {"study": p["study"], "metrics": p["metrics"], "n_scores": counts["total"],
+              "unparsed": {m: counts["empty_by_evaluator"].get(m, 0) for m in per_item},
+              "coverage": services.metric_coverage(p["study"], per_item)}
     if extra is not None:
         result[EGISES] = extra
+    result.update(judged)  # each study judge's own counts (its unparsed answers among them)
     samples = sample_counts(job)
     if samples:
         result["samples"] = samples
     if lamp:  # the corpus values LaMP's eval/evaluation.py prints, per system
-        result["lamp"] = lamp_summary([r for _, r in study_records(job.params["study"], job.params.get("task"))], lamp)
+        result["lamp"] = lamp_summary([r for _, r in study_records(p["study"], p.get("task"))], lamp)
     return result
 
 

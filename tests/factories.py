@@ -13,7 +13,7 @@ from django.db.models import F
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
+from annotate.kinds import PAIRWISE_ALIGNMENT
 from annotate.models import Assignment, Item, Judgment, Prediction, Study
 from annotate.recruitment import new_entry_key
 from annotate.roles import ROLES
@@ -77,39 +77,16 @@ def short_pairwise():
 
 def explanation(tag):
     """An ExPerT explanation whose aspect names carry `tag` (to tell two candidates apart)."""
-    return {
-        "score": 0.75, "precision": 0.5, "recall": 1.0,
-        "variants": {"content": 1, "style": 0.5, "and": 0.5, "or": 1, "average": 0.75},
-        "aspects_reference": [{"aspect": f"tone {tag}", "description": "A warm, chatty tone.",
-                               "evidence": ["I loved every minute of it."]}],
-        "aspects_generated": [{"aspect": f"plot {tag}", "description": "Summarises the plot.",
-                               "evidence": ["The film follows a chef.", "She opens a bistro."]}],
-        "matches": [{"side": "recall", "from": f"tone {tag}", "to": f"plot {tag}", "reason": "Both discuss the film.",
-                     "content_match": True, "content_reason": "Same film.", "style_match": False,
-                     "style_reason": "One is chatty, one is formal."}],
-        "llm_calls": 7,
-    }
+    from annotate.kinds.explanation_choice import example_explanation
+
+    return example_explanation(tag, 0.75)
 
 
 def item_data(kind, i):
-    """Display data of item number i for a kind (two candidates `m1`, `m2`)."""
-    candidates = [{"id": "m1", "text": f"First response to request {i}."},
-                  {"id": "m2", "text": f"Second response to request {i}."}]
-    if kind == PAIRWISE_ALIGNMENT:
-        return {"input": f"Write a review of film {i}.", "reference": f"My own review of film {i}.",
-                "candidates": candidates, "metric_scores": {"rougeL": {"m1": 0.3, "m2": 0.2}}}
-    if kind == EXPLANATION_CHOICE:
-        return {"input": f"Write a review of film {i}.", "reference": f"My own review of film {i}.",
-                "candidates": candidates, "explanations": {"m1": explanation("A"), "m2": explanation("B")}}
-    if kind == SIMILARITY_SURVEY:
-        pairs = [{"id": "ref", "source": "reference", "texts": [f"u1 summary {i}", f"u2 summary {i}"]}]
-        pairs += [{"id": f"p{k}", "source": "model", "model": "smollm2", "prompt_style": "C-0-shot",
-                   "texts": [f"model text {k} for u1", f"model text {k} for u2"]} for k in (1, 2, 3)]
-        return {"document": {"id": f"doc{i}", "text": "A long news article."}, "users": ["u1", "u2"], "pairs": pairs}
-    if kind == ASPECT_PAIRWISE:
-        return {"premise": f"A lighthouse keeper finds a letter ({i}).",
-                "candidates": [{"id": "plotA", "text": f"Plot one {i}."}, {"id": "plotB", "text": f"Plot two {i}."}]}
-    raise ValueError(kind)
+    """Display data of item number i of a kind: its example item i (StudyKind.example_item)."""
+    from annotate.kinds import get_kind
+
+    return {k: v for k, v in get_kind(kind).example_item(i).items() if k not in ("item_id", "meta", "gold")}
 
 
 # --- studies, items, judgments, predictions (ORM) --------------------------------------------
@@ -136,17 +113,31 @@ def make_items(study, n, start=0, gold=None):
     """n items item-0000... of item_data() in import order; `gold` (a {question: value}
     dict) makes them gold items gold-0000..."""
     prefix = "gold" if gold else "item"
-    return [Item.objects.create(study=study, item_id=f"{prefix}-{i:04d}", position=i,
-                                data=item_data(study.kind, i), gold=gold, is_gold=bool(gold),
-                                content_hash=f"{prefix}{i}")
-            for i in range(start, start + n)]
+    items = [Item.objects.create(study=study, item_id=f"{prefix}-{i:04d}", position=i,
+                                 data=item_data(study.kind, i), gold=gold, is_gold=bool(gold),
+                                 content_hash=f"{prefix}{i}")
+             for i in range(start, start + n)]
+    add_metric_scores(study, items)
+    return items
 
 
 def add_items(study, rows):
-    """rows: [(item_id, data, gold-or-None)] in position order; returns {item_id: Item}."""
-    return {item_id: Item.objects.create(study=study, item_id=item_id, position=position, data=data, gold=gold,
-                                         is_gold=gold is not None, content_hash=item_id)
-            for position, (item_id, data, gold) in enumerate(rows)}
+    """rows: [(item_id, data, gold-or-None)] in position order; returns {item_id: Item}.
+    Their `metric_scores` become Prediction rows, as the importer writes them."""
+    items = {item_id: Item.objects.create(study=study, item_id=item_id, position=position, data=data, gold=gold,
+                                          is_gold=gold is not None, content_hash=item_id)
+             for position, (item_id, data, gold) in enumerate(rows)}
+    add_metric_scores(study, items.values())
+    return items
+
+
+def add_metric_scores(study, items):
+    """The Prediction rows of the items' `metric_scores` (annotate.importing.metric_predictions)."""
+    from annotate.importing import metric_predictions
+
+    rows = metric_predictions(study, [(item.pk, item.data, item.data["metric_scores"]) for item in items
+                                      if item.data.get("metric_scores")])
+    Prediction.objects.bulk_create([Prediction(**row) for row in rows])
 
 
 def add_judgments(study, rows):
@@ -267,8 +258,20 @@ def aspects(item_id, **extra):
                            {"id": "plot-b", "text": "She burns it, and the lighthouse goes dark."}], **extra}
 
 
-SAMPLES = {PAIRWISE_ALIGNMENT: pairwise, EXPLANATION_CHOICE: explained,
-           SIMILARITY_SURVEY: similarity, ASPECT_PAIRWISE: aspects}
+def example_line(kind):
+    """A batch line maker for `kind`: its example item 0 with the given item_id and keys."""
+    from annotate.kinds import get_kind
+
+    return lambda item_id, **extra: {**get_kind(kind).example_item(0), "item_id": item_id, **extra}
+
+
+def _samples():
+    from annotate.kinds import KINDS
+
+    return {kind: example_line(kind) for kind in KINDS}
+
+
+SAMPLES = _samples()  # kind -> batch line maker, every registered kind
 
 
 def jsonl(*objects):

@@ -79,7 +79,9 @@ def test_every_operation_documents_its_bodies(schema):
 
 def test_enums_for_kind_state_and_format(schema):
     components = schema["components"]["schemas"]
-    study_kinds = ["pairwise_alignment", "explanation_choice", "similarity_survey", "aspect_pairwise"]
+    from annotate.kinds import KINDS
+
+    study_kinds = list(KINDS)
     for name in ("Study", "StudyCreate", "Report"):
         assert resolve(schema, components[name]["properties"]["kind"])["enum"] == study_kinds, name
     assert resolve(schema, components["Job"]["properties"]["state"])["enum"] == [
@@ -114,7 +116,7 @@ def test_serializers_reproduce_the_bodies_exactly(django_user_model, admin_user_
     from annotate.api.serializers import NextAssignmentSerializer
     from annotate.assignment import next_assignment
     from annotate.display import assignment_payload
-    from annotate.kinds import KINDS
+    from annotate.kinds import KINDS, get_kind
     from models_runtime.api import JobSerializer
     from models_runtime.jobs import job_json
     from models_runtime.models import Job, JobItem
@@ -122,7 +124,7 @@ def test_serializers_reproduce_the_bodies_exactly(django_user_model, admin_user_
 
     annotator = make_user("ser-ann")
     for kind in KINDS:
-        study = make_study(kind, allow_tie=kind != "similarity_survey" and kind != "explanation_choice")
+        study = make_study(kind, allow_tie=get_kind(kind).allows_tie)
         make_items(study, 1)
         payload = assignment_payload(next_assignment(study, annotator))
         assert NextAssignmentSerializer(payload).data == payload, kind

@@ -13,11 +13,17 @@ from django.core.management import CommandError, call_command
 
 from annotate.batch_format import BatchInvalid
 from annotate.importing import import_batch_bytes, import_batch_path
+from annotate.kinds import KINDS, all_kinds
 from annotate.models import AuditLog, Batch, Item, Prediction, Study
 from tests.factories import SAMPLES, aspects, explained, header, jsonl, make_user, pairwise, similarity, write
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def owners(key):
+    """The kinds owning a header key, in registry order (as the error message names them)."""
+    return [kind.name for kind in all_kinds() if key in kind.header_keys]
 
 
 def errors_of(*objects, **kwargs):
@@ -121,8 +127,7 @@ CASES = {
                                   ["line 2: metric_scores['bleu'] values must be finite numbers"]),
     "header not a study": ([{"slug": "x"}], ['line 1: the header must be {"study": {...}}']),
     "unknown kind": ([header("bad", "ranking")],
-                     ["line 1: 'kind' must be one of pairwise_alignment, explanation_choice, similarity_survey, "
-                      "aspect_pairwise, got 'ranking'"]),
+                     [f"line 1: 'kind' must be one of {', '.join(KINDS)}, got 'ranking'"]),
     "bad slug": ([header("Bad slug!", "aspect_pairwise")],
                  ["line 1: 'slug' must be 1-100 letters, digits, '-' or '_'"]),
     "overlap not >= 1": ([header("bad", "aspect_pairwise", annotations_per_item=0)],
@@ -131,9 +136,10 @@ CASES = {
                            ["line 1: 'annotations_per_item' must be an integer >= 1, got '3'"]),
     "unknown header key": ([header("bad", "aspect_pairwise", colour="red")],
                            ["line 1: unknown header key 'colour' (allowed: slug, kind, title, instructions, "
-                            "annotations_per_item, randomize_order, allow_tie, aspects, scale, usefulness_scale, "
-                            "annotators, researchers, gold_rate, min_seconds, assignment_timeout_minutes, min_votes, "
-                            "status, consent, "
+                            "annotations_per_item, randomize_order, allow_tie, "
+                            + ", ".join(sorted({k for kind in all_kinds() for k in kind.header_keys}))
+                            + ", annotators, researchers, gold_rate, min_seconds, assignment_timeout_minutes, "
+                            "min_votes, status, consent, "
                             "completion_code, completion_url, max_items_per_participant, pre_questions, "
                             "post_questions, quality, recruitment)"]),
     "scale min >= max": ([header("bad", "similarity_survey", scale=[6, 1])],
@@ -141,7 +147,8 @@ CASES = {
     "scale not ints": ([header("bad", "similarity_survey", scale=[1, 6.5])],
                        ["line 1: 'scale' must be [min, max] integers"]),
     "scale on wrong kind": ([header("bad", "aspect_pairwise", scale=[1, 6])],
-                            ["line 1: 'scale' applies to similarity_survey studies, not aspect_pairwise"]),
+                            [f"line 1: 'scale' applies to {' and '.join(owners('scale'))} studies, "
+                             "not aspect_pairwise"]),
     "aspects duplicate keys": ([header("bad", "aspect_pairwise", aspects=[{"key": "a", "question": "Q1"},
                                                                          {"key": "a", "question": "Q2"}])],
                                ["line 1: 'aspects' keys must be unique"]),

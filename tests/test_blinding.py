@@ -11,7 +11,8 @@ import re
 import pytest
 from django.test import Client
 
-from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
+from annotate.answers import OPTION_REFUSED
+from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, KINDS, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY, get_kind
 from annotate.models import Assignment, Item, Judgment
 from tests.factories import add_items, api_client, explanation, make_study, make_user
 
@@ -22,9 +23,30 @@ CANDIDATES = {PAIRWISE_ALIGNMENT: ("gemma-2b-rag", "llama3-8b-sft"),
               EXPLANATION_CHOICE: ("gemma-2b-rag", "llama3-8b-sft"),
               ASPECT_PAIRWISE: ("mistral-7b-plot", "phi3-mini-plot")}
 PAIRS = ("doc-ferry-reference", "doc-ferry-qwen2-c0", "doc-ferry-qwen2-c2h")
-# Every string an annotator must never see (case-insensitive), besides the item ids.
+# Every string an annotator must never see (case-insensitive), besides the item ids; a kind
+# without hand-written data below gets its example item with every id renamed secret-...
 SECRETS = [*CANDIDATES[PAIRWISE_ALIGNMENT], *CANDIDATES[ASPECT_PAIRWISE], *PAIRS, "qwen2", "doc-ferry",
-           "user-1138", "user-2187", "gold"]
+           "user-1138", "user-2187", "gold", "secret-"]
+
+
+def renamed(value, names):
+    """`value` (JSON) with every string (and key) equal to a key of `names` renamed."""
+    if isinstance(value, dict):
+        return {names.get(k, k): renamed(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [renamed(v, names) for v in value]
+    return names.get(value, value) if isinstance(value, str) else value
+
+
+def example_data(kind):
+    """The kind's example item with its candidate ids (and its question ids, where they
+    name item-level things) renamed to secrets an annotator must never see."""
+    k = get_kind(kind)
+    item = {key: v for key, v in k.example_item(0).items() if key not in ("item_id", "meta", "gold")}
+    names = {cid: f"secret-model-{n}" for n, cid in enumerate(k.candidate_ids(item))}
+    if k.blind_question_ids:
+        names.update({q["id"]: f"secret-question-{n}" for n, q in enumerate(k.questions({}, item))})
+    return renamed(item, names)
 
 
 def data(kind):
@@ -35,6 +57,8 @@ def data(kind):
                            "texts": ["The strike ended", "Boats are back"]},
                           {"id": PAIRS[2], "source": "model", "model": "qwen2", "prompt_style": "C-2-shot w/ hist",
                            "texts": ["Ferry news", "Crossing reopens"]}]}
+    if kind not in CANDIDATES:
+        return example_data(kind)
     a, b = CANDIDATES[kind]
     candidates = [{"id": a, "text": "First text."}, {"id": b, "text": "Second text."}]
     if kind == ASPECT_PAIRWISE:
@@ -46,9 +70,9 @@ def data(kind):
 
 
 def gold_answers(kind):
-    if kind == SIMILARITY_SURVEY:
-        return {PAIRS[0]: 4}
-    return {"ending" if kind == ASPECT_PAIRWISE else "choice": CANDIDATES[kind][0]}
+    """The gold of the first question: its first option, or the bottom of its scale."""
+    first = get_kind(kind).questions({}, data(kind))[0]
+    return {first["id"]: first["options"][0] if "options" in first else first["scale"][0]}
 
 
 def blind_study(kind):
@@ -59,6 +83,12 @@ def blind_study(kind):
     return study
 
 
+def rating(question, n):
+    """The rating given to the n-th question shown: its scale's n-th point (wrapping)."""
+    lo, hi = question["scale"]
+    return lo + n % (hi - lo + 1)
+
+
 def assert_blind(body, kind):
     text = body.decode() if isinstance(body, bytes) else body
     leaked = [s for s in SECRETS + [f"secret-item-{kind}", f"gold-{kind}"] if s.lower() in text.lower()]
@@ -67,27 +97,26 @@ def assert_blind(body, kind):
 
 def real_answers(assignment, pick):
     """The answers the annotator gave, in real ids, from the researchers' record of what was
-    shown: `pick` (n) chose the n-th option / rating n+1 of each question."""
-    order = assignment.shown_order
-    if assignment.study.kind == SIMILARITY_SURVEY:
-        return {pid: str(n + 1) for n, pid in enumerate(order["pair_order"])}
-    answers = {qid: options[pick] for qid, options in order.items() if qid != "candidates"}
-    if assignment.study.kind == EXPLANATION_CHOICE:
-        answers["usefulness"] = "1"
-    return answers
+    shown: `pick` chose the pick-th option of each choice; the n-th question shown got
+    `rating(question, n)`."""
+    from annotate.display import shown_questions
+
+    questions = shown_questions(assignment.study, assignment.item.data, assignment.shown_order)
+    return {q["id"]: q["options"][pick] if "options" in q else str(rating(q, n)) for n, q in enumerate(questions)}
 
 
 def form_answers(html, kind):
-    """The form fields of the item partial: the first radio of each question (a choice's
-    first option, the usefulness rating 1); the n-th similarity pair gets rating n+1."""
+    """The form fields of the item partial: the first radio of a choice, `rating` of a
+    rating question (the n-th shown)."""
     fields = {}
     for n, block in enumerate(re.findall(r'<fieldset class="question.*?</fieldset>', html, re.S)):
         radios = re.findall(r'type="radio" name="([^"]+)" value="([^"]+)"', block)
-        fields[radios[0][0]] = str(n + 1) if kind == SIMILARITY_SURVEY else radios[0][1]
+        rated = 'class="question rating' in block
+        fields[radios[0][0]] = str(int(radios[0][1]) + n % len(radios)) if rated else radios[0][1]
     return fields
 
 
-@pytest.mark.parametrize("kind", [PAIRWISE_ALIGNMENT, EXPLANATION_CHOICE, SIMILARITY_SURVEY, ASPECT_PAIRWISE])
+@pytest.mark.parametrize("kind", KINDS)
 def test_task_page_is_blind_and_stores_real_ids(kind):
     study = blind_study(kind)
     user = make_user("ann-blind")
@@ -112,7 +141,7 @@ def test_task_page_is_blind_and_stores_real_ids(kind):
         stored = dict(Judgment.objects.filter(assignment=assignment).values_list("question", "value"))
         assert stored == real_answers(assignment, 0)
         assert Judgment.objects.count() == before + len(stored)
-        assert assignment.blind["options"] or kind == SIMILARITY_SURVEY  # the mapping is recorded
+        assert assignment.blind  # the mapping is recorded
     # The page with the open assignment (left by the last submit: none, the study is done).
     assert_blind(client.get(f"/annotate/{study.slug}/").content, kind)
 
@@ -152,8 +181,10 @@ def test_task_form_refuses_a_real_candidate_id():
     assert Judgment.objects.count() == 0 and Assignment.objects.get().completed_at is None
 
 
-@pytest.mark.parametrize("kind", [PAIRWISE_ALIGNMENT, EXPLANATION_CHOICE, SIMILARITY_SURVEY, ASPECT_PAIRWISE])
+@pytest.mark.parametrize("kind", KINDS)
 def test_api_is_blind_refuses_real_ids_and_stores_real_ids(kind):
+    from tests.factories import blinding
+
     study = blind_study(kind)
     user = make_user("ann-api")
     client = api_client(user)
@@ -166,23 +197,24 @@ def test_api_is_blind_refuses_real_ids_and_stores_real_ids(kind):
         assert assignment.item.is_gold is expected_gold
         assert re.fullmatch(r"i[0-9a-f]{12}", body["item_id"])
         # A real id in place of a token: 400, nothing written.
-        if kind == SIMILARITY_SURVEY:
-            real = {pid: 3 for pid in PAIRS}
-            errors = {**{pid: "unknown question" for pid in PAIRS},
-                      **{q["id"]: "not answered" for q in body["questions"]}}
-        else:
-            real = {q["id"]: CANDIDATES[kind][0] for q in body["questions"] if "options" in q}
-            errors = dict.fromkeys(real, "must be one of the options shown")
-            if kind == EXPLANATION_CHOICE:
-                real["usefulness"] = 1
-        before = (Judgment.objects.count(), Assignment.objects.filter(completed_at=None).count())
-        refused = client.post(f"/api/assignments/{body['assignment']}/judgments/", real, format="json")
-        assert (refused.status_code, refused.json()) == (400, {"errors": errors})
-        assert (Judgment.objects.count(), Assignment.objects.filter(completed_at=None).count()) == before
-        # Tokens: stored under the real ids; the response repeats the tokens.
-        answers = {}
+        tokens, candidates = blinding(assignment.pk), get_kind(kind).candidate_ids(assignment.item.data)
+        real, errors = {}, {}
         for n, q in enumerate(body["questions"]):
-            answers[q["id"]] = q["options"][1] if "options" in q else (n + 1 if kind == SIMILARITY_SURVEY else 1)
+            real_id = tokens.questions.get(q["id"], q["id"])
+            if real_id != q["id"]:  # a question id shown as a token, sent in the clear
+                real[real_id], errors[real_id], errors[q["id"]] = rating(q, n), "unknown question", "not answered"
+            elif "options" in q:
+                real[q["id"]], errors[q["id"]] = candidates[0], OPTION_REFUSED
+            else:
+                real[q["id"]] = rating(q, n)
+        if errors:  # (a kind that shows no id has none to send in the clear)
+            before = (Judgment.objects.count(), Assignment.objects.filter(completed_at=None).count())
+            refused = client.post(f"/api/assignments/{body['assignment']}/judgments/", real, format="json")
+            assert (refused.status_code, refused.json()) == (400, {"errors": errors})
+            assert (Judgment.objects.count(), Assignment.objects.filter(completed_at=None).count()) == before
+        # Tokens: stored under the real ids; the response repeats the tokens.
+        answers = {q["id"]: q["options"][1] if "options" in q else rating(q, n)
+                   for n, q in enumerate(body["questions"])}
         saved = client.post(f"/api/assignments/{body['assignment']}/judgments/", answers, format="json")
         assert saved.status_code == 201
         assert_blind(saved.content, kind)

@@ -8,8 +8,8 @@ from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 
 from annotate.batch_format import iter_items, iter_lines, read_header
-from annotate.demo_data import DEMO_SLUGS, demo_batches, expert_explanation, unigram_f1
-from annotate.kinds import KINDS
+from annotate.demo_data import demo_batches, demo_slugs, expert_explanation, unigram_f1
+from annotate.kinds import KINDS, get_kind
 from annotate.models import Batch, Item, Prediction, Study
 from annotate.roles import is_admin, is_annotator, is_researcher
 
@@ -75,14 +75,17 @@ def test_demo_twice_is_idempotent():
     assert "0 new, 7 unchanged items" in second
     assert "admin        (existing account, not changed)" in second
     assert (Study.objects.count(), Item.objects.count(), Prediction.objects.count()) == state
-    assert Batch.objects.count() == 8  # each run records its four uploads
+    assert Batch.objects.count() == 2 * len(KINDS)  # each run records one upload per kind
     assert sorted(Study.objects.values_list("kind", flat=True)) == sorted(KINDS)
-    for kind, slug in DEMO_SLUGS.items():
+    for kind, slug in demo_slugs().items():
         study = Study.objects.get(slug=slug)
         assert study.kind == kind
         assert study.items.count() >= 6 and study.items.filter(is_gold=True).count() == 1
-    # 7 items x 2 candidates x 1 metric, in each of the two pairwise studies.
-    assert Prediction.objects.count() == 28
+    # Every item's metric scores are Prediction rows: 7 items x 2 candidates x 1 metric in
+    # each of the two pairwise studies, and what the other kinds' demos score.
+    scores = sum(len(get_kind(kind).metric_score_rows(line.get("metric_scores"), line))
+                 for kind in KINDS for line in get_kind(kind).demo_batch()[1:])
+    assert Prediction.objects.count() == scores >= 28
 
 
 def test_demo_logins_and_roles():

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from annotate.importing import import_batch_bytes
-from annotate.judgments_io import import_judgments
+from annotate.judgments_io import import_judgments, import_predictions
 from annotate.kinds import KINDS, all_kinds, get_kind
 from annotate.models import Assignment, Judgment, Study
 from annotate.report_data import study_report
@@ -29,99 +29,125 @@ ANNOTATORS = ("ann1", "ann2")
 SECONDS = {"ann1": 7.5, "ann2": 12}
 
 
-def candidates():
-    return [{"id": "m1", "text": "Hi Sam, the heater is cold again."},
-            {"id": "m2", "text": "Dear landlord, the heating system has failed."}]
+def two_candidate_display(item, shown):
+    """pairwise_alignment / aspect_pairwise: the item's texts and its candidates in the order served."""
+    by_id = {c["id"]: c for c in item["candidates"]}
+    texts = {k: item[k] for k in ("input", "reference", "premise") if k in item}
+    return {**texts, "candidates": [{"id": cid, "text": by_id[cid]["text"]} for cid in shown["candidates"]]}
 
 
-def explanation(score):
-    return {"score": score, "precision": score, "recall": score,
-            "aspects_reference": [{"aspect": "request", "description": "asks for a repair", "evidence": ["fix it"]}],
-            "aspects_generated": [{"aspect": "request", "description": "asks for a visit", "evidence": ["come by"]}],
-            "matches": [{"side": "recall", "from": "request", "to": "request", "reason": "same ask",
-                         "content_match": True, "content_reason": "both ask", "style_match": False,
-                         "style_reason": "one is formal"}]}
+def explanation_display(item, shown):
+    return {"candidates": [{"id": cid, "explanation": {
+        "aspects_reference": item["explanations"][cid]["aspects_reference"],
+        "aspects_generated": item["explanations"][cid]["aspects_generated"],
+        "matches": item["explanations"][cid]["matches"]}} for cid in shown["candidates"]]}
 
 
-def pairwise_items():
-    base = {"input": "Tell my landlord the heater broke.", "reference": "Sam, heater's dead again. Ana"}
-    return [{"item_id": "i1", **base, "candidates": candidates(), "metric_scores": {"bleu": {"m1": 0.9, "m2": 0.1}},
-             "meta": {"batch": "contract"}},
-            {"item_id": "i2", **base, "candidates": candidates(), "metric_scores": {"bleu": {"m1": 0.2, "m2": 0.6}}}]
+def similarity_display(item, shown):
+    texts = {p["id"]: p["texts"] for p in item["pairs"]}
+    return {"pairs": [{"id": pid, "texts": [texts[pid][int(k)] for k in shown[pid]]} for pid in shown["pair_order"]]}
 
 
-def explanation_items():
-    items = pairwise_items()
-    items[0]["explanations"] = {"m1": explanation(0.8), "m2": explanation(0.3)}
-    items[1]["explanations"] = {"m1": explanation(0.1), "m2": explanation(0.7)}
-    return items
+def similarity_answers(values):
+    return dict(zip(("ref", "p1", "p2", "p3"), values))
 
 
-def similarity_items():
-    def item(item_id):
-        return {"item_id": item_id, "document": {"id": f"doc-{item_id}", "text": "Rain closed two bridges."},
-                "users": ["u1", "u2"],
-                "pairs": [{"id": "ref", "source": "reference", "texts": ["Bridges shut", "Storm hits town"]},
-                          {"id": "gen", "source": "model", "model": "smollm2", "prompt_style": "C-0-shot",
-                           "texts": ["Rain closes bridges", "Rain closes two bridges"]}]}
-    return [item("i1"), item("i2")]
+def scalar_display(item, shown):
+    return {"input": item["input"], "text": item["candidate"]["text"]}
 
 
-def aspect_items():
-    plots = [{"id": "plot-a", "text": "She answers the letter."}, {"id": "plot-b", "text": "She burns the letter."}]
-    return [{"item_id": item_id, "premise": "A keeper finds a letter to her future self.", "candidates": plots}
-            for item_id in ("i1", "i2")]
+SCALAR = "scalar_rating"
+SCALAR_PREDICTIONS = ("study,item_id,evaluator,annotator,question,value\n"
+                      "{study},ex-0,perse,ann1,score,6\n{study},ex-0,perse,ann2,score,5\n"
+                      "{study},ex-1,perse,ann1,score,8\n{study},ex-1,perse,ann2,score,\n")
 
 
-# kind -> (extra header keys, items, answers {(item_id, annotator): {question: value}},
-#          expected per-item CSV table (header + rows), expected report values)
+# kind -> the sample: `header` (besides the kind's example header), `answers` {(item_id,
+# annotator): {question: value}} for the kind's two example items (ex-0, ex-1), `display`
+# (what the annotator must see, from the batch item and the order served), the expected
+# per-item CSV `table` (header + rows) and report values, all worked out by hand.
 SAMPLES = {
-    PAIRWISE_ALIGNMENT: (  # with ties: the recorded option order ends in `tie`
-        {"allow_tie": True}, pairwise_items(),
-        {("i1", "ann1"): {"choice": "m1"}, ("i1", "ann2"): {"choice": "m1"},
-         ("i2", "ann1"): {"choice": "m1"}, ("i2", "ann2"): {"choice": "tie"}},
-        [["item_id", "question", "is_gold", "n_judgments", "majority", "n_m1", "n_tie", "pick_bleu"],
-         ["i1", "choice", "0", "2", "m1", "2", "0", "m1"],
-         ["i2", "choice", "0", "2", "", "1", "1", "m2"]],
-        {("n_judgments",): 4, ("majority",): {"i1": "m1", "i2": None}, ("no_majority",): 1,
-         ("alignment", "bleu", "n"): 1, ("alignment", "bleu", "agree"): 1}),
-    EXPLANATION_CHOICE: (
-        {"usefulness_scale": [1, 5]}, explanation_items(),
-        {("i1", "ann1"): {"choice": "m1", "usefulness": 4}, ("i1", "ann2"): {"choice": "m1", "usefulness": 5},
-         ("i2", "ann1"): {"choice": "m1", "usefulness": 4}, ("i2", "ann2"): {"choice": "m2", "usefulness": 5}},
-        [["item_id", "question", "is_gold", "n_judgments", "majority", "n_4", "n_5", "n_m1", "n_m2",
-          "pick_bleu", "pick_expert"],
-         ["i1", "choice", "0", "2", "m1", "0", "0", "2", "0", "m1", "m1"],
-         ["i1", "usefulness", "0", "2", "", "1", "1", "0", "0", "", ""],
-         ["i2", "choice", "0", "2", "", "0", "0", "1", "1", "m2", "m2"],
-         ["i2", "usefulness", "0", "2", "", "1", "1", "0", "0", "", ""]],
-        {("n_judgments",): 8, ("majority",): {"i1": "m1", "i2": None}, ("no_majority",): 1,
-         ("usefulness", "n"): 4, ("usefulness", "mean"): 4.5, ("choice_matches_expert",): 0.75}),
-    SIMILARITY_SURVEY: (
-        {"scale": [1, 6]}, similarity_items(),
-        {("i1", "ann1"): {"ref": 2, "gen": 5}, ("i1", "ann2"): {"ref": 2, "gen": 6},
-         ("i2", "ann1"): {"ref": 3, "gen": 5}, ("i2", "ann2"): {"ref": 4, "gen": 5}},
-        [["item_id", "question", "is_gold", "n_judgments", "majority", "n_2", "n_3", "n_4", "n_5", "n_6"],
-         ["i1", "gen", "0", "2", "", "0", "0", "0", "1", "1"],
-         ["i1", "ref", "0", "2", "2", "2", "0", "0", "0", "0"],
-         ["i2", "gen", "0", "2", "5", "0", "0", "0", "2", "0"],
-         ["i2", "ref", "0", "2", "", "0", "1", "1", "0", "0"]],
-        # mean similarity per pair id over the four ratings: ref (2+2+3+4)/4, gen (5+6+5+5)/4
-        {("n_judgments",): 8, ("mean_similarity",): {"gen": 5.25, "ref": 2.75}}),
-    ASPECT_PAIRWISE: (
-        {"aspects": [{"key": "fun", "question": "Which is more fun?"},
-                     {"key": "end", "question": "Which ends better?"}]},
-        aspect_items(),
-        {("i1", "ann1"): {"fun": "plot-a", "end": "plot-b"}, ("i1", "ann2"): {"fun": "plot-a", "end": "plot-a"},
-         ("i2", "ann1"): {"fun": "plot-b", "end": "plot-b"}, ("i2", "ann2"): {"fun": "plot-b", "end": "plot-b"}},
-        [["item_id", "question", "is_gold", "n_judgments", "majority", "n_plot-a", "n_plot-b"],
-         ["i1", "end", "0", "2", "", "1", "1"],
-         ["i1", "fun", "0", "2", "plot-a", "2", "0"],
-         ["i2", "end", "0", "2", "plot-b", "0", "2"],
-         ["i2", "fun", "0", "2", "plot-b", "0", "2"]],
-        # majority per aspect: fun i1 plot-a, i2 plot-b; end i1 none (1:1), i2 plot-b
-        {("n_judgments",): 8, ("aspects", "fun", "majority_share"): {"plot-a": 0.5, "plot-b": 0.5},
-         ("aspects", "end", "majority_share"): {"plot-b": 1.0}}),
+    PAIRWISE_ALIGNMENT: dict(  # with ties: the recorded option order ends in `tie`
+        header={"allow_tie": True}, display=two_candidate_display,
+        answers={("ex-0", "ann1"): {"choice": "m1"}, ("ex-0", "ann2"): {"choice": "m1"},
+                 ("ex-1", "ann1"): {"choice": "m1"}, ("ex-1", "ann2"): {"choice": "tie"}},
+        table=[["item_id", "question", "is_gold", "n_judgments", "majority", "n_m1", "n_tie", "pick_rougeL"],
+               ["ex-0", "choice", "0", "2", "m1", "2", "0", "m1"],
+               ["ex-1", "choice", "0", "2", "", "1", "1", "m2"]],
+        report={("n_judgments",): 4, ("majority",): {"ex-0": "m1", "ex-1": None}, ("no_majority",): 1,
+                ("alignment", "rougeL", "n"): 1, ("alignment", "rougeL", "agree"): 1}),
+    EXPLANATION_CHOICE: dict(
+        header={}, display=explanation_display,
+        answers={("ex-0", "ann1"): {"choice": "m1", "usefulness": 4},
+                 ("ex-0", "ann2"): {"choice": "m1", "usefulness": 5},
+                 ("ex-1", "ann1"): {"choice": "m1", "usefulness": 4},
+                 ("ex-1", "ann2"): {"choice": "m2", "usefulness": 5}},
+        table=[["item_id", "question", "is_gold", "n_judgments", "majority", "n_4", "n_5", "n_m1", "n_m2",
+                "pick_expert", "pick_rougeL"],
+               ["ex-0", "choice", "0", "2", "m1", "0", "0", "2", "0", "m1", "m1"],
+               ["ex-0", "usefulness", "0", "2", "", "1", "1", "0", "0", "", ""],
+               ["ex-1", "choice", "0", "2", "", "0", "0", "1", "1", "m2", "m2"],
+               ["ex-1", "usefulness", "0", "2", "", "1", "1", "0", "0", "", ""]],
+        # the higher ExPerT score: m1 on ex-0, m2 on ex-1; 3 of the 4 choices match it
+        report={("n_judgments",): 8, ("majority",): {"ex-0": "m1", "ex-1": None}, ("no_majority",): 1,
+                ("usefulness", "n"): 4, ("usefulness", "mean"): 4.5, ("choice_matches_expert",): 0.75}),
+    SIMILARITY_SURVEY: dict(
+        header={}, display=similarity_display,
+        answers={("ex-0", "ann1"): similarity_answers([2, 5, 3, 1]),
+                 ("ex-0", "ann2"): similarity_answers([2, 6, 3, 2]),
+                 ("ex-1", "ann1"): similarity_answers([3, 5, 4, 1]),
+                 ("ex-1", "ann2"): similarity_answers([4, 5, 4, 1])},
+        table=[["item_id", "question", "is_gold", "n_judgments", "majority", "n_1", "n_2", "n_3", "n_4", "n_5", "n_6"],
+               ["ex-0", "p1", "0", "2", "", "0", "0", "0", "0", "1", "1"],
+               ["ex-0", "p2", "0", "2", "3", "0", "0", "2", "0", "0", "0"],
+               ["ex-0", "p3", "0", "2", "", "1", "1", "0", "0", "0", "0"],
+               ["ex-0", "ref", "0", "2", "2", "0", "2", "0", "0", "0", "0"],
+               ["ex-1", "p1", "0", "2", "5", "0", "0", "0", "0", "2", "0"],
+               ["ex-1", "p2", "0", "2", "4", "0", "0", "0", "2", "0", "0"],
+               ["ex-1", "p3", "0", "2", "1", "2", "0", "0", "0", "0", "0"],
+               ["ex-1", "ref", "0", "2", "", "0", "0", "1", "1", "0", "0"]],
+        # mean similarity per pair id over its four ratings, e.g. ref (2+2+3+4)/4
+        report={("n_judgments",): 16, ("mean_similarity",): {"p1": 5.25, "p2": 3.5, "p3": 1.25, "ref": 2.75}}),
+    ASPECT_PAIRWISE: dict(
+        header={}, display=two_candidate_display,
+        answers={("ex-0", "ann1"): {"fun": "plotA", "end": "plotB"},
+                 ("ex-0", "ann2"): {"fun": "plotA", "end": "plotA"},
+                 ("ex-1", "ann1"): {"fun": "plotB", "end": "plotB"},
+                 ("ex-1", "ann2"): {"fun": "plotB", "end": "plotB"}},
+        table=[["item_id", "question", "is_gold", "n_judgments", "majority", "n_plotA", "n_plotB"],
+               ["ex-0", "end", "0", "2", "", "1", "1"],
+               ["ex-0", "fun", "0", "2", "plotA", "2", "0"],
+               ["ex-1", "end", "0", "2", "plotB", "0", "2"],
+               ["ex-1", "fun", "0", "2", "plotB", "0", "2"]],
+        # majority per aspect: fun ex-0 plotA, ex-1 plotB; end ex-0 none (1:1), ex-1 plotB
+        report={("n_judgments",): 8, ("aspects", "fun", "majority_share"): {"plotA": 0.5, "plotB": 0.5},
+                ("aspects", "end", "majority_share"): {"plotB": 1.0}}),
+    SCALAR: dict(  # the review is the item's comment; an evaluator's per-annotator predictions come in a CSV
+        header={}, display=scalar_display,
+        answers={("ex-0", "ann1"): {"score": 7}, ("ex-0", "ann2"): {"score": 4},
+                 ("ex-1", "ann1"): {"score": 9}, ("ex-1", "ann2"): {"score": 4}},
+        comments={("ex-0", "ann1"): "Warm and odd, I'd watch it.", ("ex-0", "ann2"): "Too slow for me.",
+                  ("ex-1", "ann1"): "Loved the letters.", ("ex-1", "ann2"): ""},
+        predictions=[SCALAR_PREDICTIONS],
+        table=[["item_id", "question", "is_gold", "n_judgments", "majority", "n_4", "n_7", "n_9", "mean_score",
+                "metric_rougeL"],
+               ["ex-0", "score", "0", "2", "", "1", "1", "0", "5.5", "0.2"],
+               ["ex-1", "score", "0", "2", "", "1", "0", "1", "6.5", "0.3"]],
+        # scores 7, 4 (ex-0) and 9, 4 (ex-1): mean 6, sample variance (1 + 4 + 9 + 4) / 3 = 6; per item
+        # 4.5 and 12.5. perse covers three pairs (the fourth is unparsed): (6, 7), (5, 4), (8, 9), in the
+        # same order on both sides. rougeL: x = (.2, .2, .3, .3), y = (7, 4, 9, 4): one concordant
+        # and one discordant pair across x, ties n1 = 2 (x), n2 = 1 (y): tau-b = 1 / sqrt(4 * 5). Pairs of
+        # one item are not independent: 3 pairs in 2 items get no p-value (statistics.md, "Clustered data").
+        report={("n_judgments",): 4, ("scores", "mean"): 6.0, ("scores", "n"): 4, ("scores", "ci95"): None,
+                ("scores", "ci_reason"): "fewer than 5 clusters (2)", ("reviewer_variance", "value"): 8.5,
+                ("reviewer_variance", "n_items"): 2, ("evaluators", "perse", "n_pairs"): 3,
+                ("evaluators", "perse", "n_unparsed"): 1, ("evaluators", "perse", "spearman", "r"): 1.0,
+                ("evaluators", "perse", "kendall", "r"): 1.0, ("evaluators", "perse", "kendall", "p"): None,
+                ("evaluators", "perse", "kendall", "p_reason"):
+                    "clustered units: intervals and p-values need n >= 20 and >= 5 items",
+                ("evaluators", "rougeL", "kendall", "r"): 1 / 20 ** 0.5,
+                ("evaluators", "reviewer_avg", "n_pairs"): 4, ("evaluators", "item_avg", "n_items"): 2,
+                ("correlations", "rougeL", "n"): 4, ("agreement", "score", "level"): "interval"}),
 }
 
 
@@ -134,37 +160,23 @@ def test_every_registered_kind_has_a_sample_a_template_and_a_report():
     assert [name for name, _ in Study._meta.get_field("kind").choices] == list(KINDS)
 
 
+def header(kind):
+    """The kind's example header keys and the sample's own."""
+    return {**get_kind(kind).example_header(), **SAMPLES[kind]["header"]}
+
+
 def batch(slug, kind):
-    extra, items, *_ = SAMPLES[kind]
     head = {"study": {"slug": slug, "kind": kind, "title": f"Contract {kind}", "annotations_per_item": 2,
-                      "gold_rate": 0.0, **extra}}
-    return ("\n".join(json.dumps(o) for o in [head, *items]) + "\n").encode()
-
-
-def expected_display(kind, item, shown):
-    """What the annotator must see, built from the batch item and the order served."""
-    by_id = {c["id"]: c for c in item.get("candidates", [])}
-    if kind == PAIRWISE_ALIGNMENT:
-        return {"input": item["input"], "reference": item["reference"],
-                "candidates": [{"id": cid, "text": by_id[cid]["text"]} for cid in shown["candidates"]]}
-    if kind == EXPLANATION_CHOICE:
-        return {"candidates": [{"id": cid, "explanation": {
-            "aspects_reference": item["explanations"][cid]["aspects_reference"],
-            "aspects_generated": item["explanations"][cid]["aspects_generated"],
-            "matches": item["explanations"][cid]["matches"]}} for cid in shown["candidates"]]}
-    if kind == SIMILARITY_SURVEY:
-        texts = {p["id"]: p["texts"] for p in item["pairs"]}
-        return {"pairs": [{"id": pid, "texts": [texts[pid][int(k)] for k in shown[pid]]}
-                          for pid in shown["pair_order"]]}
-    return {"premise": item["premise"], "candidates": [{"id": cid, "text": by_id[cid]["text"]}
-                                                        for cid in shown["candidates"]]}
+                      "gold_rate": 0.0, **header(kind)}}
+    return ("\n".join(json.dumps(o) for o in [head, *get_kind(kind).example_items()]) + "\n").encode()
 
 
 def annotate_all(kind, slug):
     """Both annotators take and answer every item through the API. Returns the served
     option order per (item, annotator, question)."""
-    _, items, answers, *_ = SAMPLES[kind]
-    by_item = {item["item_id"]: item for item in items}
+    sample, kind_obj = SAMPLES[kind], get_kind(kind)
+    by_item = {item["item_id"]: item for item in kind_obj.example_items()}
+    config = {**header(kind), "allow_tie": bool(header(kind).get("allow_tie"))}
     served = {}
     for name in ANNOTATORS:
         client = APIClient()
@@ -177,25 +189,28 @@ def annotate_all(kind, slug):
             item_id, shown, tokens = assignment.item.item_id, assignment.shown_order, blinding(assignment.pk)
             assert body["item_id"] == tokens.item != item_id  # the annotator sees an opaque handle
             item = by_item[item_id]
+            asked = {q["id"]: q for q in kind_obj.questions(config, item)}
             questions = {tokens.questions.get(q["id"], q["id"]): q for q in body["questions"]}
+            assert set(questions) == set(asked)
             for qid, q in questions.items():
                 if "options" in q:
-                    ties = ["tie"] if kind == PAIRWISE_ALIGNMENT else []
+                    ties = ["tie"] if config["allow_tie"] else []
                     assert q["options"] == [tokens.option(o) for o in shown[qid]]
                     assert shown[qid] == shown["candidates"] + ties
                 else:
-                    assert q["scale"] == ([1, 5] if qid == "usefulness" else [1, 6])
+                    assert q["scale"] == asked[qid]["scale"]
             if kind == SIMILARITY_SURVEY:
                 assert [q["id"] for q in body["questions"]] == [tokens.question(p) for p in shown["pair_order"]]
-                assert sorted(shown["pair_order"]) == ["gen", "ref"]
-            assert body["item"] == tokens.display(expected_display(kind, item, shown))
-            mine = answers[(item_id, name)]
+                assert sorted(shown["pair_order"]) == ["p1", "p2", "p3", "ref"]
+            assert body["item"] == tokens.display(kind_obj, sample["display"](item, shown))
+            mine = sample["answers"][(item_id, name)]
             assert set(questions) == set(mine)
             for qid in questions:
                 served[(item_id, name, qid)] = "|".join(shown.get(qid, []))
             blinded = {tokens.question(q): tokens.option(v) if isinstance(v, str) else v for q, v in mine.items()}
+            extra = {"comment": sample["comments"][(item_id, name)]} if "comments" in sample else {}
             submitted = client.post(f"/api/assignments/{body['assignment']}/judgments/",
-                                    {**blinded, "seconds": SECONDS[name]}, format="json")
+                                    {**blinded, "seconds": SECONDS[name], **extra}, format="json")
             assert submitted.status_code == 201, submitted.content
             stored = {j.question: j.value for j in Judgment.objects.filter(assignment=assignment)}
             assert stored == {q: str(v) for q, v in mine.items()}  # the real ids
@@ -213,7 +228,8 @@ def exported(slug):
 
 @pytest.mark.parametrize("kind", list(SAMPLES))
 def test_kind_goes_the_whole_data_path(kind):
-    _, items, answers, table, expected = SAMPLES[kind]
+    sample = SAMPLES[kind]
+    answers, items = sample["answers"], [item["item_id"] for item in get_kind(kind).example_items()]
     slug = f"contract-{kind.replace('_', '-')}"
     assert import_batch_bytes(batch(slug, kind)).as_json() == {"study": slug, "created": 2, "skipped": 0}
 
@@ -221,13 +237,15 @@ def test_kind_goes_the_whole_data_path(kind):
 
     rows = exported(slug)
     expected_rows = []
-    for item in ("i1", "i2"):
+    for item in items:
         for name in ANNOTATORS:
             for qid, value in answers[(item, name)].items():
                 order = served.get((item, name, qid), "")
                 expected_rows.append((slug, item, name, qid, str(value), order, str(SECONDS[name])))
     key = ("study", "item_id", "annotator", "question", "value", "shown_order", "seconds")
     assert sorted(tuple(r[k] for k in key) for r in rows) == sorted(expected_rows)
+    if "comments" in sample:  # the review is stored with every judgment of the item
+        assert {(r["item_id"], r["annotator"]): r["comment"] for r in rows} == sample["comments"]
     if kind == SIMILARITY_SURVEY:  # the text order of each pair: a permutation of 0|1
         assert {r["shown_order"] for r in rows} <= {"0|1", "1|0"}
     if kind == EXPLANATION_CHOICE:  # a rating question has no option order
@@ -248,20 +266,23 @@ def test_kind_goes_the_whole_data_path(kind):
     assert import_judgments(io.BytesIO(data)) == {"studies": [copy], "created": 0, "skipped": n,
                                                   "annotators_created": 0}
     assert Judgment.objects.filter(study__slug=copy).count() == n
+    for prediction in sample.get("predictions", []):  # an evaluator's outputs, as import_predictions takes them
+        for study in (slug, copy):
+            import_predictions(io.BytesIO(prediction.format(study=study).encode()))
 
     report, table_text = study_report(Study.objects.get(slug=copy), "csv")
     original, _ = study_report(Study.objects.get(slug=slug), "json")
     assert report == {**original, "study": copy}
     assert (report["kind"], report["n_items"], report["n_gold_items"], report["n_annotators"],
             report["complete_items"]) == (kind, 2, 0, 2, 2)
-    for path, value in expected.items():
+    for path, value in sample["report"].items():
         got = report
         for key in path:
             got = got[key]
         assert got == value, path
     table_rows = list(csv.reader(io.StringIO(table_text)))
     blank = table_rows.index([])  # the per-item table, one empty line, the correlation table
-    assert table_rows[:blank] == table
+    assert table_rows[:blank] == sample["table"]
     assert table_rows[blank + 1] == CORRELATION_HEADER
     # one row per (metric, coefficient); every row names the report key it comes from
     assert {row[0] for row in table_rows[blank + 2:]} <= {"correlations", "correlations_system"}

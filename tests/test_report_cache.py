@@ -55,13 +55,13 @@ def expected_version(study, revision=0):
 def test_version_counts_rows_and_changes_with_each_kind_of_row(study):
     first = report_cache.data_version(study)
     assert first == expected_version(study)
-    assert first.startswith("j13.") and "-p9." in first and "-i5." in first and "-r0-" in first
+    assert first.startswith("j13.") and "-p19." in first and "-i5." in first and "-r0-" in first
     add_judgments(study, [("i3", "ann3", "choice", "x", "x|y", 5)])
     second = report_cache.data_version(study)
     assert second == expected_version(study) and second.startswith("j14.") and second != first
     add_predictions(study, [("i3", "gemba", "", "choice", "x")])
     third = report_cache.data_version(study)
-    assert third == expected_version(study) and "-p10." in third and third != second
+    assert third == expected_version(study) and "-p20." in third and third != second
     add_items(study, [("i5", {"input": "r", "reference": "ref", "candidates": two()}, None)])
     fourth = report_cache.data_version(study)
     assert fourth == expected_version(study) and "-i6." in fourth and fourth != third

@@ -1,111 +1,41 @@
-"""The report's fetch on PostgreSQL reads its columns as parsed texts (annotate/
-report_columns.py): metric scores through PostgreSQL's JSON functions, judgments and
-predictions grouped by label, items as joined texts. Each must give exactly the arrays the
-generic path (rows read one by one, as on SQLite) gives, for every odd shape a batch may
-carry, and the whole report must be the same either way."""
+"""The report's column reader (annotate/report_columns.py): one interface, read on
+PostgreSQL as parsed texts (`PostgresColumns`) or row by row with the ORM (`ColumnReader`,
+every database). Both must give exactly the same columns for every odd shape a study may
+hold, each PostgreSQL read must fall back to the ORM read when a text would not read back
+(a separator inside an id or a value, a number NumPy does not parse), and the whole report
+must be the same either way. Metric scores are read from Prediction rows only."""
 import datetime
 import math
 
 import numpy as np
 import pytest
 
-from annotate import report_columns, report_data
-from annotate.models import Item
-from annotate.report_data import _Index, _score_arrays, fetch_report_input
+from annotate import report_columns
+from annotate.models import Judgment, Prediction
+from annotate.report_columns import ColumnReader, PostgresColumns, Unreadable
+from annotate.report_data import fetch_report_input
 from evaluation.report import build_report
-from tests.factories import add_items, add_judgments, add_predictions, get_annotator, make_study
+from evaluation.report.inputs import objects
+from tests.factories import add_items, add_judgments, add_predictions, make_study
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres("the fast reads use PostgreSQL's string_agg, JSON functions")]
+ODD_IDS = ["plain", "with, comma", "ünïcode ✓", "'quote\"", "1e5", " spaced "]
+WHEN = datetime.datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=datetime.UTC)
 
 
 def _candidates(a="m-a", b="m-b"):
     return [{"id": a, "text": "one"}, {"id": b, "text": "two"}]
 
 
-ODD_ITEMS = [
-    ("plain", {"rougeL": {"m-a": 0.5, "m-b": 0.25}, "bleu": {"m-a": 1, "m-b": 0}}),
-    ("strings and booleans", {"judge": {"m-a": "0.75", "m-b": "not a number"}, "flag": {"m-a": True, "m-b": False}}),
-    ("huge and tiny", {"rougeL": {"m-a": 1e300, "m-b": -1e-320}}),
-    ("missing candidate", {"rougeL": {"m-a": 0.1}, "bleu": {"m-b": None}}),
-    ("nested values", {"rougeL": {"m-a": [1], "m-b": {"x": 1}}}),
-    ("metric not a dict", {"rougeL": 0.3, "bleu": {"m-a": 0.2, "m-b": 0.2}}),
-    ("scores not a dict", [1, 2]),
-    ("no scores", None),
-    ("unicode metric", {"ρ-métrique": {"m-a": 0.9, "m-b": 0.1}}),
-]
-
-
-def _rows(arrays):
-    """The score rows as a sorted list of (item, metric, candidate, value as text)."""
-    item, metric, candidate, value = arrays
-    if item is None:
-        return []
-    return sorted((int(i), str(m), str(c), "nan" if math.isnan(v) else repr(float(v)))
-                  for i, m, c, v in zip(item.tolist(), metric.tolist(), candidate.tolist(), value.tolist()))
-
-
-def test_pg_scores_equal_the_generic_path_on_odd_shapes():
-    study = make_study(slug="fetch-odd")
-    rows = []
-    for k, (name, scores) in enumerate(ODD_ITEMS):
-        data = {"input": name, "reference": "r", "candidates": _candidates()}
-        if scores is not None:
-            data["metric_scores"] = scores
-        rows.append((f"i{k}", data, None))
-    rows.append(("no candidate id", {"input": "x", "reference": "r", "candidates": [{"text": "a"}, {"text": "b"}],
-                                     "metric_scores": {"rougeL": {"m-a": 0.4}}}, None))
-    add_items(study, rows)
-    items = list(Item.objects.filter(study=study).order_by("position", "id"))
-    index = _Index([i.pk for i in items])
-    candidates = np.empty((len(items), 2), dtype=object)
-    candidates[:] = [[(c.get("id") if isinstance(c, dict) else None) for c in i.data["candidates"]] for i in items]
-    generic = _score_arrays(candidates, [i.data.get("metric_scores") for i in items])
-    fast = report_columns.score_arrays(report_columns.start_scores(study)(), index, candidates)
-    assert _rows(fast) == _rows(generic)
-    # Spot checks written out by hand: "0.75" is read as 0.75, True as 1, 1e300 as written.
-    assert (1, "judge", "m-a", "0.75") in _rows(fast) and (1, "flag", "m-a", "1.0") in _rows(fast)
-    assert (2, "rougeL", "m-a", "1e+300") in _rows(fast) and (2, "rougeL", "m-b", "-1e-320") in _rows(fast)
-
-
-def _generic(monkeypatch):
-    """Every PostgreSQL column reader made to decline, so the generic row path runs."""
-    for name in ("judgment_columns", "item_columns", "prediction_columns"):
-        monkeypatch.setattr(report_columns, name, lambda *args: None)
-
-    def scores(study):
-        return lambda: (study, None)
-
-    def generic_scores(texts, index, candidates):
-        items = list(Item.objects.filter(study=texts[0]).order_by("position", "id"))
-        return _score_arrays(candidates, [i.data.get("metric_scores") for i in items])
-
-    monkeypatch.setattr(report_columns, "start_scores", scores)
-    monkeypatch.setattr(report_columns, "score_arrays", generic_scores)
-
-
-def test_the_pairwise_report_is_the_same_through_either_path(monkeypatch):
-    """The whole report of a study with odd score shapes is identical whether the scores
-    come from SQL or from the parsed JSON."""
-    study = make_study(slug="fetch-report")
-    add_items(study, [(f"i{k}", {"input": name, "reference": "r", "candidates": _candidates(),
-                                 **({"metric_scores": s} if s is not None else {})}, None)
-                      for k, (name, s) in enumerate(ODD_ITEMS)])
-    fast = build_report(fetch_report_input(study))
-    _generic(monkeypatch)
-    assert build_report(fetch_report_input(study)) == fast
-
-
-ODD_IDS = ["plain", "with, comma", "ünïcode ✓", "'quote\"", "1e5", " spaced "]
-WHEN = datetime.datetime(2026, 11, 20, 12, 0, 0, 123456, tzinfo=datetime.UTC)
-
-
-def _odd_study(slug, item_ids=ODD_IDS, candidate_ids=("m-a", "m-b")):
-    """Items with odd ids and candidates, judgments with skips, missing and odd seconds and
-    submit times, choices and ratings with odd values, predictions of several kinds."""
+def _odd_study(slug, item_ids=ODD_IDS, candidate_ids=("m-a", "m-b"), missing_id=True):
+    """Items with odd ids and candidates (one without an id, unless not `missing_id`),
+    judgments with skips, missing and odd seconds and submit times, choices and ratings with
+    odd values, predictions of several kinds (scores among them, one unparsed)."""
     study = make_study(slug=slug)
     rows = []
     for k, item_id in enumerate(item_ids):
-        candidates = _candidates(*candidate_ids) if k != 2 else [{"text": "no id"}, {"id": "m-b", "text": "b"}]
+        candidates = (_candidates(*candidate_ids) if k != 2 or not missing_id
+                      else [{"text": "no id"}, {"id": "m-b", "text": "b"}])
         rows.append((item_id, {"input": item_id, "reference": "r", "candidates": candidates,
                                "metric_scores": {"rougeL": {candidate_ids[0]: k / 10, candidate_ids[1]: 0.25}}},
                      None))
@@ -124,113 +54,216 @@ def _odd_study(slug, item_ids=ODD_IDS, candidate_ids=("m-a", "m-b")):
                             (item_ids[1], "gemba", "", "choice", "N/A"),
                             (item_ids[1], "judge", "ann-x", "choice", candidate_ids[1]),
                             (item_ids[3], "bleu", "", candidate_ids[0], "0.5"),
-                            (item_ids[3], "bleu", "", candidate_ids[1], "")])
+                            (item_ids[3], "bleu", "", candidate_ids[1], ""),
+                            (item_ids[4], "ρ-métrique", "", candidate_ids[1], "1e300")])
     return study
 
 
-def _same_columns(a, b):
-    """The generic and the fast columns hold the same values (Labelled read as objects)."""
-    from evaluation.report.inputs import objects
+def _plain(column):
+    """A column as a list of values (Labelled and object arrays read as objects)."""
+    if column is None:
+        return None
+    if not isinstance(column, np.ndarray) or column.dtype == object:
+        return objects(column).tolist()
+    return column.tolist()
 
-    def plain(column):
-        return None if column is None else objects(column).tolist() if not isinstance(column, np.ndarray) \
-            or column.dtype == object else column.tolist()
 
+def _same(a, b):
     for x, y in zip(a, b, strict=True):
-        x, y = plain(x), plain(y)
+        x, y = _plain(x), _plain(y)
         assert x == y or (x is not None and all(u == v or (u != u and v != v) for u, v in zip(x, y, strict=True)))
 
 
-def test_judgment_columns_equal_the_generic_rows():
-    study = _odd_study("fetch-judgments")
-    excluded = [get_annotator("ann-z").pk]
+def _items(cols):
+    return [cols.pk, cols.item_id, cols.is_gold, cols.cand_item, cols.cand_id]
+
+
+def _judgments(cols):
+    return [cols.item_pk, cols.annotator, cols.question, cols.value, cols.shown, cols.seconds, cols.time]
+
+
+def _predictions(cols):
+    return [cols.item_pk, cols.evaluator, cols.annotator, cols.question, cols.value]
+
+
+def test_both_readers_give_the_same_columns():
+    study = _odd_study("fetch-columns", missing_id=False)
+    fast, orm = PostgresColumns(), ColumnReader()
+    items = fast._items(study, "candidates", ())  # the PostgreSQL read itself, no fallback
+    assert items is not None and items.item_id == ODD_IDS
+    assert items.cand_item.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    _same(_items(items), _items(orm.items(study, "candidates", ())))
+    # A candidate without an id: the PostgreSQL read declines, the ORM keeps its place as None.
+    odd = _odd_study("fetch-columns-odd")
+    assert fast._items(odd, "candidates", ()) is None
+    assert fast.items(odd, "candidates", ()).cand_id[4:6] == orm.items(odd, "candidates", ()).cand_id[4:6] == [
+        None, "m-b"]
     for want_time in (False, True):
-        for skip in ([], excluded):
-            fast = report_columns.judgment_columns(study, want_time, skip, report_data._usernames)
-            generic = report_data._judgment_rows(study, want_time, skip)
-            assert len(fast.item_pk) == (len(ODD_IDS) * (3 if not skip else 2) + len(ODD_IDS))
-            _same_columns([fast.item_pk, fast.annotator, fast.question, fast.value, fast.shown, fast.seconds,
-                           fast.time], [generic.item_pk, generic.annotator, generic.question, generic.value,
-                                        generic.shown, generic.seconds, generic.time])
+        judgments = fast._judgments(study, want_time)
+        assert judgments is not None and len(judgments.item_pk) == len(ODD_IDS) * 4
+        _same(_judgments(judgments), _judgments(orm.judgments(study, want_time)))
     # One value written out: the microseconds of a submit time survive the text round trip.
-    fast = report_columns.judgment_columns(study, True, [], report_data._usernames)
-    assert WHEN.timestamp() + 7 + 1 + 1e-6 in fast.time.tolist()
+    assert WHEN.timestamp() + 7 + 1 + 1e-6 in fast._judgments(study, True).time.tolist()
+    predictions = fast._predictions(study)
+    assert predictions is not None and len(predictions.item_pk) == 6 + 2 * len(ODD_IDS)  # + the items' scores
+    _same(_predictions(predictions), _predictions(orm.predictions(study)))
+    rows = list(zip(_plain(predictions.evaluator), _plain(predictions.question), _plain(predictions.value)))
+    assert ("ρ-métrique", "m-b", "1e300") in rows and ("bleu", "m-b", "") in rows
 
 
-def test_item_and_prediction_columns_equal_the_generic_rows(monkeypatch):
-    from annotate.kinds import get_kind
+def test_items_of_any_number_of_candidates_and_a_single_candidate_object():
+    """Candidates as a list of any length, or one {id, text} object (a kind whose items rate
+    one output): the same long table from both readers, in item order."""
+    study = make_study(slug="fetch-shapes")
+    add_items(study, [("three", {"candidates": [{"id": "a"}, {"id": "b"}, {"id": "c"}]}, None),
+                      ("one", {"candidates": {"id": "solo", "text": "x"}}, None),
+                      ("none", {"candidates": "not a list"}, None),
+                      ("number", {"candidates": [{"id": 7}, {"id": "b"}]}, None)])
+    fast = PostgresColumns()._items(study, "candidates", ("candidates",))
+    orm = ColumnReader().items(study, "candidates", ("candidates",))
+    assert fast.cand_item.tolist() == [0, 0, 0, 1, 3, 3]
+    assert fast.cand_id == ["a", "b", "c", "solo", "7", "b"]
+    _same(_items(fast), _items(orm))
+    assert fast.data == orm.data and fast.data[1] == {"candidates": {"id": "solo", "text": "x"}}
+    add_items(study, [("bare", {"candidates": [{"id": "x"}, "bare"]}, None)])
+    assert PostgresColumns()._items(study, "candidates", ()) is None  # an entry without an id: the ORM reads it
+    read = PostgresColumns().items(study, "candidates", ())  # "bare" has position 0: after "three" (same position)
+    assert read.cand_id[3:5] == ["x", None] and read.cand_id == ColumnReader().items(study, "candidates", ()).cand_id
 
-    study = _odd_study("fetch-items")
-    needs = get_kind(study.kind).report_needs
-    fast, generic = report_data._items(study, needs), report_data._items_generic(study, needs)
-    assert fast[1] == generic[1] == ODD_IDS
-    assert fast[3][2].tolist() == [None, "m-b"] and fast[3].tolist() == generic[3].tolist()
-    _same_columns(fast[:3], generic[:3])
-    fast_predictions = report_columns.prediction_columns(study)
-    assert len(fast_predictions[0]) == 5
-    monkeypatch.setattr(report_columns, "prediction_columns", lambda study: None)
-    _same_columns(fast_predictions, report_data._predictions(study))
+
+def test_expert_scores_are_the_same_from_both_readers():
+    study = make_study("explanation_choice", slug="fetch-expert")
+    add_items(study, [("a", {"candidates": _candidates(), "explanations": {"m-a": {"score": 0.75}, "m-b": {"score": 1},
+                                                                            "m-c": "not an object"}}, None),
+                      ("b", {"candidates": _candidates(), "explanations": [1]}, None),
+                      ("c", {"candidates": _candidates(), "explanations": {"m-b": {"no": "score"}}}, None)])
+    fast, orm = PostgresColumns().expert_scores(study), ColumnReader().expert_scores(study)
+    assert fast[0].tolist() == orm[0].tolist() and fast[1] == orm[1] == ["m-a", "m-b", "m-b"]
+    assert [float(v) if v is not None else None for v in fast[2]] == [0.75, 1.0, None]
+    assert [float(v) if v is not None else None for v in orm[2]] == [0.75, 1.0, None]
 
 
-@pytest.mark.parametrize("item_ids, candidate_ids", [
-    (["a\x1fb", *ODD_IDS[1:]], ("m-a", "m-b")),  # the separator in an item id
-    (ODD_IDS, ("m\x1fa", "m-b")),  # ... in a candidate id
-    ([*ODD_IDS[:-1], "\x1e"], ("m-a", "m-b")),  # the missing-candidate marker as an id
+def test_numbers_refuses_a_bad_text_instead_of_raising_numpys_error():
+    """NumPy (the pinned 2.x) raises ValueError on an entry it cannot parse; the reader
+    must see Unreadable (its signal to fall back), never a ValueError."""
+    assert report_columns.numbers("1,2.5,nan", 3).tolist()[:2] == [1.0, 2.5]
+    for text, n in (("1,x,3", 3), ("1,,2", 3), ("abc", 1), ("1,2", 3), ("1.5,2", 2)):
+        with pytest.raises(Unreadable):
+            report_columns.numbers(text, n, np.int64 if text == "1.5,2" else float)
+    assert report_columns.numbers(None, 0).tolist() == []
+
+
+def _orm_only(monkeypatch):
+    """Every PostgreSQL read made to decline, so the ORM reads run."""
+    for name in ("_items", "_judgments", "_predictions"):
+        monkeypatch.setattr(PostgresColumns, name, lambda self, *args: None)
+
+
+def test_a_column_numpy_cannot_parse_falls_back_to_the_orm(monkeypatch):
+    """Bad input for real: the judgments query made to return a text NumPy refuses ('x' for
+    every time spent). The read must fall back to the ORM, and the report must be the one
+    the clean read gives."""
+    study = _odd_study("fetch-bad-number")
+    clean = build_report(fetch_report_input(study))
+    orm_reads = []
+    original = ColumnReader.judgments
+
+    def spy(self, *args):
+        orm_reads.append(args)
+        return original(self, *args)
+
+    monkeypatch.setattr(ColumnReader, "judgments", spy)
+    monkeypatch.setattr(report_columns, "PG_JUDGMENTS",
+                        report_columns.PG_JUDGMENTS.replace("coalesce(seconds::text, 'nan')", "'x'"))
+    assert PostgresColumns()._judgments(study, False) is None
+    assert build_report(fetch_report_input(study)) == clean
+    assert orm_reads  # the fallback ran
+
+
+@pytest.mark.parametrize("item_ids, candidate_ids, value", [
+    (["a\x1fb", *ODD_IDS[1:]], ("m-a", "m-b"), "0.5"),  # the separator in an item id
+    (ODD_IDS, ("m\x1fa", "m-b"), "0.5"),  # ... in a candidate id
+    ([*ODD_IDS[:-1], "\x1e"], ("m-a", "m-b"), "0.5"),  # the missing-candidate marker as an id
+    (ODD_IDS, ("m-a", "m-b"), "a\x1fb"),  # ... in a prediction's value
 ])
-def test_a_separator_inside_a_text_falls_back_to_the_generic_path(monkeypatch, item_ids, candidate_ids):
-    from annotate.kinds import get_kind
-
-    study = _odd_study(f"fetch-sep-{item_ids[0][:1]}{item_ids[-1][:1]}{candidate_ids[0][1:2]}".encode().hex(),
-                       item_ids, candidate_ids)
-    assert report_columns.item_columns(study, True) is None
+def test_a_separator_inside_a_text_falls_back_to_the_orm(monkeypatch, item_ids, candidate_ids, value):
+    study = _odd_study(f"fetch-sep-{item_ids[0][:1]}{item_ids[-1][:1]}{candidate_ids[0][1:2]}{value[:1]}"
+                       .encode().hex(), item_ids, candidate_ids)
+    add_predictions(study, [(item_ids[5], "judge", "", "choice", value)])
+    declined = (PostgresColumns()._items(study, "candidates", ()) is None,
+                PostgresColumns()._predictions(study) is None)
+    assert any(declined)
     report = build_report(fetch_report_input(study))
-    assert report_data._items(study, get_kind(study.kind).report_needs)[1] == item_ids
-    _generic(monkeypatch)
+    assert PostgresColumns().items(study, "candidates", ()).item_id == item_ids
+    _orm_only(monkeypatch)
     assert build_report(fetch_report_input(study)) == report
 
 
-def test_stored_nan_and_infinite_seconds_read_as_the_generic_path():
+def test_stored_nan_and_infinite_seconds_read_as_the_orm_does():
     """PostgreSQL writes a stored NaN or infinity as 'NaN', 'Infinity', '-Infinity'; NumPy
-    reads those words, so the fast path keeps them exactly as the row path does."""
-    from annotate.models import Judgment
-
+    reads those words, so the fast read keeps them exactly as the row read does."""
     study = _odd_study("fetch-nan-seconds")
     rows = list(Judgment.objects.filter(study=study, question="choice").order_by("id")[:3])
     for row, seconds in zip(rows, (float("inf"), float("-inf"), float("nan")), strict=True):
         Judgment.objects.filter(pk=row.pk).update(seconds=seconds)
-    fast = report_columns.judgment_columns(study, False, [], report_data._usernames)
-    generic = report_data._judgment_rows(study, False, [])
+    fast = PostgresColumns()._judgments(study, False)
+    orm = ColumnReader().judgments(study, False)
     assert fast.seconds[:3].tolist()[:2] == [float("inf"), float("-inf")] and math.isnan(fast.seconds[2])
-    assert np.array_equal(fast.seconds, generic.seconds, equal_nan=True)
+    assert np.array_equal(fast.seconds, orm.seconds, equal_nan=True)
 
 
-def test_every_demo_kind_reports_the_same_through_either_path(monkeypatch):
+def test_metric_scores_come_from_prediction_rows_only():
+    """An item's metric_scores JSON is not read by the report: the Prediction rows are (the
+    importer writes one per score). A score changed or deleted there changes the report."""
+    study = _odd_study("fetch-scores")
+    inp = fetch_report_input(study)
+    assert sorted(set(inp.s_metric.tolist())) == ["bleu", "rougeL", "ρ-métrique"]
+    Prediction.objects.filter(study=study, evaluator="rougeL").delete()
+    inp = fetch_report_input(study)
+    assert "rougeL" not in set(inp.s_metric.tolist())  # though every item's JSON still holds it
+    assert "rougeL" not in build_report(inp)["alignment"]
+
+
+def test_quality_flags_come_from_the_report_columns_with_the_reports_gold_rule():
+    """ann-z answers the gold item wrongly, ann-x rightly; the thresholds leave ann-z out.
+    A rating gold of 4 matches a stored "4.0" by the report's rule (numbers compare as
+    numbers), as the report's own gold accuracy counts it."""
+    from annotate.quality import annotator_quality
+
+    study = _odd_study("fetch-quality")
+    add_items(study, [("gold-1", {"input": "g", "reference": "r", "candidates": _candidates()},
+                       {"choice": "m-a", "usefulness": 4})])
+    add_judgments(study, [("gold-1", "ann-x", "choice", "m-a", "m-a|m-b", 3.0),
+                          ("gold-1", "ann-x", "usefulness", "4.0", "", 3.0),
+                          ("gold-1", "ann-z", "choice", "m-b", "m-a|m-b", 4.0)])
+    quality = annotator_quality(study)
+    assert (quality["ann-x"]["gold_checked"], quality["ann-x"]["gold_correct"]) == (2, 2)
+    assert (quality["ann-z"]["gold_checked"], quality["ann-z"]["gold_correct"]) == (1, 0)
+    assert quality["ann-x"]["items"] == len(ODD_IDS) + 1 and quality["ann-x"]["judgments"] == 2 * len(ODD_IDS) + 2
+    study.quality = {"min_gold_accuracy": 0.5}
+    study.save()
+    report = build_report(fetch_report_input(study))
+    assert report["excluded_annotators"] == {"ann-z": "gold accuracy 0.00 < 0.5"}
+    assert "ann-z" not in report["annotators"] and report["annotators"]["ann-x"]["gold_accuracy"] == 1.0
+    assert build_report(fetch_report_input(study, include_flagged=True))["annotators"]["ann-z"]["gold_accuracy"] == 0
+
+
+def test_every_demo_kind_reports_the_same_through_either_reader(monkeypatch):
     """The demo study of each kind, judged by three annotators: its report is identical
     whether the columns come from PostgreSQL's texts or from rows read one by one."""
     import io
 
     from django.core.management import call_command
 
+    from annotate.kinds import KINDS
     from annotate.models import Study
     from tests.factories import judge_every_item
 
     call_command("demo", "--force", stdout=io.StringIO())
     studies = list(Study.objects.all())
-    assert len({s.kind for s in studies}) == 4
+    assert {s.kind for s in studies} == set(KINDS)
     for study in studies:
         judge_every_item(study)
     fast = {s.slug: build_report(fetch_report_input(s)) for s in studies}
-    _generic(monkeypatch)
+    _orm_only(monkeypatch)
     assert {s.slug: build_report(fetch_report_input(s)) for s in studies} == fast
-
-
-@pytest.mark.django_db(transaction=True)
-def test_scores_read_on_a_second_connection_outside_a_transaction():
-    """Outside a transaction the score query runs on its own connection beside the other
-    columns; the result is the one read in line."""
-    study = _odd_study("fetch-thread")
-    texts = report_columns.start_scores(study)()
-    inline = report_columns._score_texts(study)
-    assert [g[0] for g in texts[0]] == [g[0] for g in inline[0]] == ["rougeL"]
-    for a, b in zip(texts[0], inline[0], strict=True):
-        assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a[1:4], b[1:4], strict=True))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from annotate.kinds import questions_for
+from annotate.kinds import all_kinds, questions_for
 from annotate.models import Judgment, Study
 from tests.factories import add_predictions, get_annotator
 
@@ -103,6 +103,9 @@ def demo_reports():
                     rows.append((item.item_id, "jsd", "", q["id"], f"{0.1 + 0.03 * (index % 7):.2f}"))
                 elif "options" in q and study.kind == "aspect_pairwise":
                     rows.append((item.item_id, "judge", "", q["id"], q["options"][index % 2]))
+                elif "scale" in q and study.kind == "scalar_rating":  # a personalized evaluator's scores
+                    rows += [(item.item_id, "judge", f"demo-judge{k}", q["id"], str(1 + (index + k) % 10))
+                             for k in range(6)]
         add_predictions(study, rows)
         out = io.StringIO()
         call_command("report", study.slug, "--format", "json", stdout=out)
@@ -112,7 +115,7 @@ def demo_reports():
 
 def test_every_float_of_every_demo_report_has_its_n():
     reports = demo_reports()
-    assert set(reports) == {"pairwise_alignment", "explanation_choice", "similarity_survey", "aspect_pairwise"}
+    assert set(reports) == {kind.name for kind in all_kinds()}  # every registered kind has a demo study
     for kind, report in reports.items():
         problems = []
         walk(report, "", [], problems)
@@ -124,6 +127,11 @@ def test_every_float_of_every_demo_report_has_its_n():
     assert pairwise["position_bias"]["p_value"] is not None and similarity["correlations"]["jsd"]["n_clusters"] == 6
     assert reports["aspect_pairwise"]["evaluators_average_detail"]["judge"]["n_judgments"] > 0
     assert reports["explanation_choice"]["choice_matches_expert_detail"]["n"] > 0
+    scalar = reports["scalar_rating"]  # (item, annotator) pairs cluster in items: the item bootstrap
+    assert set(scalar["evaluators"]) >= {"reviewer_avg", "item_avg", "judge"}
+    for name, entry in scalar["evaluators"].items():
+        assert entry["n_items"] == entry["pearson"]["n_clusters"] == 6 and entry["n_pairs"] > 6, name
+        assert entry["pearson"]["p_method"].startswith("bootstrap over items"), name
 
 
 def test_the_walk_catches_a_float_without_n():

@@ -18,7 +18,7 @@ def test_get_study():
     make_study()
     assert services.get_study("rt-study") == services.StudyInfo(
         slug="rt-study", kind="pairwise_alignment", title="Runtime test", n_items=3, items_have_candidates=True,
-        aspects=())
+        aspects=(), config={"allow_tie": False})
 
 
 def test_get_study_aspects():

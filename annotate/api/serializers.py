@@ -11,12 +11,16 @@ Requests keep their single validator where one exists (the batch header validato
 studies, the answer validator for judgments): the request serializers here describe
 those bodies, they do not validate them a second time.
 """
+import hashlib
+
 from django.conf import settings
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from annotate.kinds import all_kinds
 from annotate.models import Study
+from evaluation.report.kinds import REPORT_MODULES
 from evaluation.vocabulary import SKIP_REASONS
 
 KIND_CHOICES = Study._meta.get_field("kind").choices
@@ -51,6 +55,11 @@ def scale_field(**kwargs) -> serializers.ListField:
     return serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2, **kwargs)
 
 
+def schema_field(schema: dict, **kwargs) -> serializers.JSONField:
+    """A JSON value passed through as given, documented with `schema` (JSON Schema)."""
+    return extend_schema_field(schema)(type("SchemaJSON", (serializers.JSONField,), {}))(**kwargs)
+
+
 # --- errors ------------------------------------------------------------------------------------
 
 class DetailSerializer(serializers.Serializer):
@@ -74,28 +83,38 @@ class AnswerErrorsSerializer(serializers.Serializer):
 
 # --- studies -----------------------------------------------------------------------------------
 
-class AspectSerializer(serializers.Serializer):
-    key = serializers.CharField(help_text="The question id of this aspect, e.g. `ending`.")
-    question = serializers.CharField(help_text="The question shown to annotators.")
+def kind_fields(attribute: str) -> dict[str, serializers.Field]:
+    """{key: documented JSON field} of every registered kind's `attribute` (its
+    `header_schema` or `display_schema`, JSON Schema per key); a key several kinds share
+    names each kind in its description."""
+    owners: dict[str, list[tuple[str, dict]]] = {}
+    for kind in all_kinds():
+        for key, schema in getattr(kind, attribute).items():
+            owners.setdefault(key, []).append((kind.name, schema))
+    fields = {}
+    for key, entries in owners.items():
+        schema = {**entries[0][1], "description": "; ".join(f"{name}: {schema.get('description', '')}".rstrip(": ")
+                                                          for name, schema in entries)}
+        fields[key] = schema_field(schema, required=False)
+    return fields
 
 
-class StudyConfigSerializer(serializers.Serializer):
-    """Kind-specific settings from the batch header."""
-
-    aspects = AspectSerializer(many=True, required=False, help_text="aspect_pairwise: the questions asked.")
-    scale = scale_field(required=False, help_text="similarity_survey: rating scale [min, max].")
-    usefulness_scale = scale_field(required=False, help_text="explanation_choice: usefulness scale [min, max].")
+StudyConfigSerializer = type("StudyConfigSerializer", (serializers.Serializer,), {
+    "__doc__": "Kind-specific settings from the batch header (each kind's `header_schema`).",
+    **kind_fields("header_schema")})
 
 
 RESEARCH_FIELDS = ("annotations_per_item", "randomize_order", "annotators", "researchers", "n_items",
                    "n_gold_items", "n_judgments", "created_at")
 
 
-@extend_schema_serializer(examples=[OpenApiExample("As a researcher sees it", response_only=True, value={
-    "slug": "reviews-pairwise", "kind": "pairwise_alignment", "title": "Which review is closer to yours?",
-    "instructions": "Pick the response closer to the reference.", "annotations_per_item": 3,
-    "randomize_order": True, "allow_tie": False, "config": {}, "annotators": [], "researchers": ["rita"],
-    "n_items": 120, "n_gold_items": 12, "n_judgments": 0, "created_at": "2026-11-23T10:00:00+00:00"})])
+@extend_schema_serializer(examples=[OpenApiExample(f"A {kind.name} study as a researcher sees it", response_only=True,
+                                                   value={
+    "slug": f"example-{kind.name.replace('_', '-')}", "kind": kind.name, "title": f"An example {kind.name} study",
+    "instructions": "Read the texts, then answer.", "annotations_per_item": 3,
+    "randomize_order": True, "allow_tie": False, "config": kind.example_header(), "annotators": [],
+    "researchers": ["rita"], "n_items": 120, "n_gold_items": 12, "n_judgments": 0,
+    "created_at": "2026-11-23T10:00:00+00:00"}) for kind in all_kinds()])
 class StudySerializer(serializers.Serializer):
     """A study. Its annotators get the first six fields only; the fields marked
     "Researchers only" (who else works on the study, counts, gold) go to those who may
@@ -134,9 +153,9 @@ class StudySerializer(serializers.Serializer):
         return super().to_representation(values)
 
 
-@extend_schema_serializer(examples=[OpenApiExample("A new study", request_only=True, value={
-    "slug": "stories", "kind": "aspect_pairwise", "title": "Which plot do you prefer?",
-    "annotations_per_item": 3, "researchers": ["rita"]})])
+@extend_schema_serializer(examples=[OpenApiExample(f"A new {kind.name} study", request_only=True, value={
+    "slug": f"example-{kind.name.replace('_', '-')}", "kind": kind.name, "title": f"An example {kind.name} study",
+    "annotations_per_item": 3, "researchers": ["rita"], **kind.example_header()}) for kind in all_kinds()])
 class StudyCreateSerializer(serializers.Serializer):
     """The batch header's study object (studies.md), checked by the batch header validator."""
 
@@ -147,9 +166,7 @@ class StudyCreateSerializer(serializers.Serializer):
     annotations_per_item = serializers.IntegerField(required=False, min_value=1, default=3)
     randomize_order = serializers.BooleanField(required=False, default=True)
     allow_tie = serializers.BooleanField(required=False, default=False)
-    aspects = AspectSerializer(many=True, required=False)
-    scale = scale_field(required=False)
-    usefulness_scale = scale_field(required=False)
+    locals().update(kind_fields("header_schema"))  # each kind's own header keys
     annotators = serializers.ListField(child=serializers.CharField(), required=False,
                                        help_text="Usernames; absent or [] = every member of `annotators`.")
     researchers = serializers.ListField(child=serializers.CharField(), required=False,
@@ -208,26 +225,9 @@ class ExplanationSerializer(serializers.Serializer):
                                     "content_match, content_reason, style_match, style_reason.")
 
 
-class CandidateSerializer(serializers.Serializer):
-    id = serializers.CharField(help_text="The option token to answer with (opaque, per assignment).")
-    text = serializers.CharField(required=False, help_text="pairwise_alignment, aspect_pairwise.")
-    explanation = ExplanationSerializer(required=False, help_text="explanation_choice.")
-
-
-class PairSerializer(serializers.Serializer):
-    id = serializers.CharField(help_text="The question key of this pair (an opaque token, per assignment).")
-    texts = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2,
-                                  help_text="Text 1 and Text 2, in the order shown.")
-
-
-class ItemDisplaySerializer(serializers.Serializer):
-    """What the annotator is shown; which fields depend on the study kind."""
-
-    input = serializers.CharField(required=False, help_text="pairwise_alignment, explanation_choice.")
-    reference = serializers.CharField(required=False, help_text="pairwise_alignment.")
-    premise = serializers.CharField(required=False, help_text="aspect_pairwise.")
-    candidates = CandidateSerializer(many=True, required=False, help_text="In the order shown.")
-    pairs = PairSerializer(many=True, required=False, help_text="similarity_survey, in the order shown.")
+ItemDisplaySerializer = type("ItemDisplaySerializer", (serializers.Serializer,), {
+    "__doc__": "What the annotator is shown; which fields depend on the study kind (its `display_schema`).",
+    **kind_fields("display_schema")})
 
 
 class QuestionSerializer(serializers.Serializer):
@@ -239,13 +239,33 @@ class QuestionSerializer(serializers.Serializer):
     scale = scale_field(required=False, help_text="Rating questions: [min, max], integers.")
 
 
-@extend_schema_serializer(examples=[OpenApiExample("pairwise_alignment", response_only=True, value={
-    "assignment": 42, "item_id": "i5c2e07a91b3d",
-    "item": {"input": "Write a review of film 17.", "reference": "My own review.",
-             "candidates": [{"id": "o81f2a6c0d4e9", "text": "Second response."},
-                            {"id": "o0b7d93e5a2c1", "text": "First response."}]},
-    "questions": [{"id": "choice", "text": "Which response is closer to the expected output?",
-                   "options": ["o81f2a6c0d4e9", "o0b7d93e5a2c1"]}]})])
+def example_token(role: str, real) -> str:
+    """A made-up token in the blinding's form (the real ones are per assignment, from SECRET_KEY)."""
+    return role + hashlib.sha256(f"example:{role}:{real}".encode()).hexdigest()[:12]
+
+
+def next_assignment_example(kind) -> dict:
+    """The next-assignment body of the kind's first example item, as an annotator sees it
+    (option and pair tokens made up, as the real ones are, per assignment)."""
+    from annotate.blinding import ITEM, OPTION, QUESTION, Blinding
+
+    item = {k: v for k, v in kind.example_items()[0].items() if k not in ("item_id", "meta", "gold")}
+    config = {**kind.example_header(), "allow_tie": False}
+    questions = kind.questions(config, item)
+    shown = kind.shown_order(item, config, False, None, [])
+    options = {str(o) for q in questions for o in q.get("options", ())}
+    blinding = Blinding({"item": example_token(ITEM, "example"),
+                         "options": {example_token(OPTION, o): o for o in options},
+                         "questions": {example_token(QUESTION, q["id"]): q["id"] for q in questions}
+                         if kind.blind_question_ids else {}})
+    asked = [{"id": q["id"], "text": q["text"], **({"options": shown.get(q["id"]) or q["options"]}
+                                                    if "options" in q else {"scale": q["scale"]})} for q in questions]
+    return {"assignment": 42, "item_id": blinding.item, "item": blinding.display(kind, kind.display(item, shown)),
+            "questions": blinding.shown_questions(kind.order_questions(asked, shown))}
+
+
+@extend_schema_serializer(examples=[OpenApiExample(kind.name, response_only=True, value=next_assignment_example(kind))
+                                    for kind in all_kinds()])
 class NextAssignmentSerializer(serializers.Serializer):
     assignment = serializers.IntegerField(help_text="Post the answers to /api/assignments/{assignment}/judgments/.")
     item_id = serializers.CharField(help_text="An opaque handle of the item for this assignment (annotators "
@@ -254,8 +274,15 @@ class NextAssignmentSerializer(serializers.Serializer):
     questions = QuestionSerializer(many=True)
 
 
-@extend_schema_serializer(examples=[OpenApiExample("pairwise_alignment", request_only=True,
-                                                   value={"choice": "o0b7d93e5a2c1", "seconds": 12.5})])
+def answers_example(kind) -> dict:
+    """Answers to the kind's next-assignment example: the first option of each choice, the
+    bottom of each scale."""
+    questions = next_assignment_example(kind)["questions"]
+    return {**{q["id"]: q["options"][0] if "options" in q else q["scale"][0] for q in questions}, "seconds": 12.5}
+
+
+@extend_schema_serializer(examples=[OpenApiExample(kind.name, request_only=True, value=answers_example(kind))
+                                    for kind in all_kinds()])
 class AnswersSerializer(serializers.Serializer):
     """One value per question key (a choice question's option token or `tie`, or an integer
     rating), plus the control keys below. A real candidate id is refused."""
@@ -372,6 +399,18 @@ class AnnotatorStatsSerializer(serializers.Serializer):
     loo_n = serializers.DictField(child=serializers.IntegerField(), required=False, help_text="Units of each loo.")
 
 
+def report_fields() -> dict[str, serializers.Field]:
+    """{report key: documented JSON field} of every kind's report keys; a key several
+    kinds' reports share names each kind in its description."""
+    owners: dict[str, list[tuple[str, dict]]] = {}
+    for kind, module in REPORT_MODULES.items():
+        for key, schema in getattr(module, "REPORT_SCHEMA", {}).items():
+            owners.setdefault(key, []).append((kind, schema))
+    return {key: schema_field({**entries[0][1], "description": ", ".join(k for k, _ in entries) + ": "
+                               + entries[0][1].get("description", "")}, required=False)
+            for key, entries in sorted(owners.items())}
+
+
 class ReportSerializer(serializers.Serializer):
     """The report JSON (interfaces.md; definitions in statistics.md). The keys after
     `annotators` appear for the kinds named in their description."""
@@ -392,28 +431,7 @@ class ReportSerializer(serializers.Serializer):
     annotators = serializers.DictField(child=AnnotatorStatsSerializer(), help_text="Per annotator username.")
     correlations = serializers.DictField(child=serializers.DictField(), required=False,
                                          help_text="Per metric: n, pearson, spearman, kendall.")
-    majority = serializers.DictField(child=serializers.CharField(allow_null=True), required=False,
-                                     help_text="Pairwise kinds: item id -> majority candidate id (null: none).")
-    alignment = serializers.DictField(child=serializers.DictField(), required=False,
-                                      help_text="Pairwise kinds: per metric/evaluator.")
-    win_rate = serializers.DictField(child=serializers.FloatField(), required=False, help_text="Pairwise kinds.")
-    win_rate_detail = serializers.DictField(required=False, help_text="Pairwise kinds: wins, n, Wilson interval.")
-    choice_matches_expert = serializers.FloatField(allow_null=True, required=False, help_text="explanation_choice.")
-    choice_matches_expert_detail = serializers.DictField(required=False, help_text="explanation_choice: n, interval.")
-    usefulness = serializers.DictField(required=False, help_text="explanation_choice: mean, sd, n.")
-    mean_similarity = serializers.DictField(child=serializers.FloatField(allow_null=True), required=False,
-                                            help_text="similarity_survey: per pair id.")
-    mean_similarity_detail = serializers.DictField(required=False, help_text="similarity_survey: n, interval.")
-    egises_hj = serializers.DictField(child=serializers.DictField(), required=False,
-                                      help_text="similarity_survey: model -> prompt style -> value.")
-    egises_hj_detail = serializers.DictField(required=False, help_text="similarity_survey: n_documents, interval.")
-    paradoxes = serializers.DictField(child=serializers.DictField(), required=False,
-                                      help_text="similarity_survey: true/false when the interval excludes 0.")
-    paradoxes_detail = serializers.DictField(required=False, help_text="similarity_survey: difference, interval.")
-    aspects = serializers.DictField(child=serializers.DictField(), required=False, help_text="aspect_pairwise.")
-    evaluators_average = serializers.DictField(child=serializers.FloatField(allow_null=True), required=False,
-                                               help_text="aspect_pairwise.")
-    evaluators_average_detail = serializers.DictField(required=False, help_text="aspect_pairwise: n, interval.")
+    locals().update(report_fields())  # each kind's own report keys (its report module's REPORT_SCHEMA)
     skipped = serializers.DictField(required=False, help_text="\"I can't judge this\" answers, left out of every "
                                                               "statistic: {n, by_reason: {reason: n}}.")
 

@@ -32,16 +32,20 @@ from annotate.batch_format import BatchInvalid
 from annotate.importing import import_batch, import_batch_bytes
 from annotate.judgments_csv import iter_judgments
 from annotate.judgments_io import export_judgment_rows, import_predictions
+from annotate.kinds import all_kinds
 from annotate.models import Study
 
 NDJSON = "application/x-ndjson"
 EXPORT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": NDJSON + "; charset=utf-8"}
 JUDGMENTS_CSV = "Header: study,item_id,annotator,question,value,shown_order,seconds,submitted_at"
-BATCH_EXAMPLE = (
-    '{"study": {"slug": "stories", "kind": "aspect_pairwise", "title": "Which plot do you prefer?"}}\n'
-    '{"item_id": "s1", "premise": "A keeper finds a letter.", "candidates": '
-    '[{"id": "plotA", "text": "One."}, {"id": "plotB", "text": "Two."}]}\n')
-PREDICTIONS_EXAMPLE = "study,item_id,evaluator,annotator,question,value\nstories,s1,rougeL,,plotA,0.31\n"
+EXAMPLE_KIND = all_kinds()[0]  # the examples show the first registered kind's example study
+BATCH_EXAMPLE = "\n".join(json.dumps(line) for line in [
+    {"study": {"slug": "example", "kind": EXAMPLE_KIND.name, "title": "An example study",
+               **EXAMPLE_KIND.example_header()}}, *EXAMPLE_KIND.example_items()]) + "\n"
+PREDICTIONS_EXAMPLE = ("study,item_id,evaluator,annotator,question,value\n"
+                       + "".join(f"example,{item['item_id']},rougeL,,{target.candidate},0.31\n"
+                                 for item in EXAMPLE_KIND.example_items()[:1]
+                                 for target in EXAMPLE_KIND.score_targets(item)[:1]))
 
 
 class RawBody(BaseParser):

@@ -10,7 +10,7 @@ from evaluation.vocabulary import (  # noqa: F401  (re-exported: the kind names)
     SIMILARITY_SURVEY,
 )
 
-from . import aspect_pairwise, explanation_choice, pairwise_alignment, similarity_survey
+from . import aspect_pairwise, explanation_choice, pairwise_alignment, scalar_rating, similarity_survey
 from .aspect_pairwise import study_aspects  # noqa: F401
 from .base import StudyKind
 
@@ -19,6 +19,7 @@ REGISTRY: dict[str, StudyKind] = {kind.name: kind for kind in (
     explanation_choice.KIND,
     similarity_survey.KIND,
     aspect_pairwise.KIND,
+    scalar_rating.KIND,
 )}
 KINDS = tuple(REGISTRY)
 

@@ -9,8 +9,8 @@ choice per aspect: question id = aspect key, value = candidate id (or `tie`). He
 from annotate.answers import shown
 from evaluation.vocabulary import ASPECT_PAIRWISE, DEFAULT_ASPECTS
 
-from .base import NEEDS_CANDIDATES, NEEDS_SUBMIT_TIMES, RESERVED_IDS, id_flaw, is_text
-from .two_candidate import TwoCandidateKind
+from .base import NEEDS_SUBMIT_TIMES, RESERVED_IDS, TEXT_SCHEMA, id_flaw, is_text
+from .two_candidate import CANDIDATES_SCHEMA, TwoCandidateKind
 
 
 def study_aspects(config: dict) -> list[dict]:
@@ -42,7 +42,16 @@ class AspectPairwise(TwoCandidateKind):
     optional_item_keys = ("metric_scores",)
     header_keys = ("aspects",)
     option_noun = "Plot"
-    report_needs = frozenset({NEEDS_CANDIDATES, NEEDS_SUBMIT_TIMES})
+    report_needs = frozenset({NEEDS_SUBMIT_TIMES})
+    source_key = "premise"
+    demo_slug = "demo-story-aspects"
+    header_schema = {"aspects": {"type": "array", "description": "The questions asked, [{key, question}]; "
+                                                                 "default the five Per-DOC aspects.",
+                                 "items": {"type": "object", "properties": {
+                                     "key": {"type": "string", "description": "The question id, e.g. `ending`."},
+                                     "question": {"type": "string", "description": "The question shown."}}}}}
+    display_schema = {"premise": {**TEXT_SCHEMA, "description": "The story premise."},
+                      "candidates": CANDIDATES_SCHEMA}
 
     def header_config(self, study, error):
         if "aspects" not in study:
@@ -71,6 +80,19 @@ class AspectPairwise(TwoCandidateKind):
 
     def display(self, item_data, shown_order):
         return {"premise": item_data.get("premise", ""), "candidates": self.display_candidates(item_data, shown_order)}
+
+    def example_header(self):
+        return {"aspects": [{"key": "fun", "question": "Which is more fun?"},
+                            {"key": "end", "question": "Which ends better?"}]}
+
+    def example_item(self, i):
+        return {"item_id": f"ex-{i}", "premise": f"A lighthouse keeper finds a letter ({i}).",
+                "candidates": [{"id": "plotA", "text": f"Plot one {i}."}, {"id": "plotB", "text": f"Plot two {i}."}]}
+
+    def demo_batch(self):
+        from annotate.demo_data import story_batch
+
+        return story_batch(self.demo_slug)
 
 
 KIND = AspectPairwise()

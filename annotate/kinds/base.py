@@ -2,10 +2,13 @@
 
 A kind is one object (a `StudyKind` subclass instance, registered in annotate.kinds) that
 answers every question the rest of humeval asks about "a study of this kind": which
-header and item keys it owns and how they are validated, which questions an item asks
-and which answers they take, how the options are ordered for each annotator
-(counterbalancing), what the annotator is shown (blinded) and with which template, and
-what the report needs fetched and which report function (evaluation/report/) builds it.
+header and item keys it owns and how they are validated (and how the API schema describes
+them), which questions an item asks and which answers they take, which candidates an item
+holds and what the runtime may score, how its `metric_scores` become Prediction rows, how
+the options are ordered for each annotator (counterbalancing), what the annotator is shown,
+how that is blinded and with which template, what the report needs fetched, and an example
+study (tests, the API schema) and a demo study (`manage.py demo`). Its report lives in
+evaluation/report/kinds/<name>.py.
 
 Kind modules report validation problems through an `error(reason)` callable, so they do
 not depend on how the batch validator collects and numbers them.
@@ -13,6 +16,7 @@ not depend on how the batch validator collects and numbers them.
 import math
 import unicodedata
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from evaluation.vocabulary import CHOICE_QUESTION, TIE, USEFULNESS_QUESTION
 
@@ -28,11 +32,9 @@ PAIR_ORDER_KEY = "pair_order"
 RESERVED_IDS = frozenset({TIE, PAIR_ORDER_KEY})
 QUESTION_IDS = frozenset({CHOICE_QUESTION, USEFULNESS_QUESTION})
 
-# What annotate.report_data can fetch for a report (StudyKind.report_needs).
-NEEDS_CANDIDATES = "candidates"  # the two candidate ids of each item
-NEEDS_METRIC_SCORES = "metric_scores"  # the items' metric_scores
+# What annotate.report_data can fetch for a report besides items, judgments and
+# predictions (StudyKind.report_needs; the item keys a report reads are `report_item_keys`).
 NEEDS_EXPERT_SCORES = "expert_scores"  # the ExPerT score of each candidate's explanation
-NEEDS_PAIR_TEXTS = "pair_texts"  # document, users and pairs (texts) of similarity items
 NEEDS_SUBMIT_TIMES = "submit_times"  # judgments' submit times, in submit order
 
 Error = Callable[[str], None]
@@ -95,6 +97,22 @@ def scale_of(config: dict, key: str, default: tuple) -> tuple:
     return int(scale[0]), int(scale[1])
 
 
+@dataclass(frozen=True)
+class ScoreTarget:
+    """One output an automatic metric may score: the candidate's id and text, the text it is
+    compared with (`reference`, "" when the item has none) and what it answers (`source`)."""
+
+    candidate: str
+    text: str
+    reference: str = ""
+    source: str = ""
+
+
+# JSON Schema pieces the kinds describe their header and display fields with (the API schema).
+SCALE_SCHEMA = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
+TEXT_SCHEMA = {"type": "string"}
+
+
 # --- the interface --------------------------------------------------------------------
 
 class StudyKind:
@@ -110,6 +128,18 @@ class StudyKind:
     option_noun: str = "Response"  # options read "<noun> A", "<noun> B"
     scale_words: tuple = ("", "")  # what the ends of a rating scale mean, for the page
     report_needs: frozenset = frozenset()  # NEEDS_* that annotate.report_data fetches
+    report_item_keys: tuple = ()  # top-level item keys the report reads (ReportInput.item_data)
+    # The item key holding the candidates (a list of {id, text}, or one {id, text}); None
+    # when items have none. The report, the importer's metric scores and the runtime read it.
+    candidates_key: str | None = None
+    source_key: str = "input"  # the item key a scored output answers (ScoreTarget.source)
+    # A bare (non-object) gold value answers this question (None: every question); the
+    # report's gold accuracy and the quality flags read gold the same way.
+    bare_gold_question: str | None = None
+    demo_slug: str = ""  # the slug of this kind's study in `manage.py demo`
+    # JSON Schema of the kind-owned header keys and of the display fields (the API schema).
+    header_schema: dict = {}
+    display_schema: dict = {}
     # Question ids name item-level things (similarity pair ids): annotators get tokens for
     # them (annotate.blinding). Options other than `tie` are always tokens.
     blind_question_ids: bool = False
@@ -163,6 +193,69 @@ class StudyKind:
         """Study.config with the kind's defaults filled in, for the report."""
         return dict(config)
 
+    # Candidates, scores and what the runtime may score --------------------------------------
+
+    def candidates(self, item_data: dict) -> list[dict]:
+        """The item's candidates ({id, text, ...}) under `candidates_key`, in item order."""
+        value = item_data.get(self.candidates_key) if self.candidates_key else None
+        if isinstance(value, dict):
+            return [value]
+        return [c for c in value if isinstance(c, dict)] if isinstance(value, list) else []
+
+    def candidate_ids(self, item_data: dict) -> list:
+        return [c.get("id") for c in self.candidates(item_data)]
+
+    def score_targets(self, item_data: dict) -> list[ScoreTarget]:
+        """What an automatic metric may score in one item: each candidate against the
+        item's `reference`, answering its `source_key` text."""
+        reference, source = item_data.get("reference") or "", item_data.get(self.source_key) or ""
+        return [ScoreTarget(str(c["id"]), c.get("text") or "", reference, source)
+                for c in self.candidates(item_data) if "id" in c]
+
+    def check_metric_scores(self, obj: dict, error: Error) -> None:
+        """Optional `metric_scores` {metric: {candidate id: number}} (checked after the
+        candidates are valid)."""
+        if "metric_scores" not in obj:
+            return
+        scores = obj["metric_scores"]
+        ids = set(self.candidate_ids(obj))
+        if not isinstance(scores, dict):
+            error("'metric_scores' must be an object {metric: {candidate id: number}}")
+            return
+        for metric, per_candidate in scores.items():
+            if metric_name_flaw(metric, error):
+                continue
+            if not isinstance(per_candidate, dict) or not per_candidate:
+                error(f"metric_scores[{metric!r}] must be an object {{candidate id: number}}")
+            elif set(per_candidate) - ids:
+                error(f"metric_scores[{metric!r}] names unknown candidates {sorted(set(per_candidate) - ids)}")
+            else:
+                check_score_values(metric, per_candidate.values(), error)
+
+    def metric_score_rows(self, metric_scores: dict, item_data: dict) -> list[tuple[str, str, str]]:
+        """A valid item's `metric_scores` as (metric, candidate id, value text): the
+        Prediction rows (evaluator, question, value) the importer writes and the report reads."""
+        return [(metric, cid, str(score)) for metric, per_candidate in (metric_scores or {}).items()
+                for cid, score in per_candidate.items()]
+
+    # Examples and the demo -----------------------------------------------------------------
+
+    def example_header(self) -> dict:
+        """The kind-owned header keys of the example study (tests, the API schema)."""
+        return {}
+
+    def example_item(self, i: int) -> dict:
+        """Item line number i of the example study (texts vary with i; tests, the API schema)."""
+        raise NotImplementedError
+
+    def example_items(self) -> list[dict]:
+        """The example study's two item lines."""
+        return [self.example_item(i) for i in range(2)]
+
+    def demo_batch(self) -> list[dict]:
+        """The demo study's batch: a header line, then six or more items (one gold)."""
+        raise NotImplementedError
+
     # What the annotator sees ------------------------------------------------------------
 
     def shown_order(self, item_data: dict, config: dict, randomize: bool, rng, previous_orders: list) -> dict:
@@ -171,10 +264,56 @@ class StudyKind:
         raise NotImplementedError
 
     def display(self, item_data: dict, shown_order: dict) -> dict:
-        """The item's fields an annotator sees, in their order. Blinded: no scores, gold,
-        meta, sources or model names."""
+        """The item's fields an annotator sees, in their order: no scores, gold, meta,
+        sources or model names. Ids it shows are blinded by `blind_display`."""
         raise NotImplementedError
+
+    def blind_display(self, display: dict, blinding) -> dict:
+        """`display` with every id it shows replaced by the assignment's token
+        (`blinding.option(id)` for options, `blinding.question(id)` for question ids)."""
+        return display
+
+    def page_display(self, display: dict, questions: dict, labels: dict) -> dict:
+        """The blinded display as the task page's template reads it: `questions` are the
+        page's questions by (token) id, `labels` the option labels by position."""
+        return display
 
     def order_questions(self, questions: list[dict], shown_order: dict) -> list[dict]:
         """The questions in the order the annotator sees them."""
         return questions
+
+    # The annotator's comment (stored on every judgment of the item) --------------------------
+
+    def comment_label(self, config: dict) -> str:
+        """What the comment box is called on the task page."""
+        return "Comment on this item (optional)"
+
+    def comment_mode(self, config: dict) -> str:
+        """`optional` (the default), `required` or `off` (no comment box, none taken)."""
+        return "optional"
+
+    def comment_error(self, config: dict, comment: str) -> str | None:
+        """Why a submitted comment is refused under the study's comment mode, or None."""
+        mode = self.comment_mode(config)
+        if mode == "required" and not comment:
+            return "not answered"
+        if mode == "off" and comment:
+            return "this study takes no comment"
+        return None
+
+
+def metric_name_flaw(metric, error: Error) -> bool:
+    """True (after `error`) when `metric` cannot name a Prediction's evaluator."""
+    if not metric.strip() or len(metric) > MAX_ID_CHARS:
+        error(f"metric names must be non-empty (at most {MAX_ID_CHARS} characters)")
+        return True
+    return False
+
+
+def check_score_values(metric: str, values, error: Error) -> None:
+    """Scores must be finite numbers that a Prediction's value column holds."""
+    values = list(values)
+    if not all(is_number(v) for v in values):
+        error(f"metric_scores[{metric!r}] values must be finite numbers")
+    elif any(len(str(v)) > MAX_ID_CHARS for v in values):
+        error(f"metric_scores[{metric!r}] values must be written in at most {MAX_ID_CHARS} characters")

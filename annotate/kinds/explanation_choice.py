@@ -7,7 +7,7 @@ Report: evaluation.report.kinds.explanation_choice.
 """
 from evaluation.vocabulary import EXPLANATION_CHOICE, USEFULNESS_QUESTION
 
-from .base import NEEDS_EXPERT_SCORES, check_scale, is_number, scale_of
+from .base import NEEDS_EXPERT_SCORES, SCALE_SCHEMA, check_scale, is_number, scale_of
 from .pairwise_alignment import PairwiseAlignment
 from .two_candidate import ordered_candidates
 
@@ -48,8 +48,18 @@ class ExplanationChoice(PairwiseAlignment):
     item_keys = ("input", "reference", "candidates", "explanations")
     header_keys = ("usefulness_scale",)
     scale_words = ("not useful", "very useful")
-    report_needs = PairwiseAlignment.report_needs | {NEEDS_EXPERT_SCORES}
+    report_needs = frozenset({NEEDS_EXPERT_SCORES})
     choice_text = CHOICE_TEXT
+    demo_slug = "demo-explanations"
+    header_schema = {"usefulness_scale": {**SCALE_SCHEMA, "description": "The usefulness scale [min, max], "
+                                                                         "default [1, 5]."}}
+    display_schema = {"candidates": {"type": "array", "description": "In the order shown.", "items": {
+        "type": "object", "properties": {
+            "id": {"type": "string", "description": "The option token to answer with (opaque, per assignment)."},
+            "explanation": {"type": "object", "description": "aspects_reference, aspects_generated "
+                                                             "({aspect, description, evidence}) and matches "
+                                                             "(side, from, to, reason, content_match, content_reason, "
+                                                             "style_match, style_reason); never the score."}}}}}
 
     def header_config(self, study, error):
         if "usefulness_scale" not in study:
@@ -100,6 +110,38 @@ class ExplanationChoice(PairwiseAlignment):
         explanations = item_data.get("explanations") or {}
         return {"candidates": [{"id": c["id"], "explanation": public_explanation(explanations.get(c["id"]))}
                                for c in ordered_candidates(item_data, shown_order)]}
+
+    def example_header(self):
+        return {"usefulness_scale": [1, 5]}
+
+    def example_item(self, i):
+        """The pairwise example item with an ExPerT explanation per candidate (m1 scores
+        higher on even i)."""
+        item = super().example_item(i)
+        high, low = (0.75, 0.25) if i % 2 == 0 else (0.25, 0.75)
+        item["explanations"] = {"m1": example_explanation("A", high), "m2": example_explanation("B", low)}
+        return item
+
+    def demo_batch(self):
+        from annotate.demo_data import explanation_batch
+
+        return explanation_batch(self.demo_slug)
+
+
+def example_explanation(tag, score):
+    """An ExPerT explanation whose aspect names carry `tag` (to tell two candidates apart)."""
+    return {
+        "score": score, "precision": 0.5, "recall": 1.0,
+        "variants": {"content": 1, "style": 0.5, "and": 0.5, "or": 1, "average": score},
+        "aspects_reference": [{"aspect": f"tone {tag}", "description": "A warm, chatty tone.",
+                               "evidence": ["I loved every minute of it."]}],
+        "aspects_generated": [{"aspect": f"plot {tag}", "description": "Summarises the plot.",
+                               "evidence": ["The film follows a chef.", "She opens a bistro."]}],
+        "matches": [{"side": "recall", "from": f"tone {tag}", "to": f"plot {tag}", "reason": "Both discuss the film.",
+                     "content_match": True, "content_reason": "Same film.", "style_match": False,
+                     "style_reason": "One is chatty, one is formal."}],
+        "llm_calls": 7,
+    }
 
 
 KIND = ExplanationChoice()

@@ -9,7 +9,7 @@ shown_order: {"pair_order": [pair ids], <pair id>: ["0", "1"] or ["1", "0"]}.
 """
 from evaluation.vocabulary import SIMILARITY_SURVEY
 
-from .base import NEEDS_PAIR_TEXTS, PAIR_ORDER_KEY, StudyKind, check_scale, id_flaw, is_text, scale_of
+from .base import PAIR_ORDER_KEY, SCALE_SCHEMA, StudyKind, check_scale, id_flaw, is_text, scale_of
 
 DEFAULT_SCALE = (1, 6)
 QUESTION_TEXT = "How similar are Text 1 and Text 2?"
@@ -21,9 +21,16 @@ class SimilaritySurvey(StudyKind):
     item_keys = ("document", "users", "pairs")
     header_keys = ("scale",)
     scale_words = ("low similarity", "very high similarity")
-    report_needs = frozenset({NEEDS_PAIR_TEXTS})
+    report_item_keys = ("document", "users", "pairs")  # EGISES-HJ needs the texts
     blind_question_ids = True  # pair ids say where a text came from (doc-ferry-reference)
     inline_questions = True  # each pair's rating sits under its two texts
+    demo_slug = "demo-similarity"
+    header_schema = {"scale": {**SCALE_SCHEMA, "description": "The rating scale [min, max], default [1, 6]."}}
+    display_schema = {"pairs": {"type": "array", "description": "In the order shown.", "items": {
+        "type": "object", "properties": {
+            "id": {"type": "string", "description": "The question key of this pair (an opaque token, per assignment)."},
+            "texts": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2,
+                      "description": "Text 1 and Text 2, in the order shown."}}}}}
 
     def header_config(self, study, error):
         if "scale" not in study:
@@ -107,9 +114,33 @@ class SimilaritySurvey(StudyKind):
             pairs.append({"id": pid, "texts": [texts[int(i)] for i in shown_order.get(pid) or ["0", "1"]]})
         return {"pairs": pairs}
 
+    def blind_display(self, display, blinding):
+        return {**display, "pairs": [{**p, "id": blinding.question(p["id"])} for p in display["pairs"]]}
+
+    def page_display(self, display, questions, labels):
+        """Each pair is numbered and carries its rating question (drawn under its texts)."""
+        return {**display, "pairs": [{**p, "number": n, "legend": f"Pair {n}", "question": questions[p["id"]]}
+                                     for n, p in enumerate(display["pairs"], start=1)]}
+
     def order_questions(self, questions, shown_order):
         rank = {pid: i for i, pid in enumerate(shown_order.get(PAIR_ORDER_KEY) or [])}
         return sorted(questions, key=lambda q: rank.get(q["id"], len(rank))) if rank else questions
+
+    def example_header(self):
+        return {"scale": [1, 6]}
+
+    def example_item(self, i):
+        """Document doc<i> of users u1 and u2: their reference pair and three model pairs."""
+        pairs = [{"id": "ref", "source": "reference", "texts": [f"u1 summary {i}", f"u2 summary {i}"]}]
+        pairs += [{"id": f"p{k}", "source": "model", "model": "smollm2", "prompt_style": "C-0-shot",
+                   "texts": [f"model text {k} for u1", f"model text {k} for u2"]} for k in (1, 2, 3)]
+        return {"item_id": f"ex-{i}", "document": {"id": f"doc{i}", "text": "A long news article."},
+                "users": ["u1", "u2"], "pairs": pairs}
+
+    def demo_batch(self):
+        from annotate.demo_data import similarity_batch
+
+        return similarity_batch(self.demo_slug)
 
 
 KIND = SimilaritySurvey()

@@ -15,12 +15,18 @@ from .base import (
     MAX_ID_CHARS,
     QUESTION_IDS,
     RESERVED_IDS,
+    TEXT_SCHEMA,
     Error,
     StudyKind,
     id_flaw,
-    is_number,
     is_text,
 )
+
+# The display's candidates (API schema): the option token to answer with, and the text.
+CANDIDATES_SCHEMA = {"type": "array", "description": "In the order shown.", "items": {
+    "type": "object", "properties": {"id": {"type": "string", "description": "The option token to answer with "
+                                                                             "(opaque, per assignment)."},
+                                     "text": TEXT_SCHEMA}}}
 
 
 def orientation_counts(candidate_ids: list, previous_orders: list) -> dict:
@@ -54,6 +60,7 @@ def ordered_candidates(item_data: dict, shown_order: dict) -> list[dict]:
 
 class TwoCandidateKind(StudyKind):
     allows_tie = True
+    candidates_key = "candidates"
 
     def choice_options(self, config: dict, item_data: dict) -> list:
         """The candidate ids, then `tie` when the study allows it."""
@@ -90,28 +97,6 @@ class TwoCandidateKind(StudyKind):
                 ok = False
         return ok
 
-    def check_metric_scores(self, obj: dict, error: Error) -> None:
-        """Optional `metric_scores` {metric: {candidate id: number}}; annotate.importing
-        stores each score as a Prediction row (evaluator, question and value columns)."""
-        if "metric_scores" not in obj:
-            return
-        scores = obj["metric_scores"]
-        ids = {c["id"] for c in obj["candidates"]}
-        if not isinstance(scores, dict):
-            error("'metric_scores' must be an object {metric: {candidate id: number}}")
-            return
-        for metric, per_candidate in scores.items():
-            if not metric.strip() or len(metric) > MAX_ID_CHARS:
-                error(f"metric names must be non-empty (at most {MAX_ID_CHARS} characters)")
-            elif not isinstance(per_candidate, dict) or not per_candidate:
-                error(f"metric_scores[{metric!r}] must be an object {{candidate id: number}}")
-            elif set(per_candidate) - ids:
-                error(f"metric_scores[{metric!r}] names unknown candidates {sorted(set(per_candidate) - ids)}")
-            elif not all(is_number(v) for v in per_candidate.values()):
-                error(f"metric_scores[{metric!r}] values must be finite numbers")
-            elif any(len(str(v)) > MAX_ID_CHARS for v in per_candidate.values()):
-                error(f"metric_scores[{metric!r}] values must be written in at most {MAX_ID_CHARS} characters")
-
     def shown_order(self, item_data, config, randomize, rng, previous_orders):
         ids = [c["id"] for c in item_data["candidates"]]
         order = balanced_candidate_order(ids, previous_orders, rng) if randomize else ids
@@ -124,3 +109,10 @@ class TwoCandidateKind(StudyKind):
     def display_candidates(self, item_data: dict, shown_order: dict) -> list[dict]:
         """The candidates' ids and texts in the annotator's order."""
         return [{"id": c["id"], "text": c.get("text", "")} for c in ordered_candidates(item_data, shown_order)]
+
+    def blind_display(self, display, blinding):
+        return {**display, "candidates": [{**c, "id": blinding.option(c["id"])} for c in display["candidates"]]}
+
+    def page_display(self, display, questions, labels):
+        """Each candidate gets its label ("Response A", "Plot B") by shown position."""
+        return {**display, "candidates": [{**c, "label": labels[i]} for i, c in enumerate(display["candidates"])]}

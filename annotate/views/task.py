@@ -16,7 +16,7 @@ from annotate.assignment import desk_for, next_for, open_assignment, release_exp
 from annotate.blinding import blinding_for
 from annotate.display import annotator_view, study_questions
 from annotate.drafts import answer_handle, item_handle
-from annotate.kinds import get_kind
+from annotate.kinds import get_kind, study_config
 from annotate.models import Assignment
 from annotate.participation import flow_redirect
 from annotate.progress import annotator_progress
@@ -76,24 +76,19 @@ def item_context(study, assignment, values=None, errors=None, mode="submit", com
     values, errors = values or {}, errors or {}
     view = annotator_view(assignment)
     questions = _question_context(study, view["questions"], values, errors)
-    display = view["item"]
-    labels = _option_labels(study)
-    for i, candidate in enumerate(display.get("candidates", [])):
-        candidate["label"] = labels[i]
+    kind, config = get_kind(study.kind), study_config(study)
     blinding = blinding_for(assignment)
     for q in questions:  # the drafts' answer handles: stable across this item's assignments
         real_question = blinding.questions.get(q["id"], q["id"])
         for c in q["choices"]:
             c["draft"] = answer_handle(assignment.item_id, assignment.annotator_id, real_question,
                                        blinding.options.get(c["value"], c["value"]))
-    by_id = {q["id"]: q for q in questions}
-    for n, pair in enumerate(display.get("pairs", []), start=1):
-        pair["number"], pair["legend"], pair["question"] = n, f"Pair {n}", by_id[pair["id"]]
+    display = kind.page_display(view["item"], {q["id"]: q for q in questions}, _option_labels(study))
     return {
         "study": study, "assignment": assignment, "item": display, "questions": questions,
         "mode": mode, "errors": errors, "form_error": errors.get("answers") or errors.get("seconds"),
-        "partial": get_kind(study.kind).template, "inline_questions": get_kind(study.kind).inline_questions,
-        "scale_words": get_kind(study.kind).scale_words,
+        "partial": kind.template, "inline_questions": kind.inline_questions, "scale_words": kind.scale_words,
+        "comment_mode": kind.comment_mode(config), "comment_label": kind.comment_label(config),
         # No lost work (static/js/drafts.js): the draft's key, the countdown, "can't judge", a comment.
         "draft_key": item_handle(assignment.item_id, assignment.annotator_id),
         "can_extend": assignment.extensions < MAX_EXTENSIONS,

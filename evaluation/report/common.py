@@ -27,6 +27,7 @@ from evaluation.agreement import (
 from evaluation.alignment import WILSON, holm, wilson_ci
 from evaluation.alpha_ci import RESAMPLES as ALPHA_RESAMPLES
 from evaluation.alpha_ci import krippendorff_alpha_ci95
+from evaluation.annotator_quality import expected_answer, same_answer
 from evaluation.bootstrap import Interval, bootstrap_method, interval_refusal
 from evaluation.majority import Majority, majority_codes
 from evaluation.position_bias import MIN_SCREENS, annotator_test, per_annotator, position_bias, screen_votes
@@ -329,36 +330,21 @@ def empty_bias() -> dict[str, Any]:
             "min_screens": MIN_SCREENS, "n_screens_all": 0, "per_question": {}}
 
 
-def _same(value: Any, expected: Any) -> bool:
-    if str(value) == str(expected):
-        return True
-    try:
-        return float(value) == float(expected)
-    except (TypeError, ValueError):
-        return False
-
-
 def gold_accuracy(inp: ReportInput, primary_question: str | None) -> dict[int, tuple[float, int]]:
     """{coder code: (share of their gold answers equal to the item's gold, gold answers
     checked)}. An item's gold is
     {question: value} or one value; one value applies to `primary_question` (None: to every
-    question of the item)."""
+    question of the item). The rule is evaluation.annotator_quality's (the quality flags')."""
     hits: Counter[int] = Counter()
     totals: Counter[int] = Counter()
     rows = np.flatnonzero(inp.is_gold[inp.j_item])
     for item, question, value, coder in zip(inp.j_item[rows].tolist(), inp.j_question[rows].tolist(),
                                             inp.j_value[rows].tolist(), inp.j_coder[rows].tolist()):
-        gold = inp.gold[item]
-        if isinstance(gold, dict):
-            if question not in gold:
-                continue
-            expected = gold[question]
-        elif gold is None or (primary_question is not None and question != primary_question):
+        expected = expected_answer(inp.gold[item], question, primary_question)
+        if expected is None:
             continue
-        else:
-            expected = gold
         totals[coder] += 1
-        hits[coder] += _same(value, expected)
+        hits[coder] += same_answer(value, expected)
     return {c: (hits[c] / totals[c], totals[c]) for c in totals}
 
 

@@ -30,10 +30,7 @@ def metric_coverage(inp: ReportInput, picks: dict[str, np.ndarray]) -> dict[str,
     everywhere is listed with n_scored 0)."""
     real = ~inp.is_gold
     n_items = int(real.sum())
-    on_candidate = np.zeros(len(inp.p_item), dtype=bool)
-    if inp.candidates.ndim == 2 and inp.candidates.shape[0]:
-        for col in range(inp.candidates.shape[1]):
-            on_candidate |= inp.p_question == inp.candidates[inp.p_item, col]
+    on_candidate = inp.p_on_candidate
     own = (inp.p_annotator == "") & real[inp.p_item] if len(inp.p_item) else np.zeros(0, dtype=bool)
     not_a_number = np.zeros(len(inp.p_item), dtype=bool)
     not_a_number[on_candidate] = np.isnan(to_float(inp.p_value[on_candidate]))  # only score rows are read

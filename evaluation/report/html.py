@@ -5,11 +5,9 @@ that would mean nothing (no data, or nothing defined) is replaced by a sentence 
 from html import escape
 from typing import Any
 
-from evaluation.paradoxes import PROBES, SUMMARY
-from evaluation.vocabulary import ASPECT_PAIRWISE, SIMILARITY_SURVEY
-
 from . import figures, ip_probe
-from .inputs import to_float
+from .kinds import REPORT_MODULES
+from .markup import Report, figure, interval, num, pval, rating_counts, table
 
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
@@ -21,87 +19,10 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}figure{margin:1rem 0}
 figcaption{font-size:.9rem;color:#444;max-width:50rem}
 svg{max-width:100%;height:auto}
 """
-Report = dict[str, Any]
 BOOTSTRAP_NOTE = ("Every bootstrap interval resamples items (the top-level cluster; documents for EGISES-HJ) and is "
                   "the bias-corrected percentile interval, widened for few clusters (quantiles at Phi(2 z0 -+ "
                   "sqrt(C/(C-1)) t(0.975, C-1)) for C clusters); there is none from fewer than 5 clusters or when "
                   "over 10% of the resamples had no defined value.")
-
-
-def num(x: Any, digits: int = 3) -> str:
-    """A number for people: 3 decimals for floats, plain ints, an en dash for missing. A
-    value that 3 decimals would show as 0.000 without being 0 is shown in scientific
-    notation, and 0 as 0: a page never prints "0.000".
-
-    >>> num(0.5), num(3), num(None), num(True), num(0.0), num(0.0002), num(-0.0002)
-    ('0.500', '3', '–', 'yes', '0', '2.0e-04', '-2.0e-04')
-    """
-    if x is None:
-        return "–"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, float):
-        if x == 0:
-            return "0"
-        if abs(x) < 0.5 * 10 ** -digits:
-            return f"{x:.1e}"
-        return f"{x:.{digits}f}"
-    return escape(str(x))
-
-
-class Num(str):
-    """A table cell already formatted as a number (right-aligned like one)."""
-
-
-def pval(p: Any) -> "Num":
-    """A p-value for people: 3 decimals, "< 0.001" below 0.001 (never "0.000").
-
-    >>> pval(0.0312), pval(0.0004), pval(0.0), pval(None)
-    ('0.031', '< 0.001', '< 0.001', '–')
-    """
-    if p is None:
-        return Num("–")
-    return Num("< 0.001" if p < 0.001 else f"{p:.3f}")
-
-
-def flag(holds: Any) -> str:
-    """A paradox flag: yes / no / not resolved (null: the interval holds 0 or there is none)."""
-    return "not resolved" if holds is None else ("yes" if holds else "no")
-
-
-def interval(ci: list[float | None] | None) -> str:
-    """[lo, hi] as text, an en dash when there is none."""
-    if not ci or ci[0] is None or ci[1] is None:
-        return "–"
-    return f"[{num(ci[0])}, {num(ci[1])}]"
-
-
-def table(headers: list[str], rows: list[Any], caption: str | None = None, cls: str = "") -> str:
-    """An HTML table; cells that are numbers (or None) are right-aligned and formatted."""
-    out = [f'<table class="{cls}">' if cls else "<table>"]
-    if caption:
-        out.append(f"<caption>{escape(caption)}</caption>")
-    out.append("<thead><tr>" + "".join(f"<th>{escape(str(h))}</th>" for h in headers) + "</tr></thead><tbody>")
-    for row in rows:
-        cells = []
-        for cell in row:
-            if cell is None or isinstance(cell, int | float):
-                cells.append(f'<td class="num">{num(cell)}</td>')
-            elif isinstance(cell, Num):
-                cells.append(f'<td class="num">{escape(str(cell))}</td>')
-            else:
-                cells.append(f"<td>{escape(str(cell))}</td>")
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
-def figure(fig_id: str, svg: str | None, caption: str) -> str:
-    if svg is None:
-        return f'<p id="{fig_id}" class="no-figure">No figure: nothing to show yet. {escape(caption)}</p>'
-    return f'<figure id="{fig_id}">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
 
 
 def summary_section(r: Report) -> str:
@@ -266,32 +187,17 @@ def correlations_section(r: Report) -> str:
     return "".join(parts) + "</section>"
 
 
-def _rating_counts(value_counts: dict[str, dict[str, int]], questions: list[str]) -> dict[str, int]:
-    """Pool the counts of rating questions, keyed by the rating in ascending order."""
-    pooled: dict[float, int] = {}
-    for q in questions:
-        for value, n in value_counts.get(q, {}).items():
-            x = to_float([value])[0]
-            if x == x:
-                pooled[x] = pooled.get(x, 0) + n
-    return {f"{k:g}": pooled[k] for k in sorted(pooled)}
-
-
 def ratings_section(r: Report) -> str:
-    """Rating histograms (usefulness, similarity) or, for choice-only kinds, choice counts."""
+    """Rating histograms (usefulness, similarity) and choice counts. A kind's report module
+    may draw its own rating figures (`rating_figures(report, value_counts)`)."""
     counts = r.get("value_counts", {})
-    parts = []
-    if r["kind"] == SIMILARITY_SURVEY:
-        pooled = _rating_counts(counts, list(counts))
-        svg = figures.histogram("fig-ratings", pooled, "similarity rating")
-        parts.append(figure("fig-ratings", svg, f"Histogram of all similarity ratings (every pair of every non-gold "
-                                                f"item, all annotators; n = {sum(pooled.values())} ratings); "
-                                                "1 = low, 6 = very high similarity."))
-    else:
+    own = getattr(REPORT_MODULES[r["kind"]], "rating_figures", None)
+    parts = own(r, counts) if own is not None else []
+    if own is None:
         rating_questions = [q for q, a in r["agreement"].items() if a["level"] != "nominal"]
         for q in rating_questions:
             fig_id = "fig-ratings" if not parts else f"fig-ratings-{q}"
-            pooled = _rating_counts(counts, [q])
+            pooled = rating_counts(counts, [q])
             parts.append(figure(fig_id, figures.histogram(fig_id, pooled, f"{q} rating"),
                                 f"Histogram of the '{q}' ratings of non-gold items, all annotators "
                                 f"(n = {sum(pooled.values())} ratings)."))
@@ -387,92 +293,9 @@ def annotators_section(r: Report) -> str:
             + "<h3>Pairwise agreement</h3>" + pairwise_kappa_table(r) + "</section>")
 
 
-def _probe_text(label: str) -> str:
-    richer, plainer = PROBES[SUMMARY[label]]
-    return f"{label} (probe {SUMMARY[label]}): EGISES({richer}) >= EGISES({plainer})"
-
-
-def similarity_section(r: Report) -> str:
-    detail = r.get("mean_similarity_detail") or {}
-    mean = table(["pair", "mean similarity", "95% CI", "ratings", "items"],
-                 [(p, m, interval(detail.get(p, {}).get("ci95")), detail.get(p, {}).get("n"),
-                   detail.get(p, {}).get("n_items")) for p, m in r.get("mean_similarity", {}).items()],
-                 "Mean rating of each pair id over its non-gold ratings (all items and annotators); 95% CI: "
-                 "bootstrap over the items that show it (none from fewer than 5, as for a pair id of one item).")
-    hj, hj_detail = r.get("egises_hj", {}), r.get("egises_hj_detail") or {}
-    steps = ", ".join(r.get("jsd_preprocessing", []))
-    rows: list[tuple[Any, ...]] = [(m, s, v, interval(hj_detail.get(m, {}).get(s, {}).get("ci95")),
-             hj_detail.get(m, {}).get(s, {}).get("n_documents")) for m in hj for s, v in sorted(hj[m].items())]
-    egises = table(["model", "prompt style", "EGISES-HJ", "95% CI", "documents"], rows,
-                   "EGISES-HJ per model and prompt style (lower = more personalized): sigma between two summaries = "
-                   "(max - mean rating) / (max - min) over all ratings of that pair of texts (a user pair is "
-                   f"unordered); sigma between a summary and the document = JSD after: {steps}. 95% CI: bootstrap "
-                   "over documents.")
-    paradox_detail = r.get("paradoxes_detail") or {}
-    rows = [(m, label, d.get("probe"), d.get("difference"), interval(d.get("ci95")), d.get("n_documents"),
-             flag(d.get("holds"))) for m, by_label in paradox_detail.items() for label, d in by_label.items()]
-    paradox = table(["model", "label", "probe", "EGISES(richer) - EGISES(plainer)", "95% CI", "documents", "paradox"],
-                    rows,
-                    "Paradox flags (yes = the richer prompt did not make the model more personalized): "
-                    f"{_probe_text('PX-5')}; {_probe_text('PX-6')}. The flag is yes or no only when the 95% "
-                    "bootstrap interval over documents of the difference excludes 0; otherwise it is 'not resolved' "
-                    "at this number of documents (null in the JSON).")
-    errors = r.get("egises_hj_errors") or []
-    error_list = ("<h3>Input problems</h3><ul>" + "".join(f"<li>{escape(e)}</li>" for e in errors) + "</ul>"
-                  if errors else "")
-    return ('<section id="similarity"><h2>Similarity survey</h2><h3>Mean similarity per pair</h3>' + mean
-            + "<h3>EGISES-HJ</h3>" + egises
-            + f"<p>Skipped (document, user pair)s without the needed ratings: {num(r.get('egises_hj_skipped'))}</p>"
-            + error_list + "<h3>Paradoxes</h3>" + paradox + "</section>")
-
-
-def aspects_section(r: Report) -> str:
-    aspects = r.get("aspects", {})
-    rows = []
-    for key, a in aspects.items():
-        detail = a.get("majority_share_detail") or {}
-        shares = ", ".join(f"{c}: {num(s)} {interval(detail.get(c, {}).get('ci95'))}"
-                           for c, s in a["majority_share"].items())
-        first: dict[str, Any] = next(iter(detail.values()), {})
-        n_major = first.get("n", 0)
-        rows.append((key, a["krippendorff_alpha"], a.get("n_units"), shares, n_major))
-    evaluators = sorted({e for a in aspects.values() for e in a["evaluators"]})
-    average, covered = r.get("evaluators_average", {}), r.get("aspects_covered", {})
-    avg_detail = r.get("evaluators_average_detail") or {}
-    acc = [[e] + [aspects[k]["evaluators"].get(e, {}).get("accuracy") for k in aspects]
-           + [average.get(e), interval(avg_detail.get(e, {}).get("ci95")), avg_detail.get(e, {}).get("n_judgments"),
-              covered.get(e)] for e in evaluators]
-    strict = [[e] + [aspects[k]["evaluators"].get(e, {}).get("accuracy_strict") for k in aspects] for e in evaluators]
-    shown = [e for e in average if average[e] is not None]
-    svg = figures.bars("fig-evaluators", shown, [average[e] for e in shown], "mean aspect accuracy", ylim=(0, 1),
-                       reference=0.5) if shown else None
-    n_judged = max((a["evaluators"].get(e, {}).get("n", 0) for a in aspects.values() for e in a["evaluators"]),
-                   default=0)
-    caption = (f"Mean over the {len(aspects)} aspects of each evaluator's lenient accuracy (unit = human judgment "
-               f"(item, annotator, aspect), up to n = {n_judged} per aspect; its 95% interval, bootstrap over items, "
-               "is in the table above). Evaluators without an "
-               "accuracy for every aspect are not drawn. reviewer_prior predicts, for each annotator, the position "
-               "(as shown to that annotator) of the candidate chosen in their earliest other judgment of the aspect.")
-    return ('<section id="aspects"><h2>Aspects</h2>'
-            + table(["aspect", "alpha", "units", "majority share [95% CI]", "items with a majority"], rows,
-                    "Krippendorff's alpha (nominal) per aspect over its units, and the share of the items with a "
-                    "majority won by each candidate with its Wilson interval over those items (none below 5).")
-            + "<h3>Evaluator accuracy (lenient)</h3>"
-            + table(["evaluator"] + list(aspects) + ["average", "average 95% CI", "judgments", "aspects covered"],
-                    acc,
-                    "Lenient accuracy: share of the human judgments (item, annotator, aspect) where the evaluator's "
-                    "prediction for that annotator (or its prediction for everyone) equals the annotator's choice; "
-                    "unparsed predictions are left out, N/A counts wrong. average: mean over the aspects, shown only "
-                    "when the evaluator covers every aspect; its 95% CI: bootstrap over items (every aspect's accuracy "
-                    "recomputed on the same resampled items). judgments: over all aspects.")
-            + "<h3>Evaluator accuracy (strict)</h3>"
-            + table(["evaluator"] + list(aspects), strict,
-                    "Strict accuracy: unparsed (or missing) predictions count as wrong.")
-            + figure("fig-evaluators", svg, caption) + "</section>")
-
-
-# The section a kind adds to the common ones.
-KIND_SECTIONS = {SIMILARITY_SURVEY: similarity_section, ASPECT_PAIRWISE: aspects_section}
+# The section a kind adds to the common ones: its report module's `html_section`.
+KIND_SECTIONS = {kind: module.html_section for kind, module in REPORT_MODULES.items()
+                 if hasattr(module, "html_section")}
 
 
 def report_fragment(report: Report, inp: Any = None) -> str:
@@ -485,7 +308,7 @@ def report_fragment(report: Report, inp: Any = None) -> str:
     if "correlations" in report:
         parts.append(correlations_section(report))
     if report["kind"] in KIND_SECTIONS:
-        parts.append(KIND_SECTIONS[report["kind"]](report))
+        parts.append(KIND_SECTIONS[report["kind"]](report, inp))
     if "ip_probe" in report:
         parts.append(ip_probe.html_section(report))
     parts += [ratings_section(report), position_section(report), annotators_section(report)]

@@ -5,6 +5,11 @@ builders never touch a database, so they can be tested and benchmarked on their 
 Judgment, score and prediction rows point at items by index (`j_item`, `s_item`, ...)
 into the item arrays, not by database id. Annotators and values also get integer codes
 (`j_coder`, `j_vcode`) once, so the statistics never sort strings twice.
+
+Candidates are one long table (`c_item`, `c_id`: any number per item, in item order);
+`candidates` is its padded (n_items, width) view. Metric scores are prediction rows whose
+question is one of the item's candidate ids and whose annotator is empty: they are split
+off here, once, into the long score table (`s_item`, `s_metric`, `s_candidate`, `s_value`).
 "I can't judge this" rows (question `_skip`) are taken out here, before anything is
 coded, so no statistic ever sees them; `skipped` keeps their counts for the report.
 """
@@ -113,8 +118,11 @@ class ReportInput:
     item_ids: np.ndarray  # object (str)
     is_gold: np.ndarray  # bool
     gold: Column  # the expected answer of gold items (a value or {question: value}); None elsewhere
-    candidates: Column = None  # object (n_items, 2): candidate ids of two-candidate kinds
-    item_data: Column = None  # similarity_survey: {"document", "users", "pairs"} per item
+    # Candidates: given as the long table (c_item, c_id) or as rows per item (`candidates`).
+    candidates: Column = None  # object (n_items, width >= 2): each item's candidate ids, None-padded
+    c_item: Column = None  # int index into items, one row per candidate, items in order
+    c_id: Column = None  # object: the candidate id of each row
+    item_data: Column = None  # the item keys a kind's report reads (StudyKind.report_item_keys) per item
     # Judgments.
     j_item: Column = None  # int index into items
     j_annotator: Column = None  # object (username)
@@ -123,7 +131,8 @@ class ReportInput:
     j_shown: Column = None  # object ("a|b" or "")
     j_seconds: Column = None  # float, NaN = unknown
     j_time: Column = None  # float submit time (any comparable unit); default: row order
-    # Metric scores from the items' `metric_scores`: one row per (item, metric, candidate).
+    # Metric scores, one row per (item, metric, candidate): rows given here (in-memory
+    # inputs), then the score rows of the predictions (a later row wins a repeat).
     s_item: Column = None
     s_metric: Column = None
     s_candidate: Column = None
@@ -152,8 +161,7 @@ class ReportInput:
         self.is_gold = np.asarray(self.is_gold, dtype=bool)
         n = len(self.item_ids)
         self.gold = list(self.gold) if self.gold is not None else [None] * n
-        if self.candidates is None:
-            self.candidates = np.full((n, 2), None, dtype=object)
+        self._candidate_table(n)
         self.item_data = self.item_data if self.item_data is not None else [{} for _ in range(n)]
         self.j_item = np.asarray(self.j_item if self.j_item is not None else [], dtype=np.int64)
         m = len(self.j_item)
@@ -177,9 +185,63 @@ class ReportInput:
         for name in ("p_evaluator", "p_annotator", "p_question", "p_value"):
             value = getattr(self, name)
             setattr(self, name, objects(value if value is not None else []))
+        self._split_scores()
         self.annotator_names, self.j_coder = codes_of(coded.get("j_annotator") or self.j_annotator)
         self.value_names, self.j_vcode = codes_of(coded.get("j_value") or self.j_value)
         self.question_names, self.j_qcode = codes_of(coded.get("j_question") or self.j_question)
+
+    def _candidate_table(self, n: int) -> None:
+        """`c_item`, `c_id` and the padded view `candidates`, from whichever was given."""
+        if self.c_item is None:
+            rows = np.asarray(self.candidates, dtype=object) if self.candidates is not None else None
+            if rows is None or rows.size == 0:
+                rows = np.full((n, 0), None, dtype=object)
+            present = rows != None  # noqa: E711 (elementwise)
+            self.c_item = np.nonzero(present)[0].astype(np.int64)
+            self.c_id = objects(rows[present].tolist())
+        else:
+            self.c_item = np.asarray(self.c_item, dtype=np.int64)
+            self.c_id = objects(self.c_id)
+        counts = np.bincount(self.c_item, minlength=n) if len(self.c_item) else np.zeros(n, dtype=np.int64)
+        starts = np.r_[0, np.cumsum(counts)[:-1]] if n else np.zeros(0, dtype=np.int64)
+        width = max(2, int(counts.max()) if n else 0)
+        order = np.argsort(self.c_item, kind="stable")  # item order; candidates keep their order
+        self.c_item, self.c_id = self.c_item[order], self.c_id[order]
+        self.candidates = np.full((n, width), None, dtype=object)
+        self.candidates[self.c_item, np.arange(len(self.c_item)) - starts[self.c_item]] = self.c_id
+
+    def item_candidates(self, item: int) -> list[Any]:
+        """The candidate ids of one item, in item order (any number)."""
+        return [c for c in self.candidates[item].tolist() if c is not None]
+
+    def _split_scores(self) -> None:
+        """`p_on_candidate` (the prediction's question is one of its item's candidate ids),
+        `p_is_score` (... and it is for every annotator: a metric score), and the long score
+        table: rows given as s_*, then the score rows of the predictions; rows whose value
+        is not a number are dropped."""
+        self.p_on_candidate = np.zeros(len(self.p_item), dtype=bool)
+        for column in range(self.candidates.shape[1] if len(self.p_item) else 0):
+            self.p_on_candidate |= self.p_question == self.candidates[self.p_item, column]
+        self.p_is_score = self.p_on_candidate & (self.p_annotator == "")
+        if self.p_is_score.any():
+            self.s_item = np.concatenate([self.s_item, self.p_item[self.p_is_score]])
+            self.s_metric = np.concatenate([self.s_metric, self.p_evaluator[self.p_is_score]])
+            self.s_candidate = np.concatenate([self.s_candidate, self.p_question[self.p_is_score]])
+            self.s_value = np.concatenate([self.s_value, to_float(self.p_value[self.p_is_score])])
+        keep = ~np.isnan(self.s_value)
+        if not keep.all():
+            self.s_item, self.s_metric = self.s_item[keep], self.s_metric[keep]
+            self.s_candidate, self.s_value = self.s_candidate[keep], self.s_value[keep]
+
+    def shown_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(option shown first, option shown second) of every judgment row, from its
+        shown_order ("a|b|tie"); None where fewer than two options were recorded. For a
+        choice this is the pair of candidates the annotator compared."""
+        orders, code = codes_of(self.j_shown)  # a few distinct orders: split each once
+        parts = [str(s).split("|") if s else [] for s in orders.tolist()]
+        first = objects([p[0] if len(p) >= 2 else None for p in parts])
+        second = objects([p[1] if len(p) >= 2 else None for p in parts])
+        return first[code], second[code]
 
     def _take_out_skips(self, coded: dict[str, Labelled]) -> dict[str, Labelled]:
         """Drops the `_skip` rows from the judgment columns (and from `coded`, returned);

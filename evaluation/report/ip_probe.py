@@ -18,6 +18,7 @@ from evaluation.bootstrap import bootstrap_ci
 from evaluation.vocabulary import IP_PROBE_EVALUATOR
 
 from .inputs import ReportInput, to_float
+from .markup import interval, table
 
 RESAMPLES, SEED, MIN_QUESTIONS = 2000, 0, 5
 CI_METHOD = f"percentile bootstrap over questions ({RESAMPLES} resamples, seed {SEED})"
@@ -91,8 +92,6 @@ def ip_probe_keys(inp: ReportInput, labels: np.ndarray) -> dict[str, Any]:
 
 def html_section(report: dict[str, Any]) -> str:
     """The `ip_probe` table of the HTML report."""
-    from .html import interval, table
-
     rows = [(e["model"], " → ".join(e["cues"]), e["score"], e["probe"]["delta"], interval(e["probe"]["ci95"]),
              e["probe"]["p_value"], e["probe"]["n_questions"], e["probe"]["n_samples"], e["human"]["prefer_user_cue"],
              interval(e["human"]["ci95"]), e["human"]["n_decided"], e["human"]["n_items"])

@@ -1,7 +1,8 @@
 """The CSV report: the per-item table (one row per (item, question) with judgments: the
-majority, the count of each value, and each metric's pick / each evaluator's prediction),
-then one empty line, then the correlation table (one row per correlation entry and
-coefficient; layout in docs/reports.md)."""
+majority, the count of each value, each metric's pick / each evaluator's prediction, then
+the kind's own columns), then one empty line, then the correlation table (one row per
+correlation entry and coefficient; layout in docs/reports.md). The picks and the kind's
+columns come from its report module (`table_picks`, `table_columns`: report/kinds/)."""
 import io
 from collections import Counter
 from typing import Any
@@ -10,14 +11,9 @@ import numpy as np
 
 from evaluation.csv_cells import SafeWriter
 from evaluation.majority import majority_labels
-from evaluation.vocabulary import EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT
 
 from .inputs import ReportInput
-from .kinds.explanation_choice import expert_extra
-from .kinds.pairwise_alignment import CHOICE, metric_picks
-
-# Kinds whose table has a pick_<metric> column per metric: the extra scores each adds.
-METRIC_PICKS = {PAIRWISE_ALIGNMENT: lambda inp: None, EXPLANATION_CHOICE: expert_extra}
+from .kinds import REPORT_MODULES
 
 
 def item_table_rows(inp: ReportInput) -> tuple[list[str], list[list[Any]]]:
@@ -30,27 +26,27 @@ def item_table_rows(inp: ReportInput) -> tuple[list[str], list[list[Any]]]:
     non_gold = ~inp.is_gold[inp.j_item] if len(keys) else np.zeros(0, dtype=bool)
     labels = (majority_labels(units[non_gold], inp.j_value[non_gold].astype(str), inp.min_votes)
               if non_gold.any() else {})
-    picks = {}
-    if inp.kind in METRIC_PICKS:
-        picks = {m: {(item_id, CHOICE): p for item_id, p in by.items()}
-                 for m, by in metric_picks(inp, METRIC_PICKS[inp.kind](inp)).items()}
+    module = REPORT_MODULES[inp.kind]
+    picks = dict(module.table_picks(inp)) if hasattr(module, "table_picks") else {}
     predicted: dict[str, dict[tuple[str, str], Any]] = {}
-    for item, evaluator, who, question, value in zip(inp.p_item, inp.p_evaluator, inp.p_annotator, inp.p_question,
-                                                     inp.p_value):
-        if not who and question not in inp.candidates[item]:
+    for item, evaluator, who, question, value, is_score in zip(inp.p_item, inp.p_evaluator, inp.p_annotator,
+                                                               inp.p_question, inp.p_value, inp.p_on_candidate):
+        if not who and not is_score:
             predicted.setdefault(str(evaluator), {})[(str(inp.item_ids[item]), question)] = value
     for evaluator, by in predicted.items():
         picks.setdefault(evaluator, {}).update(by)
     metrics = sorted(picks)
+    columns = module.table_columns(inp) if hasattr(module, "table_columns") else {}
     header = (["item_id", "question", "is_gold", "n_judgments", "majority"]
-              + [f"n_{v}" for v in values] + [f"pick_{m}" for m in metrics])
+              + [f"n_{v}" for v in values] + [f"pick_{m}" for m in metrics] + list(columns))
     rows = []
     for (item, question), unit in sorted(unit_of.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         item_id = str(inp.item_ids[item])
         n = [counts.get((unit, v), 0) for v in values]
         majority = labels.get(unit) if not inp.is_gold[item] else None
         rows.append([item_id, question, int(inp.is_gold[item]), sum(n), "" if majority is None else majority]
-                    + n + [picks[m].get((item_id, question), "") for m in metrics])
+                    + n + [picks[m].get((item_id, question), "") for m in metrics]
+                    + [cells.get((item_id, question), "") for cells in columns.values()])
     return header, rows
 
 

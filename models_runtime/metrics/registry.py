@@ -28,11 +28,17 @@ class UnknownMetric(KeyError):
         return self.args[0]
 
 
-def register_metric(name, model_kind="llm"):
+def register_metric(name, model_kind="llm", scope="record"):
     """`model_kind`: what the `model` argument names: "llm" (a HUMEVAL_MODELS name, the
-    default) or "encoder" (a sentence-transformers directory)."""
+    default) or "encoder" (a sentence-transformers directory). `scope`: "record" (the
+    default: `fn(records, ...)` as above) or "study": a judge that needs the whole study
+    (e.g. its annotators' earlier judgments), called once after the per-item metrics as
+    `fn(slug, *, model=None, device=None, options=None) -> summary`; it stores its own
+    predictions (through annotate.services). A judge may set `fn.refuses(study_info)` ->
+    a reason it cannot score that study (checked when the score job is made), or None."""
     def decorator(fn):
         fn.model_kind = model_kind
+        fn.scope = scope
         _METRICS[name] = fn
         return fn
     return decorator

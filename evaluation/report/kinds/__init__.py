@@ -1,15 +1,23 @@
-"""One report module per study kind (`evaluation/report/kinds/<kind>.py`), each with
-`build(inp) -> dict`; the registry below maps kind names to them. BUILDERS is derived
-from it, so a new kind adds one module and one line here."""
+"""One report module per study kind: `evaluation/report/kinds/<kind name>.py`, found here by
+its file name (as the kind's template is `templates/annotate/_<kind name>.html`), so a new
+kind adds its module and nothing else in evaluation/.
+
+A report module has `build(inp) -> dict` (the report of interfaces.md) and optionally:
+- `html_section(report, inp) -> str`: the kind's section of the HTML report (`inp`: the
+  ReportInput, or None when only the report is at hand);
+- `rating_figures(report, value_counts) -> [html]`: its own rating histograms;
+- `table_picks(inp) -> {column: {(item id, question): value}}`: `pick_<column>` cells of the
+  per-item CSV table (metric picks; non-personalized predictions are added for every kind);
+- `table_columns(inp, report) -> {column: {(item id, question): value}}`: more CSV columns,
+  after the picks, named as given;
+- `REPORT_SCHEMA`: {report key: JSON Schema} of the kind's own report keys (the API schema).
+BUILDERS (build.py) and KIND_SECTIONS (html.py) are derived from REPORT_MODULES.
+"""
+import importlib
+import pkgutil
 from types import ModuleType
 
-from evaluation.vocabulary import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
-
-from . import aspect_pairwise, explanation_choice, pairwise_alignment, similarity_survey
-
 REPORT_MODULES: dict[str, ModuleType] = {
-    PAIRWISE_ALIGNMENT: pairwise_alignment,
-    EXPLANATION_CHOICE: explanation_choice,
-    SIMILARITY_SURVEY: similarity_survey,
-    ASPECT_PAIRWISE: aspect_pairwise,
+    info.name: importlib.import_module(f"{__name__}.{info.name}")
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name) if not info.ispkg
 }

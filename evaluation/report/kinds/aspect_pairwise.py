@@ -10,10 +10,20 @@ from evaluation.bootstrap import RESAMPLES, Interval, bootstrap_method
 from evaluation.perdoc import accuracy_intervals
 from evaluation.vocabulary import DEFAULT_ASPECT_KEYS
 
+from .. import figures
 from ..common import NOMINAL, Question, base_report, clean, interval_keys, majority, question_rows, share_detail
 from ..inputs import Judgments, ReportInput
+from ..markup import Report, figure, interval, num, table
 
 REVIEWER_PRIOR = "reviewer_prior"
+REPORT_SCHEMA = {
+    "aspects": {"type": "object", "additionalProperties": {"type": "object"},
+                "description": "aspect -> krippendorff_alpha, n_units, majority_share, majority_share_detail, "
+                               "too_few_votes, evaluators."},
+    "evaluators_average": {"type": "object", "additionalProperties": {"type": "number", "nullable": True},
+                           "description": "evaluator -> mean aspect accuracy (null unless it covers every aspect)."},
+    "evaluators_average_detail": {"type": "object", "description": "evaluator -> n, interval of the average."},
+}
 
 
 def aspect_keys(inp: ReportInput) -> list[str]:
@@ -89,8 +99,8 @@ def accuracy_keys(aspects: dict[str, dict[str, Any]], keys: list[str]) -> dict[s
     for e in evaluators:
         per_item = {k: aspects[k]["evaluators"][e].pop("per_item") for k in keys if e in aspects[k]["evaluators"]}
         per_aspect, average = accuracy_intervals(per_item, list(per_item))
-        for k, interval in per_aspect.items():
-            aspects[k]["evaluators"][e].update(interval_keys(interval, method))
+        for k, found in per_aspect.items():
+            aspects[k]["evaluators"][e].update(interval_keys(found, method))
         values = [aspects[k]["evaluators"].get(e, {}).get("accuracy") for k in keys]
         complete = keys and all(v is not None for v in values) and len(per_item) == len(keys)
         detail[e] = {"average": clean(float(np.mean(values))) if complete else None, "n_aspects": len(per_item),
@@ -132,3 +142,49 @@ def build(inp: ReportInput) -> dict[str, Any]:
     report["evaluators_average_detail"] = detail
     report["correlations"] = {}
     return report
+
+
+def html_section(r: Report, inp: ReportInput | None = None) -> str:
+    """The Aspects section: agreement and majority shares per aspect, evaluator accuracies."""
+    aspects = r.get("aspects", {})
+    rows = []
+    for key, a in aspects.items():
+        detail = a.get("majority_share_detail") or {}
+        shares = ", ".join(f"{c}: {num(s)} {interval(detail.get(c, {}).get('ci95'))}"
+                           for c, s in a["majority_share"].items())
+        first: dict[str, Any] = next(iter(detail.values()), {})
+        n_major = first.get("n", 0)
+        rows.append((key, a["krippendorff_alpha"], a.get("n_units"), shares, n_major))
+    evaluators = sorted({e for a in aspects.values() for e in a["evaluators"]})
+    average, covered = r.get("evaluators_average", {}), r.get("aspects_covered", {})
+    avg_detail = r.get("evaluators_average_detail") or {}
+    acc = [[e] + [aspects[k]["evaluators"].get(e, {}).get("accuracy") for k in aspects]
+           + [average.get(e), interval(avg_detail.get(e, {}).get("ci95")), avg_detail.get(e, {}).get("n_judgments"),
+              covered.get(e)] for e in evaluators]
+    strict = [[e] + [aspects[k]["evaluators"].get(e, {}).get("accuracy_strict") for k in aspects] for e in evaluators]
+    shown = [e for e in average if average[e] is not None]
+    svg = figures.bars("fig-evaluators", shown, [average[e] for e in shown], "mean aspect accuracy", ylim=(0, 1),
+                       reference=0.5) if shown else None
+    n_judged = max((a["evaluators"].get(e, {}).get("n", 0) for a in aspects.values() for e in a["evaluators"]),
+                   default=0)
+    caption = (f"Mean over the {len(aspects)} aspects of each evaluator's lenient accuracy (unit = human judgment "
+               f"(item, annotator, aspect), up to n = {n_judged} per aspect; its 95% interval, bootstrap over items, "
+               "is in the table above). Evaluators without an "
+               "accuracy for every aspect are not drawn. reviewer_prior predicts, for each annotator, the position "
+               "(as shown to that annotator) of the candidate chosen in their earliest other judgment of the aspect.")
+    return ('<section id="aspects"><h2>Aspects</h2>'
+            + table(["aspect", "alpha", "units", "majority share [95% CI]", "items with a majority"], rows,
+                    "Krippendorff's alpha (nominal) per aspect over its units, and the share of the items with a "
+                    "majority won by each candidate with its Wilson interval over those items (none below 5).")
+            + "<h3>Evaluator accuracy (lenient)</h3>"
+            + table(["evaluator"] + list(aspects) + ["average", "average 95% CI", "judgments", "aspects covered"],
+                    acc,
+                    "Lenient accuracy: share of the human judgments (item, annotator, aspect) where the evaluator's "
+                    "prediction for that annotator (or its prediction for everyone) equals the annotator's choice; "
+                    "unparsed predictions are left out, N/A counts wrong. average: mean over the aspects, shown only "
+                    "when the evaluator covers every aspect; its 95% CI: bootstrap over items (every aspect's accuracy "
+                    "recomputed on the same resampled items). judgments: over all aspects.")
+            + "<h3>Evaluator accuracy (strict)</h3>"
+            + table(["evaluator"] + list(aspects), strict,
+                    "Strict accuracy: unparsed (or missing) predictions count as wrong.")
+            + figure("fig-evaluators", svg, caption) + "</section>")

@@ -11,9 +11,17 @@ from evaluation.vocabulary import USEFULNESS_QUESTION as USEFULNESS
 from ..common import INTERVAL, NOMINAL, Question, clean, interval_keys, question_rows
 from ..correlations import EXPERT_USEFULNESS, expert_usefulness
 from ..inputs import Judgments, ReportInput, to_float
-from .pairwise_alignment import CHOICE, TIE, Extra, choice_report, picks_from_scores
+from .pairwise_alignment import CHOICE, TIE, Extra, choice_picks, choice_report, picks_from_scores
+from .pairwise_alignment import REPORT_SCHEMA as PAIRWISE_SCHEMA
 
 EXPERT_METRIC = "expert"
+REPORT_SCHEMA = {
+    **PAIRWISE_SCHEMA,
+    "choice_matches_expert": {"type": "number", "nullable": True,
+                              "description": "share of choices of the candidate with the higher ExPerT score."},
+    "choice_matches_expert_detail": {"type": "object", "description": "n, n_items, interval of that share."},
+    "usefulness": {"type": "object", "description": "mean, sd, n, n_items and interval of the usefulness ratings."},
+}
 
 
 def expert_extra(inp: ReportInput) -> Extra:
@@ -51,6 +59,10 @@ def usefulness(js: Judgments) -> dict[str, Any]:
     mean, interval = clustered_mean(values, items)
     return {"mean": clean(mean), "sd": clean(values.std(ddof=1)) if n >= 2 else None, "n": int(n),
             "n_items": int(len(np.unique(items))), **interval_keys(interval, bootstrap_method("items", RESAMPLES))}
+
+
+def table_picks(inp: ReportInput) -> dict[str, dict[tuple[str, str], Any]]:
+    return choice_picks(inp, expert_extra(inp))
 
 
 def build(inp: ReportInput) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from ..common import (
 )
 from ..correlations import item_correlations, system_correlations_part
 from ..coverage import metric_coverage, report_warnings
-from ..inputs import Judgments, ReportInput, codes_of, to_float
+from ..inputs import Judgments, ReportInput, codes_of
 from ..ip_probe import ip_probe_keys
 from ..systems import system_wins, systems_table
 
@@ -34,26 +34,28 @@ MCNEMAR = ("exact McNemar test over the items both metrics pick on (discordant i
 Extra = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 # {metric: (score of each item's first candidate, of its second)}; NaN = no score.
 Scores = dict[str, tuple[np.ndarray, np.ndarray]]
+# The report keys of the pairwise kinds (the API schema; interfaces.md).
+REPORT_SCHEMA = {
+    "majority": {"type": "object", "additionalProperties": {"type": "string", "nullable": True},
+                 "description": "item id -> majority candidate id (null: none)."},
+    "alignment": {"type": "object", "additionalProperties": {"type": "object"},
+                  "description": "per metric/evaluator: alignment, alignment_strict, agree, ties, n, ci95, "
+                                 "ci95_strict."},
+    "win_rate": {"type": "object", "additionalProperties": {"type": "number"},
+                 "description": "candidate id -> share of the items with a majority won by it."},
+    "win_rate_detail": {"type": "object", "description": "candidate id -> wins, n, Wilson interval."},
+}
 
 
 def score_rows(inp: ReportInput) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Long-format metric scores (item, metric, candidate, value): the items' metric_scores,
-    then prediction rows whose question is one of the item's candidates (these win on a
-    repeat). Non-numeric and non-finite (+-inf) values are dropped: a score that is not a
-    finite number is no score, for picks, correlations and system means alike (coverage
-    counts them in `n_nonfinite`)."""
-    a, b = inp.candidates[inp.p_item, 0], inp.candidates[inp.p_item, 1]
-    is_score = (inp.p_annotator == "") & ((inp.p_question == a) | (inp.p_question == b))
-    item, metric, candidate, value = inp.s_item, inp.s_metric, inp.s_candidate, inp.s_value
-    if is_score.any():  # else no copy of the score rows
-        item = np.concatenate([item, inp.p_item[is_score]])
-        metric = np.concatenate([metric, inp.p_evaluator[is_score]])
-        candidate = np.concatenate([candidate, inp.p_question[is_score]])
-        value = np.concatenate([value, to_float(inp.p_value[is_score])])
-    keep = np.isfinite(value)
-    if keep.all():
-        return item, metric, candidate, value
-    return item[keep], metric[keep], candidate[keep], value[keep]
+    """Long-format metric scores (item, metric, candidate, value): ReportInput's score table
+    (the score rows of the predictions; a later row wins a repeat). Non-finite (+-inf)
+    values are dropped: a score that is not a finite number is no score, for picks,
+    correlations and system means alike (coverage counts them in `n_nonfinite`)."""
+    keep = np.isfinite(inp.s_value)
+    if keep.all():  # else no copy of the score rows
+        return inp.s_item, inp.s_metric, inp.s_candidate, inp.s_value
+    return inp.s_item[keep], inp.s_metric[keep], inp.s_candidate[keep], inp.s_value[keep]
 
 
 def candidate_scores(inp: ReportInput, item: np.ndarray, candidate: np.ndarray,
@@ -194,3 +196,12 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
 
 def build(inp: ReportInput) -> dict[str, Any]:
     return choice_report(inp, [Question.single(CHOICE, NOMINAL)])[0]
+
+
+def choice_picks(inp: ReportInput, extra: Extra | None = None) -> dict[str, dict[tuple[str, str], Any]]:
+    """The per-item CSV table's picks: each metric's pick of the `choice` question."""
+    return {m: {(item_id, CHOICE): p for item_id, p in by.items()} for m, by in metric_picks(inp, extra).items()}
+
+
+def table_picks(inp: ReportInput) -> dict[str, dict[tuple[str, str], Any]]:
+    return choice_picks(inp)

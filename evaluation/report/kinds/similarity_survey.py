@@ -8,22 +8,36 @@ shows for a (document, user, origin) must equal those of every other item: other
 item's ratings of that (document, user pair, origin) are not used and the conflict is
 listed in `egises_hj_errors`.
 """
+from html import escape
 from typing import Any
 
 import numpy as np
 
 from evaluation.bootstrap import MIN_CLUSTERS, RESAMPLES, Interval, bootstrap_method, clustered_mean, interval_refusal
-from evaluation.paradoxes import STYLES, SUMMARY, paradox_tests
+from evaluation.paradoxes import PROBES, STYLES, SUMMARY, paradox_tests
 from evaluation.text import preprocess
 
+from .. import figures
 from ..common import INTERVAL, Question, base_report, clean, clean_list, interval_keys
 from ..correlations import similarity_correlations
 from ..inputs import Judgments, ReportInput, to_float
+from ..markup import Report, figure, flag, interval, num, rating_counts, table
 
 REFERENCE = "reference"
 SURVEY_QUESTION = "similarity"
 PARADOX_LABELS = ("PX-5", "PX-6")  # the summary labels over the contrastive styles (interfaces.md)
 Origin = tuple[str, ...]  # ("reference",) or ("model", model, prompt style)
+REPORT_SCHEMA = {
+    "mean_similarity": {"type": "object", "additionalProperties": {"type": "number", "nullable": True},
+                        "description": "pair id -> mean rating."},
+    "mean_similarity_detail": {"type": "object", "description": "pair id -> n, n_items, interval."},
+    "egises_hj": {"type": "object", "additionalProperties": {"type": "object"},
+                  "description": "model -> prompt style -> EGISES-HJ."},
+    "egises_hj_detail": {"type": "object", "description": "model -> prompt style -> n_documents, interval."},
+    "paradoxes": {"type": "object", "additionalProperties": {"type": "object"},
+                  "description": "model -> {PX-5, PX-6}: true/false when the interval excludes 0, else null."},
+    "paradoxes_detail": {"type": "object", "description": "model -> {PX-5, PX-6} -> difference, interval."},
+}
 
 
 def mean_similarity(js: Judgments) -> dict[str, dict[str, Any]]:
@@ -47,12 +61,12 @@ def mean_similarity(js: Judgments) -> dict[str, dict[str, Any]]:
     for k, name in enumerate(names.tolist()):
         if n_items[k] >= MIN_CLUSTERS:
             rows = order[bounds[k]:bounds[k + 1]]
-            mean, interval = clustered_mean(values[rows], items[rows])
+            mean, found = clustered_mean(values[rows], items[rows])
         else:
-            mean, interval = float(sums[k] / counts[k]), Interval(None, int(n_items[k]), 0, 0,
-                                                                   interval_refusal(int(n_items[k])))
+            mean, found = float(sums[k] / counts[k]), Interval(None, int(n_items[k]), 0, 0,
+                                                                interval_refusal(int(n_items[k])))
         out[str(name)] = {"mean": clean(mean), "n": int(counts[k]), "n_items": int(n_items[k]),
-                          **interval_keys(interval, method)}
+                          **interval_keys(found, method)}
     return out
 
 
@@ -189,3 +203,52 @@ def build(inp: ReportInput) -> dict[str, Any]:
     report.update(egises_part(inp, js))
     report["correlations"] = similarity_correlations(inp, js, pair_ids)
     return report
+
+
+def _probe_text(label: str) -> str:
+    richer, plainer = PROBES[SUMMARY[label]]
+    return f"{label} (probe {SUMMARY[label]}): EGISES({richer}) >= EGISES({plainer})"
+
+
+def html_section(r: Report, inp: ReportInput | None = None) -> str:
+    """The Similarity survey section: mean similarity per pair, EGISES-HJ, input problems, paradoxes."""
+    detail = r.get("mean_similarity_detail") or {}
+    mean = table(["pair", "mean similarity", "95% CI", "ratings", "items"],
+                 [(p, m, interval(detail.get(p, {}).get("ci95")), detail.get(p, {}).get("n"),
+                   detail.get(p, {}).get("n_items")) for p, m in r.get("mean_similarity", {}).items()],
+                 "Mean rating of each pair id over its non-gold ratings (all items and annotators); 95% CI: "
+                 "bootstrap over the items that show it (none from fewer than 5, as for a pair id of one item).")
+    hj, hj_detail = r.get("egises_hj", {}), r.get("egises_hj_detail") or {}
+    steps = ", ".join(r.get("jsd_preprocessing", []))
+    rows: list[tuple[Any, ...]] = [(m, s, v, interval(hj_detail.get(m, {}).get(s, {}).get("ci95")),
+             hj_detail.get(m, {}).get(s, {}).get("n_documents")) for m in hj for s, v in sorted(hj[m].items())]
+    egises = table(["model", "prompt style", "EGISES-HJ", "95% CI", "documents"], rows,
+                   "EGISES-HJ per model and prompt style (lower = more personalized): sigma between two summaries = "
+                   "(max - mean rating) / (max - min) over all ratings of that pair of texts (a user pair is "
+                   f"unordered); sigma between a summary and the document = JSD after: {steps}. 95% CI: bootstrap "
+                   "over documents.")
+    paradox_detail = r.get("paradoxes_detail") or {}
+    rows = [(m, label, d.get("probe"), d.get("difference"), interval(d.get("ci95")), d.get("n_documents"),
+             flag(d.get("holds"))) for m, by_label in paradox_detail.items() for label, d in by_label.items()]
+    paradox = table(["model", "label", "probe", "EGISES(richer) - EGISES(plainer)", "95% CI", "documents", "paradox"],
+                    rows,
+                    "Paradox flags (yes = the richer prompt did not make the model more personalized): "
+                    f"{_probe_text('PX-5')}; {_probe_text('PX-6')}. The flag is yes or no only when the 95% "
+                    "bootstrap interval over documents of the difference excludes 0; otherwise it is 'not resolved' "
+                    "at this number of documents (null in the JSON).")
+    errors = r.get("egises_hj_errors") or []
+    error_list = ("<h3>Input problems</h3><ul>" + "".join(f"<li>{escape(e)}</li>" for e in errors) + "</ul>"
+                  if errors else "")
+    return ('<section id="similarity"><h2>Similarity survey</h2><h3>Mean similarity per pair</h3>' + mean
+            + "<h3>EGISES-HJ</h3>" + egises
+            + f"<p>Skipped (document, user pair)s without the needed ratings: {num(r.get('egises_hj_skipped'))}</p>"
+            + error_list + "<h3>Paradoxes</h3>" + paradox + "</section>")
+
+
+def rating_figures(r: Report, counts: dict[str, dict[str, int]]) -> list[str]:
+    """One histogram of every similarity rating (the pair ids pooled)."""
+    pooled = rating_counts(counts, list(counts))
+    svg = figures.histogram("fig-ratings", pooled, "similarity rating")
+    return [figure("fig-ratings", svg, f"Histogram of all similarity ratings (every pair of every non-gold "
+                                       f"item, all annotators; n = {sum(pooled.values())} ratings); "
+                                       "1 = low, 6 = very high similarity.")]

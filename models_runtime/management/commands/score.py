@@ -23,6 +23,9 @@ class Command(BaseCommand):
         parser.add_argument("--task", default=None,
                             help="the LaMP task of every item (LaMP-1 ... LaMP-7, or LaMP_N) for the lamp_* metrics; "
                                  "default: each item's meta.task (plans write it)")
+        parser.add_argument("--options", type=json.loads, default=None,
+                            help='JSON {metric: {option: value}} for study judges, e.g. '
+                                 '\'{"perse_scalar": {"k": 3, "temperature": 0.8, "max_new_tokens": 600}}\'')
         add_wait_argument(parser)
 
     def handle(self, *args, **opts):
@@ -32,6 +35,8 @@ class Command(BaseCommand):
             params["task"] = opts["task"]
         if opts["chunk_size"]:
             params["chunk_size"] = opts["chunk_size"]
+        if opts["options"]:
+            params["options"] = opts["options"]
         job = run_command_job(self, "score", params, desc=f"score {opts['slug']}", no_wait=opts["no_wait"])
         if job is None:
             return
