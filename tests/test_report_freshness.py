@@ -192,3 +192,29 @@ def test_runtime_and_import_writes_bump_the_revision(study):
     assert revision(study) == rev
     import_predictions(io.BytesIO(b"study,item_id,evaluator,annotator,question,value\npw,i1,bleu,,x,8\n"))
     assert revision(study) > rev and Prediction.objects.get(item=item, evaluator="bleu", question="x").value == "8"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sqlite_triggers_survive_migrations_that_copy_their_tables():
+    """SQLite migrations that change a table copy it; the report triggers are dropped before
+    `migrate` and installed after it (annotate/apps.py), so migrating back over 0011 (which
+    copies annotate_study) and forward again works and leaves every trigger in place."""
+    from django.core.management import call_command
+    from django.db import connection
+
+    from annotate.report_triggers import _triggers, _user_table
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's triggers (PostgreSQL's live in migration 0010 and survive ALTER TABLE)")
+    from django.apps import apps
+
+    def names():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+            return {row[0] for row in cursor.fetchall()}
+
+    expected = {name for name, _, _ in _triggers(apps, "sqlite", _user_table(apps))}
+    assert expected <= names() and len(expected) == 7
+    call_command("migrate", "annotate", "0010", verbosity=0)
+    call_command("migrate", "annotate", verbosity=0)
+    assert expected <= names()
