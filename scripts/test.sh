@@ -15,9 +15,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for pkg in chromium wordnet-base wordnet-sense-index nodejs npm; do
+for pkg in chromium wordnet-base wordnet-sense-index; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
+# Node.js and npm only when the commands are absent: a machine may carry NodeSource's nodejs,
+# which bundles npm and conflicts with Debian's npm package ("held broken packages").
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
