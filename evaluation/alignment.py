@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import binom, norm
 
-from evaluation.bootstrap import interval_refusal
+from evaluation.bootstrap import Z975, interval_refusal
 from evaluation.vocabulary import TIE
 
-Z95 = float(norm.ppf(0.975))
+Z95 = Z975
 WILSON = "Wilson score interval over items"
 
 
@@ -125,6 +124,8 @@ def mcnemar_exact(b: int, c: int) -> float:
     >>> mcnemar_exact(0, 5)
     0.0625
     """
+    from scipy.stats import binom
+
     if b + c == 0:
         return 1.0
     return float(min(1.0, 2.0 * binom.cdf(min(b, c), b + c, 0.5)))

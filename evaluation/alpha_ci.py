@@ -15,11 +15,16 @@ of resamples x profiles. With clusters, a resample's profile weights are its clu
 counts (`bootstrap.cluster_counts`) times the clusters' profile counts. A plain loop over
 resamples is in bench/alpha_ci_bench.py.
 """
+from __future__ import annotations
+
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
+
+if TYPE_CHECKING:  # scipy is imported where it is used (docs/architecture.md, "Heavy imports")
+    from scipy import sparse
 
 from evaluation.agreement import LEVELS, Column, krippendorff_alpha, unit_scale, within_unit_pairs
 from evaluation.bootstrap import bootstrap_interval, bootstrap_weights, cluster_counts
@@ -135,6 +140,8 @@ def _cluster_weights(prof: _Profiles, cluster: np.ndarray, n_clusters: int, resa
                      seed: int) -> Iterator[np.ndarray]:
     """(k, P) profile weights of cluster resamples: cluster counts times the clusters'
     profile counts."""
+    from scipy import sparse
+
     per_cluster = sparse.csr_matrix((np.ones(len(cluster)), (cluster, prof.of_unit)),
                                     shape=(n_clusters, len(prof.mult)))
     for drawn in cluster_counts(n_clusters, resamples, seed):
@@ -162,6 +169,8 @@ def _profiles(c: Counts, keep_unit: np.ndarray, x: np.ndarray, level: str) -> _P
         dense[unit, value] = count
         profiles, one, mult, inverse = _unique_rows(dense)
         return _Profiles(mult, m[one], observed[one], single[one], profiles, s1[one], s2[one], one, inverse)
+    from scipy import sparse
+
     counts = sparse.csr_matrix((count, (unit, value)), shape=(n_units, n_values))
     every = np.arange(n_units)
     return _Profiles(np.ones(n_units, dtype=np.int64), m, observed, single, counts, s1, s2, every, every)
@@ -206,7 +215,7 @@ def _observed_per_unit(unit: np.ndarray, value: np.ndarray, count: np.ndarray, m
 
 def _alpha_rows(w: np.ndarray, prof: _Profiles, x: np.ndarray, level: str) -> tuple[np.ndarray, np.ndarray]:
     """(alpha per resample row, undefined mask) for a (k, P) block of profile weights."""
-    dense = not sparse.issparse(prof.counts)
+    dense = isinstance(prof.counts, np.ndarray)
     columns = [prof.m, prof.observed, prof.s1, prof.s2, (prof.single < 0).astype(float)]
     sums = w @ np.column_stack(columns + ([np.asarray(prof.counts)] if dense else []))
     n, observed, s1, s2, mixed = sums[:, :5].T
@@ -233,9 +242,9 @@ def _alpha_rows(w: np.ndarray, prof: _Profiles, x: np.ndarray, level: str) -> tu
 
 def _times(w: np.ndarray, counts: np.ndarray | sparse.csr_matrix) -> np.ndarray:
     """w @ counts for dense or sparse per-profile value counts."""
-    if sparse.issparse(counts):
-        return np.asarray((counts.T @ w.T).T)
-    return w @ counts
+    if isinstance(counts, np.ndarray):
+        return w @ counts
+    return np.asarray((counts.T @ w.T).T)
 
 
 def _ordinal_terms(w: np.ndarray, prof: _Profiles, n: np.ndarray, n_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtr, ndtri, stdtr, stdtrit  # Phi, Phi^-1, Student's t cdf and quantile: fast
 
 BLOCK_ENTRIES = 1 << 20  # draws per block: ~8 MB, whatever n is
 # Drawing a multinomial costs about a binomial draw per profile, ~12x an index draw plus
@@ -36,6 +35,9 @@ MULTINOMIAL_BELOW = 1 / 12
 RESAMPLES = 2000  # a report's bootstraps, except alpha's interval (1,000: statistics.md)
 MIN_CLUSTERS = 5  # no interval from fewer clusters (statistics.md, "Clustered data")
 TIE = 1e-12  # relative: a resample this close to the estimate (or to 0) is a tie with it
+# float(scipy.stats.norm.ppf(0.975)) written out, so that importing this module imports no
+# scipy (docs/architecture.md, "Heavy imports"; tests/test_heavy_imports.py checks the value)
+Z975 = 1.959963984540054
 MAX_DROPPED = 0.10  # share of resamples without a defined statistic above which there is no interval
 
 
@@ -162,6 +164,8 @@ def expanded_z(n_clusters: int, level: float = 0.95) -> float:
     >>> round(expanded_z(20), 4), round(expanded_z(10**9), 4)
     (2.1474, 1.96)
     """
+    from scipy.special import stdtrit  # Student's t quantile (heavy imports: docs/architecture.md)
+
     if n_clusters < 2:
         return math.inf
     return math.sqrt(n_clusters / (n_clusters - 1)) * float(stdtrit(n_clusters - 1, (1 + level) / 2))
@@ -227,6 +231,8 @@ def bootstrap_interval(samples: Sequence[float | None] | np.ndarray, estimate: f
     if reason is not None:
         return Interval(None, n_clusters, len(arr), dropped, reason)
     assert estimate is not None
+    from scipy.special import ndtr, ndtri, stdtr  # Phi, Phi^-1, Student's t cdf: fast
+
     z0 = float(ndtri(_smoothed_below(kept, estimate)))
     ze = expanded_z(n_clusters, level)
     bounds = np.percentile(kept, [100 * float(ndtr(2 * z0 - ze)), 100 * float(ndtr(2 * z0 + ze))])

@@ -24,10 +24,15 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import sparse, stats
 
-from evaluation.bootstrap import BLOCK_ENTRIES, MIN_CLUSTERS, bootstrap_interval, bootstrap_method, cluster_counts
-from evaluation.rank_bootstrap import Cells, rank_bootstrap, rank_stats_of_counts
+from evaluation.bootstrap import (
+    BLOCK_ENTRIES,
+    MIN_CLUSTERS,
+    Z975,
+    bootstrap_interval,
+    bootstrap_method,
+    cluster_counts,
+)
 
 METHODS = ("pearson", "spearman", "kendall")
 RESAMPLES = 2000
@@ -35,7 +40,6 @@ EXACT_MAX_N = 9
 BOOTSTRAP_MIN_N = 20
 DENSE_ENTRIES = 1 << 22  # clusters x cells up to this: a dense matrix product per block
 FISHER_MIN_N = 10  # no Fisher-z interval below this n (statistics.md, "Clustered data")
-Z975 = float(stats.norm.ppf(0.975))
 Numbers = Sequence[Any] | np.ndarray
 
 
@@ -116,6 +120,8 @@ def correlations(x: Numbers, y: Numbers, resamples: int = RESAMPLES, seed: int =
         return _empty(n, n_clusters, "fewer than 3 pairs")
     if np.all(x == x[0]) or np.all(y == y[0]):
         return _empty(n, n_clusters, "a constant side")
+    from scipy import stats  # heavy imports inside the function: docs/architecture.md
+
     out: dict[str, Any] = {"n": n, "n_clusters": n_clusters}
     results = {"pearson": stats.pearsonr(x, y), "spearman": stats.spearmanr(x, y),
                "kendall": stats.kendalltau(x, y, variant="b")}
@@ -140,6 +146,8 @@ def correlations(x: Numbers, y: Numbers, resamples: int = RESAMPLES, seed: int =
         for method in ("spearman", "kendall"):
             out[method]["ci_reason"] = f"bootstrap intervals need n >= {BOOTSTRAP_MIN_N}"
         return out
+    from evaluation.rank_bootstrap import rank_bootstrap  # numba kernels
+
     samples = dict(zip(("spearman", "kendall"), rank_bootstrap(x, y, resamples, seed)))
     for method, values in samples.items():
         _put_interval(out[method], values, r[method], n, bootstrap_method(unit, resamples, seed), p_value=False)
@@ -181,6 +189,10 @@ def clustered_samples(x: np.ndarray, y: np.ndarray, codes: np.ndarray, n_cluster
     """{"pearson", "spearman", "kendall": the coefficient of each cluster resample} (NaN where
     a resample is constant on one side): `cluster_counts(n_clusters, resamples, seed)`, each
     unit counted as often as its cluster (codes 0..C-1) is drawn."""
+    from scipy import sparse
+
+    from evaluation.rank_bootstrap import Cells, rank_stats_of_counts  # numba kernels
+
     cells = Cells(x, y)
     n_cells = len(cells.mult)
     first = np.zeros(n_cells, dtype=np.int64)
@@ -244,6 +256,8 @@ def exact_permutation_p(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
     """Two-sided exact permutation p-values of Pearson, Spearman and Kendall tau-b: the
     share of the n! orderings of y whose |statistic| is at least the observed one (the
     denominators do not change under permutation, so the numerators are compared)."""
+    from scipy import stats
+
     n = len(x)
     perms = _permutations(n)
     out = {}

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from evaluation.bootstrap import MIN_CLUSTERS
 
@@ -53,6 +52,8 @@ def t_interval(values: Sequence[float] | np.ndarray, null: float | None = None) 
     sd = float(np.std(x, ddof=1))
     if sd == 0.0 or not math.isfinite(sd) or np.all(x == x[0]):
         return TResult(mean, 0.0, n, None, None, CONSTANT)
+    from scipy.stats import t as student_t
+
     se = sd / math.sqrt(n)
     p = None
     if null is not None:

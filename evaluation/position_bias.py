@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import binom
 
 from evaluation.alignment import holm
 from evaluation.intervals import t_interval
@@ -51,6 +50,8 @@ def binomial_p_half(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     >>> binomial_p_half(np.array([3, 2]), np.array([3, 4])).tolist()
     [0.25, 1.0]
     """
+    from scipy.stats import binom
+
     k, n = np.asarray(k, dtype=np.int64), np.asarray(n, dtype=np.int64)
     return np.where(np.abs(2 * k - n) <= 1, 1.0, np.minimum(1.0, 2.0 * binom.cdf(np.minimum(k, n - k), n, 0.5)))
 

@@ -16,13 +16,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from nltk.tokenize import TreebankWordTokenizer
-
 STOPWORDS_FILE = Path(__file__).resolve().parent / "data" / "nltk_english_stopwords.txt"
 STOPWORD_LISTS = ("nltk", "sklearn")
 _PUNCTUATION = re.compile(r"[^\w\s]")
 _DIGITS = re.compile(r"\d")
-_tokenizer = TreebankWordTokenizer()
 _lemmatizer = None  # None: not tried yet; False: unavailable
 
 
@@ -41,6 +38,15 @@ def stopwords(name: str = "nltk") -> frozenset[str]:
 
         return frozenset(ENGLISH_STOP_WORDS)
     raise ValueError(f"stopword list must be one of {', '.join(STOPWORD_LISTS)}, got {name!r}")
+
+
+@lru_cache(maxsize=1)
+def _tokenizer() -> Any:
+    """NLTK's Treebank tokenizer, imported on first use (NLTK pulls in scikit-learn and
+    pandas: docs/architecture.md, "Heavy imports")."""
+    from nltk.tokenize import TreebankWordTokenizer
+
+    return TreebankWordTokenizer()
 
 
 def _get_lemmatizer() -> Any:
@@ -79,7 +85,7 @@ def preprocess(text: str, lemmatize: bool = True, stopword_list: str = "nltk") -
     steps = ["remove_punctuation", "lowercase", "remove_digits", "tokenize_treebank",
              f"stopwords_{stopword_list}_{len(words)}"]
     cleaned = _DIGITS.sub("", _PUNCTUATION.sub("", text).lower())
-    tokens = [t for t in _tokenizer.tokenize(cleaned) if t not in words]
+    tokens = [t for t in _tokenizer().tokenize(cleaned) if t not in words]
     if lemmatize and _get_lemmatizer() is not None:
         tokens = [_lemma(t) for t in tokens]
         steps.append("lemmatize_wordnet_noun")

@@ -16,11 +16,6 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
 BLUE, GREY, ORANGE = "#3b6ea8", "#8a8a8a", "#d9822b"
 MAX_LABEL = 40  # characters of a name shown under a bar or in a legend
 MAX_AXIS_LABEL = 80  # characters of an axis title (it may embed a question name)
@@ -38,12 +33,25 @@ def plain_label(value: Any, limit: int = MAX_LABEL) -> str:
 Draw = TypeVar("Draw", bound=Callable[..., Any])
 
 
+@functools.cache
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend, imported on the first figure (a heavy import
+    that a web process not drawing reports never pays: docs/architecture.md, "Heavy
+    imports")."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _literal_text(draw: Draw) -> Draw:
     """Run a figure function with every text drawn literally (no mathtext, no TeX)."""
 
     @functools.wraps(draw)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with matplotlib.rc_context(LITERAL_TEXT):
+        with pyplot().rc_context(LITERAL_TEXT):
             return draw(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
@@ -54,7 +62,8 @@ def _svg(fig: Any, name: str) -> str:
     several SVGs in one page never share an id). `name` may carry a question id from the
     study: only [A-Za-z0-9_-] of it goes into the id attributes."""
     name = re.sub(r"[^A-Za-z0-9_-]", "_", name)
-    with matplotlib.rc_context({"svg.hashsalt": name, "svg.fonttype": "none", **LITERAL_TEXT}):
+    plt = pyplot()
+    with plt.rc_context({"svg.hashsalt": name, "svg.fonttype": "none", **LITERAL_TEXT}):
         buf = io.StringIO()
         fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
@@ -66,7 +75,7 @@ def _svg(fig: Any, name: str) -> str:
 
 def _figure(n_bars: int, height: float = 3.0) -> Any:
     width = min(10.0, max(4.0, 0.55 * n_bars + 2.5))
-    return plt.subplots(figsize=(width, height))
+    return pyplot().subplots(figsize=(width, height))
 
 
 @_literal_text

@@ -227,7 +227,7 @@ def scatter(name: str, x: np.ndarray, y: np.ndarray, xlabel: str, ylabel: str) -
     if len(points) > MAX_POINTS:
         keep = np.sort(np.argsort(-counts, kind="stable")[:MAX_POINTS])
         points, counts = points[keep], counts[keep]
-    fig, ax = figures.plt.subplots(figsize=(4.2, 3.4))
+    fig, ax = figures.pyplot().subplots(figsize=(4.2, 3.4))
     ax.scatter(points[:, 0], points[:, 1], s=12 + 60 * np.sqrt(counts / counts.max()), color=figures.BLUE,
                alpha=0.6, linewidths=0)
     ax.set_xlabel(figures.plain_label(xlabel, figures.MAX_AXIS_LABEL))
