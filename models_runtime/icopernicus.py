@@ -21,6 +21,7 @@ from evaluation.vocabulary import PROMPT_STYLES as STYLES
 from humeval.jsonl import json_lines
 from models_runtime.backends.base import SamplingParams
 from models_runtime.backends.config import model_spec
+from models_runtime.job_inputs import check_lines
 from models_runtime.jobs import JobKind, JobParamsError, file_sha256
 from models_runtime.models import JobItem
 from models_runtime.step import counting
@@ -131,6 +132,20 @@ def extract_headline(text):
     return next((c for c in map(_clean_headline, labelled + lines) if c), "")
 
 
+def document_problems(doc) -> list[str]:
+    """Why one input line is not a document {doc_id, text, users: {uid: {reference, ...}}}."""
+    if not isinstance(doc, dict):
+        return ["expected a JSON object"]
+    missing = [k for k in ("doc_id", "text", "users") if k not in doc]
+    if missing:
+        return [f"missing {', '.join(missing)}"]
+    if not isinstance(doc["users"], dict) or len(doc["users"]) < 2:
+        return ["needs at least 2 users"]
+    if any(not isinstance(u, dict) or not str(u.get("reference", "")).strip() for u in doc["users"].values()):
+        return ["every user needs a non-empty reference"]
+    return []
+
+
 def read_documents(path):
     """The input JSONL (runtime.md); ValueError lists every bad line."""
     docs, errors = [], []
@@ -139,13 +154,9 @@ def read_documents(path):
             if error:
                 errors.append(f"line {number}: not JSON ({error.msg})")
                 continue
-            problems = [k for k in ("doc_id", "text", "users") if k not in doc]
+            problems = document_problems(doc)
             if problems:
-                errors.append(f"line {number}: missing {', '.join(problems)}")
-            elif not isinstance(doc["users"], dict) or len(doc["users"]) < 2:
-                errors.append(f"line {number}: needs at least 2 users")
-            elif any(not isinstance(u, dict) or not str(u.get("reference", "")).strip() for u in doc["users"].values()):
-                errors.append(f"line {number}: every user needs a non-empty reference")
+                errors.extend(f"line {number}: {why}" for why in problems)
             else:
                 docs.append(doc)
     if errors:
@@ -282,12 +293,8 @@ def validate_icopernicus(params):
         raise JobParamsError("--models takes one or more different model names")
     for name in models:
         model_spec(name)
-    try:
-        read_documents(params["input"])
-    except OSError as exc:
-        raise JobParamsError(f"cannot read {params['input']}: {exc.strerror}") from exc
-    except ValueError as exc:
-        raise JobParamsError(str(exc)) from exc
+    if not check_lines(params["input"], lambda number, doc: document_problems(doc)):
+        raise JobParamsError(f"{params['input']}: no documents")
     outs = {key: str(Path(params[key]).resolve()) for key in ("out_batch", "out_table")}
     for path in outs.values():
         if not Path(path).parent.is_dir():

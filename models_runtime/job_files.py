@@ -13,6 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 
 from .jobs import (
@@ -81,6 +82,22 @@ def input_file_name(param: str) -> str:
     return f"{param}.jsonl"
 
 
+def store_upload(upload, target: Path, field: str) -> str:
+    """Copy an upload (Django keeps one over FILE_UPLOAD_MAX_MEMORY_SIZE in a temporary
+    file) to `target` a chunk at a time, at most HUMEVAL_MAX_UPLOAD_BYTES (the middleware
+    checks the declared length; this checks the bytes). The kind's check then reads it a
+    line at a time (job_inputs.py): memory stays a chunk and a line whatever the size."""
+    limit = settings.HUMEVAL_MAX_UPLOAD_BYTES
+    written = 0
+    with open(target, "wb") as handle:
+        for block in upload.chunks():
+            written += len(block)
+            if written > limit:
+                raise JobParamsError(f"{field}: the upload is larger than {limit} bytes (HUMEVAL_MAX_UPLOAD_BYTES)")
+            handle.write(block)
+    return str(target)
+
+
 def submit_web_job(kind: str, params: dict, uploads: dict, user=None) -> Job:
     """Check the params (no server paths), store the uploads in a new job's directory,
     validate, and start the job in the background (the workers, or a thread here).
@@ -108,17 +125,16 @@ def submit_web_job(kind: str, params: dict, uploads: dict, user=None) -> Job:
         try:
             paths = {}
             for name in job_kind.inputs:
-                target = directory / input_file_name(name)
-                with open(target, "wb") as handle:
-                    for block in uploads[name].chunks():
-                        handle.write(block)
-                paths[name] = str(target)
+                paths[name] = store_upload(uploads[name], directory / input_file_name(name), name)
             for name, file_name in outputs.items():
                 paths[name] = str(directory / file_name)
             try:
                 validated = validate_params(kind, dict(params, **paths))
             except ValueError as exc:  # name our files by their field, not their server path
-                raise JobParamsError(str(exc).replace(str(directory) + "/", "")) from exc
+                here = str(directory) + "/"
+                refused = JobParamsError(str(exc).replace(here, ""))
+                refused.errors = [str(e).replace(here, "") for e in getattr(exc, "errors", None) or []]
+                raise refused from exc
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise

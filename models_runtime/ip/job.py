@@ -28,7 +28,16 @@ from ..jobs import ItemError, JobKind, JobParamsError, file_sha256, job_dir
 from ..metrics.registry import get_metric
 from ..models import Job, JobItem
 from ..step import counting
-from .probes import SHIPPED, Probe, ProbeFileError, cue_order, cue_pairs, read_probes
+from .probes import (
+    SHIPPED,
+    Probe,
+    ProbeFileError,
+    cue_order,
+    cue_pairs,
+    probe_metrics,
+    read_probes,
+    registered_metric_error,
+)
 
 DEFAULT_SAMPLES = 3
 DEFAULT_GENERATION = {"max_tokens": 128, "temperature": 0.7, "top_p": 1.0, "seed": 0}
@@ -61,6 +70,20 @@ def load_probes(params) -> list[Probe]:
         return read_probes(path)
     except ProbeFileError as exc:
         raise JobParamsError(f"probe file {path}: refused: {exc}") from exc
+    except OSError as exc:
+        raise JobParamsError(f"cannot read the probe file {path}: {exc.strerror}") from exc
+
+
+def check_probes(params) -> set[str]:
+    """The job's probe file checked a line at a time (an upload may be large) -> the
+    metrics its `metric` probes name; JobParamsError naming the bad lines."""
+    path = probe_path(params)
+    try:
+        return probe_metrics(path, registered_metric_error)
+    except ProbeFileError as exc:
+        raise JobParamsError(f"probe file {path}: refused: {exc}") from exc
+    except UnicodeDecodeError:
+        raise JobParamsError(f"probe file {path}: refused: not UTF-8 text") from None
     except OSError as exc:
         raise JobParamsError(f"cannot read the probe file {path}: {exc.strerror}") from exc
 
@@ -105,7 +128,7 @@ def validate_ip_params(params) -> dict:
     """Checks every param and reads the probe file whole (JobParamsError, ModelNotAvailable)."""
     unknown = sorted(set(params) - set(PARAMS))
     _need(not unknown, f"unknown ip param(s) {', '.join(unknown)} (known: {', '.join(PARAMS)})")
-    probes = load_probes(params)
+    probe_metric_names = check_probes(params)
     models = params.get("models") or [DEFAULT_MODEL]
     _need(isinstance(models, list) and all(isinstance(m, str) and m.strip() for m in models),
           "models must be a list of model names")
@@ -118,7 +141,7 @@ def validate_ip_params(params) -> dict:
           f"samples {samples} at temperature 0 would be {samples} copies of the greedy answer: "
           "set generation.temperature above 0 (or samples 1)")
     judge_model = params.get("judge_model") or DEFAULT_MODEL
-    if any(p.rule == "metric" and getattr(get_metric(p.metric), "model_kind", "llm") == "llm" for p in probes):
+    if any(getattr(get_metric(name), "model_kind", "llm") == "llm" for name in sorted(probe_metric_names)):
         model_spec(judge_model)
     human = validate_human_study(params.get("human_study"))
     _need(human is None or all(len(m) <= MAX_MODEL_NAME for m in models),

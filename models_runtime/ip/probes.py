@@ -16,11 +16,12 @@
 - `max_tokens` (optional): this question's answer budget, instead of the plan's
   `generation.max_tokens` (a one-word answer needs far fewer tokens than an essay); the
   same for every cue of the question.
-A file is read whole and refused whole: every problem is listed as `line N: reason`.
+A file is refused whole: every problem is listed as `line N: reason` (the job's check,
+`probe_metrics`, reads a line at a time and lists the first 20).
 """
 import difflib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,14 +145,13 @@ def line_errors(obj, metric_error: Callable[[str], str | None]) -> list[str]:
     return errors
 
 
-def parse_probes(lines, metric_error: Callable[[str], str | None]) -> list[Probe]:
-    """The probes of a file's lines; ProbeFileError listing every bad line."""
-    probes: list[Probe] = []
-    errors: list[str] = []
+def iter_probes(lines, metric_error: Callable[[str], str | None]) -> Iterator[tuple[int, Probe | None, list[str]]]:
+    """(line number, its Probe or None, its problems) for each non-blank line, one at a
+    time (memory: a line and the ids seen)."""
     first_line: dict[str, int] = {}
     for number, obj, bad_json in json_lines(lines):
         if bad_json is not None:
-            errors.append(f"line {number}: {error_reason(bad_json)}")
+            yield number, None, [error_reason(bad_json)]
             continue
         problems = line_errors(obj, metric_error)
         probe_id = obj.get("id") if isinstance(obj, dict) else None
@@ -159,20 +159,53 @@ def parse_probes(lines, metric_error: Callable[[str], str | None]) -> list[Probe
             problems.append(f"duplicate id {probe_id!r} (first on line {first_line[probe_id]})")
         elif isinstance(probe_id, str):
             first_line[probe_id] = number
-        errors += [f"line {number}: {problem}" for problem in problems]
         if problems:
+            yield number, None, problems
             continue
         rule, _ = _rule(obj)
-        probes.append(Probe(
+        yield number, Probe(
             id=obj["id"], question=obj["question"].strip(), cues={k: v.strip() for k, v in obj["cues"].items()},
             expected={cue: _answers(obj["expected"][cue]) for cue in obj["cues"]} if rule == "label" else None,
             rule=rule, metric=obj.get("metric", "") if rule == "metric" else "", reference=obj.get("reference", ""),
-            line=number, max_tokens=obj.get("max_tokens")))
+            line=number, max_tokens=obj.get("max_tokens")), []
+
+
+def parse_probes(lines, metric_error: Callable[[str], str | None]) -> list[Probe]:
+    """The probes of a file's lines; ProbeFileError listing every bad line."""
+    probes: list[Probe] = []
+    errors: list[str] = []
+    for number, probe, problems in iter_probes(lines, metric_error):
+        errors += [f"line {number}: {problem}" for problem in problems]
+        if probe is not None:
+            probes.append(probe)
     if not errors and not probes:
         errors.append("no probes: the file has no lines")
     if errors:
         raise ProbeFileError(errors)
     return probes
+
+
+def probe_metrics(path, metric_error: Callable[[str], str | None], max_errors: int = 20) -> set[str]:
+    """Check the probe file at `path` a line at a time, keeping no probe (an upload may be
+    large: issue 25). -> the metrics its `metric` probes name; ProbeFileError with the
+    first `max_errors` problems (OSError when it cannot be read)."""
+    metrics: set[str] = set()
+    errors: list[str] = []
+    total = good = 0
+    with open(path, encoding="utf-8") as handle:
+        for number, probe, problems in iter_probes(handle, metric_error):
+            total += len(problems)
+            errors += [f"line {number}: {problem}" for problem in problems[:max_errors - len(errors)]]
+            if probe is not None:
+                good += 1
+                metrics.update([probe.metric] if probe.rule == "metric" else [])
+    if not total and not good:
+        errors.append("no probes: the file has no lines")
+    if total > len(errors):
+        errors.append(f"(and {total - len(errors)} more)")
+    if errors:
+        raise ProbeFileError(errors)
+    return metrics
 
 
 def registered_metric_error(name: str) -> str | None:

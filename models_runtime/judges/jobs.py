@@ -19,6 +19,7 @@ from django.core.management.base import CommandError
 
 from annotate import services
 from evaluation.vocabulary import DEFAULT_MODEL
+from models_runtime.job_inputs import check_lines, is_header, text_fields_missing
 from models_runtime.jobs import JobKind, JobParamsError, file_sha256
 from models_runtime.metrics.registry import get_metric
 from models_runtime.models import JobItem
@@ -130,9 +131,30 @@ def _expert_records(path):
     return [r for r in _read(path, required=("output", "reference")) if "study" not in r]
 
 
+def _expert_check(shape: dict):
+    """A line of an `expert` input: records {id, output, reference}, or a pairwise batch's
+    items (each with its candidates), one shape per file (the first row's)."""
+
+    def check(number, row):
+        if not isinstance(row, dict):
+            return ["expected a JSON object"]
+        if is_header(row):
+            return []
+        kind = "batch items" if "item_id" in row and isinstance(row.get("candidates"), list) else "records"
+        if shape.setdefault("kind", kind) != kind:
+            return [f"one of {kind} in a file of {shape['kind']} (line {shape['first']})"]
+        shape.setdefault("first", number)
+        shape["rows"] = shape.get("rows", 0) + 1
+        return text_fields_missing(row, ("output", "reference")) if kind == "records" else []
+
+    return check
+
+
 def validate_expert(params):
     out = _input_params(params)
-    if not _expert_records(out["input"]):
+    shape: dict = {}
+    check_lines(out["input"], _expert_check(shape))
+    if not shape.get("rows"):
         raise JobParamsError(f"{params['input']}: no records")
     for key, default in (("max_attempts", 3), ("extract_tokens", ExpertConfig.extract_tokens),
                          ("judge_tokens", ExpertConfig.judge_tokens)):
@@ -173,15 +195,37 @@ EXPERT = JobKind("expert", items=expert_items, process_chunk=expert_chunk, finis
 
 # ---- expert_batch ------------------------------------------------------------------------
 
+def _pair_problems(row: dict, what: str) -> list[str]:
+    """Why a pairwise batch item cannot be judged: it needs a text reference and exactly 2
+    candidates {id, text}."""
+    candidates = row.get("candidates")
+    if not isinstance(candidates, list) or len(candidates) != 2:
+        return [f"{what} {row.get('item_id', row.get('id'))}: expected exactly 2 candidates"]
+    if not all(isinstance(c, dict) and isinstance(c.get("text"), str) and "id" in c for c in candidates):
+        return [f"{what} {row.get('item_id', row.get('id'))}: every candidate needs an id and a text"]
+    return text_fields_missing(row, ("reference",))
+
+
+def _batch_item_check(count: dict):
+    def check(number, row):
+        if not isinstance(row, dict):
+            return ["expected a JSON object"]
+        if is_header(row):
+            return []
+        if "item_id" not in row:
+            return ["expected a batch item {item_id, reference, candidates}"]
+        count["items"] = count.get("items", 0) + 1
+        return _pair_problems(row, "item")
+
+    return check
+
+
 def validate_expert_batch(params):
     out = _input_params(params, ("input", "out"))
-    items = [r for r in _read(out["input"]) if "item_id" in r]
-    if not items:
+    count: dict = {}
+    check_lines(out["input"], _batch_item_check(count))
+    if not count.get("items"):
         raise JobParamsError(f"{params['input']}: no items")
-    bad = [r["item_id"] for r in items
-           if len(r.get("candidates") or []) != 2 or not isinstance(r.get("reference"), str)]
-    if bad:
-        raise JobParamsError(f"items without a reference and 2 candidates: {', '.join(map(str, bad))}")
     return dict(out, model=params.get("model") or DEFAULT_MODEL, chunk_size=params.get("chunk_size") or 32)
 
 
@@ -224,16 +268,32 @@ def _probe_records(path):
         raise JobParamsError(str(exc)) from exc
 
 
+def _probe_check(count: dict):
+    """A line of a `probes` input: a pairwise batch item (the order swap and one suffix
+    record per candidate) or a record {id, output, reference}."""
+
+    def check(number, row):
+        if not isinstance(row, dict):
+            return ["expected a JSON object"]
+        if is_header(row):
+            return []
+        if "candidates" in row:
+            count["pairs"] = count.get("pairs", 0) + 1
+            return _pair_problems(row, "record")
+        count["singles"] = count.get("singles", 0) + 1
+        return text_fields_missing(row, ("output", "reference"))
+
+    return check
+
+
 def validate_probes(params):
     out = _input_params(params)
     if params.get("study") and services.get_study(params["study"]) is None:  # kept with that study
         raise JobParamsError(f"unknown study {params['study']!r}")
-    singles, pairs = _probe_records(out["input"])
-    bad = [str(r.get("id", "?")) for r in singles
-           if not isinstance(r.get("output"), str) or not isinstance(r.get("reference"), str)]
-    if bad:
-        raise JobParamsError(f"records without output/reference: {', '.join(bad)}")
-    if not singles:
+    count: dict = {}
+    check_lines(out["input"], _probe_check(count))
+    pairs = count.get("pairs", 0)
+    if not pairs and not count.get("singles"):
         raise JobParamsError(f"{params['input']}: no records")
     metrics = params.get("metrics") or "gemba,geval,expert"
     metrics = [m.strip() for m in (metrics.split(",") if isinstance(metrics, str) else metrics) if m.strip()]
