@@ -8,9 +8,10 @@ memory a large upload costs the web server.
    `--upload-mb` MB (long profiles), to a gunicorn worker (1 sync worker) of a scratch
    instance whose jobs go to a Redis queue nobody reads (so the worker only receives,
    stores and checks the plan). Reported: the answer's status and seconds, and the
-   worker's peak RSS (VmHWM) before and after the upload; reference in the same run:
+   worker's peak RSS (VmHWM) before the upload (idle: after one GET /api/jobs/) and after
+   it; reference in the same run:
    the peak RSS of a fresh Python process that `json.load`s the same file (the old path
-   read it whole). Target: the upload within 300 MB of RSS.
+   read it whole). Target: the worker's peak within 300 MB of RSS (issue 25).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/humeval .venv/bin/python bench/plan_bench.py \\
         [--questions 10000] [--upload-mb 200] [--skip-upload]
