@@ -25,7 +25,7 @@ from ..correlations import item_correlations, system_correlations_part
 from ..coverage import metric_coverage, report_warnings
 from ..inputs import Judgments, ReportInput, codes_of
 from ..ip_probe import ip_probe_keys
-from ..ranking import comparisons_of, compared_slots, correlations_ranking, human_part, ranking_part
+from ..ranking import compared_slots, comparisons_of, correlations_ranking, human_part, ranking_part
 from ..systems import system_codes, system_wins, systems_table
 
 MISSING_PICKS = ("", "N/A")
