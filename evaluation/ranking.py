@@ -129,6 +129,8 @@ def undefined_reason(w: np.ndarray, systems: list[str]) -> str | None:
     s = len(systems)
     if s < 2:
         return "fewer than 2 systems compared"
+    if not w.any():
+        return "no judgment compares two systems"
     linked = reach((w + w.T) > 0)
     if not linked.all():
         groups = sorted({tuple(np.flatnonzero(linked[a]).tolist()) for a in range(s)})
@@ -333,3 +335,9 @@ def intransitivity(w: np.ndarray, systems: list[str]) -> dict[str, Any]:
 def pairwise_wins(w: np.ndarray, systems: list[str]) -> dict[str, dict[str, float]]:
     """{a: {b: W[a, b]}} over every ordered pair of distinct systems."""
     return {a: {b: float(w[i, j]) for j, b in enumerate(systems) if j != i} for i, a in enumerate(systems)}
+
+
+def pairwise_n(w: np.ndarray, systems: list[str]) -> dict[str, dict[str, int]]:
+    """{a: {b: comparisons of a with b}} (the n of each `pairwise_wins` value)."""
+    n = w + w.T
+    return {a: {b: int(round(n[i, j])) for j, b in enumerate(systems) if j != i} for i, a in enumerate(systems)}

@@ -5,7 +5,7 @@ judgment without a recorded order compares its item's two candidates when the it
 exactly two (older 2-candidate data), else it is left out (`n_unpaired`), as is one whose
 answer is neither shown system nor `tie` (missing answers included).
 
-Keys: `pairwise_wins`, `ranking` (or null with `reason`), `ranking_detail`,
+Keys: `pairwise_wins` (with its n per pair in `pairwise_n`), `ranking` (or null with `reason`), `ranking_detail`,
 `intransitivity`, `correlations_ranking` (each metric's system means, on the items of the
 human row, against the strengths: Kendall tau-b with the exact p for n <= 9 systems), and
 the per-system `human` rows (evaluation.ranking).
@@ -15,7 +15,15 @@ from typing import Any
 import numpy as np
 
 from evaluation.correlation import correlations
-from evaluation.ranking import Comparisons, human_rows, intransitivity, pairwise_wins, ranking, win_matrix
+from evaluation.ranking import (
+    Comparisons,
+    human_rows,
+    intransitivity,
+    pairwise_n,
+    pairwise_wins,
+    ranking,
+    win_matrix,
+)
 from evaluation.vocabulary import LOWER_IS_BETTER, TIE
 
 from .common import clean, clean_list
@@ -81,7 +89,8 @@ def ranking_part(c: Comparisons, n_unpaired: int) -> dict[str, Any]:
     """`pairwise_wins`, `ranking` (+ `reason` when null), `ranking_detail`, `intransitivity`."""
     w = win_matrix(c)
     result = ranking(c)
-    out: dict[str, Any] = {"pairwise_wins": pairwise_wins(w, c.systems), "ranking": result["ranking"]}
+    out: dict[str, Any] = {"pairwise_wins": pairwise_wins(w, c.systems), "pairwise_n": pairwise_n(w, c.systems),
+                           "ranking": result["ranking"]}
     if result["ranking"] is None:
         out["reason"] = result["reason"]
     out["ranking_detail"] = {**result["detail"], "n_unpaired": n_unpaired,
