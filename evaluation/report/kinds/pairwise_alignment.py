@@ -75,29 +75,35 @@ def candidate_scores(inp: ReportInput, item: np.ndarray, candidate: np.ndarray,
     return first, second
 
 
-def slot_scores(inp: ReportInput, extra: Extra | None = None) -> dict[str, np.ndarray]:
+def slot_scores(inp: ReportInput, scores: Scores, extra: Extra | None = None) -> dict[str, np.ndarray]:
     """{metric: (n_items, width) score of each candidate slot}, NaN where missing, not finite
-    and on gold items (later rows win): metric_scores for every candidate of items with
-    more than two (columns 0 and 1 are metric_scores' first and second)."""
-    def matrix(item: np.ndarray, candidate: np.ndarray, value: np.ndarray) -> np.ndarray:
+    and on gold items (later rows win): columns 0 and 1 are `scores` (metric_scores'
+    first and second), the others (items with more than two candidates) are read the same
+    way from the score rows."""
+    width = inp.candidates.shape[1]
+    result = {name: np.stack([first, second], axis=1) for name, (first, second) in scores.items()}
+    if width <= 2:
+        return result
+    rows = {name: (item[mask], candidate[mask], value[mask]) for name, item, candidate, value, mask in
+            _by_metric(*score_rows(inp))}
+    for name, source in (extra or {}).items():
+        rows.setdefault(name, source)
+    for name in result:
+        item, candidate, value = rows[name]
         value = np.where(np.isfinite(value), value, np.nan)
-        out = np.full(inp.candidates.shape, np.nan)
-        for k in range(inp.candidates.shape[1]):
+        more = np.full((inp.n_items, width - 2), np.nan)
+        for k in range(2, width):
             on = candidate == inp.candidates[item, k]
-            out[item[on], k] = value[on]
-        out[inp.is_gold] = np.nan
-        return out
-
-    item, metric, candidate, value = score_rows(inp)
-    result: dict[str, np.ndarray] = {}
-    names, code = codes_of(metric)
-    for k, name in enumerate(names.tolist()):
-        mask = code == k
-        result[str(name)] = matrix(item[mask], candidate[mask], value[mask])
-    for name, (e_item, e_candidate, e_value) in (extra or {}).items():
-        if name not in result and len(e_item):
-            result[name] = matrix(e_item, e_candidate, e_value)
+            more[item[on], k - 2] = value[on]
+        more[inp.is_gold] = np.nan
+        result[name] = np.concatenate([result[name], more], axis=1)
     return result
+
+
+def _by_metric(item: np.ndarray, metric: np.ndarray, candidate: np.ndarray, value: np.ndarray
+               ) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    names, code = codes_of(metric)
+    return [(str(name), item, candidate, value, code == k) for k, name in enumerate(names.tolist())]
 
 
 def picks_of(inp: ReportInput, first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -180,7 +186,7 @@ def choice_report(inp: ReportInput, questions: list[Question], extra: Extra | No
     with ThreadPoolExecutor(max_workers=1) as pool:
         correlations = pool.submit(item_correlations, inp, question_rows(js, CHOICE), oriented(scores))
         report, _ = base_report(inp, questions, CHOICE, js)
-        report.update(choice_keys(inp, js, scores, correlations, slot_scores(inp, extra)))
+        report.update(choice_keys(inp, js, scores, correlations, slot_scores(inp, scores, extra)))
     return report, js
 
 
@@ -203,7 +209,7 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     names = [str(s) for s in system_codes(inp)[0].tolist()]
     compared, n_unpaired = comparisons_of(inp, rows, names)
     same_items = compared_slots(inp, compared) if len(compared) else None
-    slots = slots if slots is not None else slot_scores(inp)
+    slots = slots if slots is not None else slot_scores(inp, scores)
     systems_keys = systems_table(inp, wins, slots, same_items)
     for system, human in human_part(compared).items():
         systems_keys[system]["human"] = human
