@@ -1,6 +1,7 @@
 """pairwise_alignment report: majority per item, metric alignment with Wilson intervals,
 McNemar + Holm comparisons between metrics, win rates (ExPerT Table 1), and metric-vs-human
 correlations at item and system level."""
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -16,6 +17,7 @@ from ..common import (
     base_report,
     clean,
     clean_list,
+    header,
     item_majority,
     majority_keys,
     question_rows,
@@ -25,6 +27,7 @@ from ..correlations import item_correlations, system_correlations_part
 from ..coverage import metric_coverage, report_warnings
 from ..inputs import Judgments, ReportInput, codes_of
 from ..ip_probe import ip_probe_keys
+from ..pair_units import pair_view
 from ..ranking import compared_slots, comparisons_of, correlations_ranking, human_part, ranking_part
 from ..systems import system_codes, system_wins, systems_table
 
@@ -33,6 +36,8 @@ MCNEMAR = ("exact McNemar test over the items both metrics pick on (discordant i
            "over all metric pairs")
 # {metric: (item index, candidate id, value)}: scores from outside the item (ExPerT).
 Extra = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+# The Extra of an input (its units or its items).
+ExtraOf = Callable[[ReportInput], Extra]
 # {metric: (score of each item's first candidate, of its second)}; NaN = no score.
 Scores = dict[str, tuple[np.ndarray, np.ndarray]]
 # The report keys of the pairwise kinds (the API schema; interfaces.md).
@@ -176,24 +181,42 @@ def alignment_entry(result: dict[str, Any]) -> dict[str, Any]:
             **{k: result[k] for k in ("ci_method", "n_clusters", "ci_reason") if k in result}}
 
 
-def choice_report(inp: ReportInput, questions: list[Question], extra: Extra | None = None
-                  ) -> tuple[dict[str, Any], Judgments]:
-    """(base_report plus the pairwise keys of `choice`, counted judgment rows). The item
-    correlations' bootstraps (compiled, without the GIL) start first, on a thread, and run
-    beside everything else."""
-    js = Judgments.of(inp, inp.counted())
-    scores = metric_scores(inp, extra)
+def choice_report(inp: ReportInput, questions: list[Question], extra_of: ExtraOf | None = None
+                  ) -> tuple[dict[str, Any], Judgments, ReportInput]:
+    """(base_report plus the pairwise keys of `choice`, counted judgment rows, the input they
+    index: `inp`, or its (item, shown pair) units when an item has more than two candidates
+    (report/pair_units.py; the header, the per-system table and the ranking stay on the
+    real items)). `extra_of`: the metrics from outside the items (ExPerT) of an input. The
+    item correlations' bootstraps (compiled, without the GIL) start first, on a thread, and
+    run beside everything else."""
+    view = pair_view(inp)
+    js = Judgments.of(view, view.counted())
+    scores = metric_scores(view, extra_of(view) if extra_of else None)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        correlations = pool.submit(item_correlations, inp, question_rows(js, CHOICE), oriented(scores))
-        report, _ = base_report(inp, questions, CHOICE, js)
-        report.update(choice_keys(inp, js, scores, correlations, slot_scores(inp, scores, extra)))
-    return report, js
+        correlations = pool.submit(item_correlations, view, question_rows(js, CHOICE), oriented(scores))
+        report, _ = base_report(view, questions, CHOICE, js)
+        report.update(choice_keys(view, js, scores, correlations, inp, extra_of))
+    if view is not inp:
+        report.update(header(inp))
+        report["units"] = units_note(inp, view)
+    return report, js, view
+
+
+def units_note(inp: ReportInput, view: ReportInput) -> dict[str, Any]:
+    """What the unit-level sections count when items hold more than two candidates."""
+    return {"unit": "(item, shown pair)", "n_units": int(view.n_items), "n_items": int(inp.n_items),
+            "n_unpaired_judgments": int(getattr(view, "n_unpaired_rows", 0)),
+            "note": ("items hold more than two candidates: majority, alignment, metric picks, item-level "
+                     "correlations, agreement and annotator statistics read each (item, shown pair) as a unit; "
+                     "the per-system table and the ranking read the judgments and resample the items")}
 
 
 def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: Future[dict[str, Any]],
-                slots: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+                real: ReportInput | None = None, extra_of: ExtraOf | None = None) -> dict[str, Any]:
     """The pairwise keys of interfaces.md for the `choice` question; the item correlations
-    come from `correlations`; `slots`: slot_scores (the per-system table's means)."""
+    come from `correlations`. `inp`/`js`/`scores`: the units (pair_view); `real`: the
+    study's items when they differ (the per-system table and the ranking)."""
+    real = inp if real is None else real
     rows = question_rows(js, CHOICE)
     result = item_majority(rows, inp.n_items, inp.value_names, inp.min_votes)
     labels = result.label
@@ -206,11 +229,14 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
                    for c in compare_marks(by_metric)] if len(picks) >= 2 else []
     coverage = metric_coverage(inp, picks)
     wins = system_wins(inp, labels)
-    names = [str(s) for s in system_codes(inp)[0].tolist()]
-    compared, n_unpaired = comparisons_of(inp, rows, names)
-    same_items = compared_slots(inp, compared) if len(compared) else None
-    slots = slots if slots is not None else slot_scores(inp, scores)
-    systems_keys = systems_table(inp, wins, slots, same_items)
+    names = [str(s) for s in system_codes(real)[0].tolist()]
+    real_rows = rows if real is inp else question_rows(Judgments.of(real, real.counted()), CHOICE)
+    compared, n_unpaired = comparisons_of(real, real_rows, names)
+    same_items = compared_slots(real, compared) if len(compared) else None
+    real_extra = extra_of(real) if extra_of else None
+    real_scores = scores if real is inp else metric_scores(real, real_extra)
+    slots = slot_scores(real, real_scores, real_extra)
+    systems_keys = systems_table(real, wins, slots, same_items)
     for system, human in human_part(compared).items():
         systems_keys[system]["human"] = human
     ranked = ranking_part(compared, n_unpaired)
@@ -239,6 +265,9 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
 
 def build(inp: ReportInput) -> dict[str, Any]:
     return choice_report(inp, [Question.single(CHOICE, NOMINAL)])[0]
+
+
+PAIR_UNITS = True  # the CSV's per-item table reads (item, shown pair) units (report/pair_units.py)
 
 
 def choice_picks(inp: ReportInput, extra: Extra | None = None) -> dict[str, dict[tuple[str, str], Any]]:
