@@ -50,6 +50,25 @@ REPORT_SCHEMA = {
     "win_rate": {"type": "object", "additionalProperties": {"type": "number"},
                  "description": "candidate id -> share of the items with a majority won by it."},
     "win_rate_detail": {"type": "object", "description": "candidate id -> wins, n, Wilson interval."},
+    "systems": {"type": "object", "additionalProperties": {"type": "object"},
+                "description": "system id -> n_items, metrics (mean, ci95 on the items of its human row), wins, "
+                               "decided, win_rate, human (n, wins, ties, win_rate, ci95: judgment level)."},
+    "pairwise_wins": {"type": "object", "additionalProperties": {"type": "object"},
+                      "description": "a -> b -> times a beat b (ties 0.5); n per pair in pairwise_n."},
+    "pairwise_n": {"type": "object", "additionalProperties": {"type": "object"},
+                   "description": "a -> b -> comparisons of a with b."},
+    "ranking": {"type": "object", "nullable": True, "additionalProperties": {"type": "object"},
+                "description": "system id -> strength (Bradley-Terry, log, mean 0), ci95, rank, rank_ci95 "
+                               "(bootstrap over items); null with `reason` when the strengths are not defined."},
+    "reason": {"type": "string", "description": "why `ranking` is null."},
+    "ranking_detail": {"type": "object", "description": "model, n_comparisons, n_clusters, resamples, seed, "
+                                                        "dropped_resamples, ci_method, n_unpaired."},
+    "intransitivity": {"type": "object", "description": "circular_triads, zeta (Kendall-Babington Smith), "
+                                                        "n_systems, cycles, undecided_pairs."},
+    "correlations_ranking": {"type": "object", "description": "metric -> Kendall tau-b (and Pearson, Spearman) "
+                                                              "of its system means against the strengths."},
+    "units": {"type": "object", "description": "present when items hold more than two candidates: the "
+                                               "(item, shown pair) units of the unit-level sections."},
 }
 
 
