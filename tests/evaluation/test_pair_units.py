@@ -10,12 +10,12 @@ from evaluation.report.inputs import ReportInput
 from evaluation.report.pair_units import pair_view
 
 
-def study(kind="pairwise_alignment", question="choice"):
+def study(kind="pairwise_alignment", question="choice", extra_vote=False):
     judgments = [  # (item, annotator, value, shown order)
         (0, "ann1", "a", "a|b|tie"), (0, "ann2", "a", "b|a|tie"),  # i1: a beats b twice
         (0, "ann3", "b", "c|b|tie"), (0, "ann4", "c", "b|c|tie"),  # i1: b and c split
         (1, "ann1", "b", "a|b|tie"), (1, "ann2", "b", "b|a|tie"),  # i2 (two candidates): b twice
-    ]
+    ] + ([(0, "ann5", "c", "c|b|tie")] if extra_vote else [])
     scores = [(0, "a", 0.9), (0, "b", 0.5), (0, "c", 0.1), (1, "a", 0.2), (1, "b", 0.8)]
     return ReportInput(slug="units", kind=kind, config={}, item_ids=["i1", "i2"], is_gold=[False, False], gold=None,
                        c_item=[0, 0, 0, 1, 1], c_id=["a", "b", "c", "a", "b"],
@@ -70,3 +70,19 @@ def test_other_pairwise_kinds_read_units_too(kind, question):
     for fmt in ("json", "csv", "html"):
         assert render(r, study(kind, question), fmt)
     assert np.isfinite(ranking["b"]["strength"])
+
+
+def test_system_level_correlation_reads_every_slot_of_the_items():
+    # Win rates over units with a majority: a 1 of 2 (i1 [a vs b], i2), b 1 of 2, c none (its unit
+    # has no majority): c is left out, so 2 systems remain and no coefficient is defined.
+    r = build_report(study())
+    entry = r["correlations_system"]["rougeL"]
+    assert entry["systems"] == ["a", "b"] and entry["n"] == 2 and entry["kendall"]["r"] is None
+    # One more vote for c on i1 [b vs c]: rates a 1/2, b 1/3 (i1 [a vs b], i1 [b vs c], i2), c 1/1;
+    # mean rougeL over the items holding each: a (0.9 + 0.2)/2, b (0.5 + 0.8)/2, c 0.1.
+    r = build_report(study(extra_vote=True))
+    entry = r["correlations_system"]["rougeL"]
+    x, y = [0.55, 0.65, 0.1], [1 / 2, 1 / 3, 1.0]
+    assert entry["systems"] == ["a", "b", "c"] and entry["n"] == 3
+    assert entry["pearson"]["r"] == pytest.approx(float(np.corrcoef(x, y)[0, 1]))
+    assert entry["kendall"]["r"] == pytest.approx(-1.0)

@@ -23,7 +23,7 @@ from ..common import (
     question_rows,
     share_detail,
 )
-from ..correlations import item_correlations, system_correlations_part
+from ..correlations import item_correlations, system_correlations_of_slots, system_correlations_part
 from ..coverage import metric_coverage, report_warnings
 from ..inputs import Judgments, ReportInput, codes_of
 from ..ip_probe import ip_probe_keys
@@ -259,7 +259,11 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     for system, human in human_part(compared).items():
         systems_keys[system]["human"] = human
     ranked = ranking_part(compared, n_unpaired)
-    systems = system_correlations_part(inp, list(systems_keys), wins, oriented(scores))
+    if real is inp:
+        systems = system_correlations_part(inp, list(systems_keys), wins, oriented(scores))
+    else:  # items of more than two candidates: every slot of the real items, vectorized
+        signed = {m: -v if m in LOWER_IS_BETTER else v for m, v in slots.items()}
+        systems = system_correlations_of_slots(real, list(systems_keys), wins, signed)
     keys = {
         **majority_keys(result, inp.item_ids),
         "tie_majority": int(np.count_nonzero(labels == TIE)),
