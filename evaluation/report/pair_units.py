@@ -24,8 +24,6 @@ from evaluation.vocabulary import TIE
 
 from .inputs import ReportInput, codes_of, objects
 
-MAX_SLOTS = 8  # candidates per item (studies.md): a unit key is item * 64 + slot_a * 8 + slot_b
-
 
 def needs_pairs(inp: ReportInput) -> bool:
     return bool(len(inp.c_item)) and int(np.bincount(inp.c_item).max()) > 2
@@ -61,13 +59,14 @@ def pair_view(inp: ReportInput) -> ReportInput:
     sb = np.where(second >= 0, slot_of[inp.j_item * n_labels + np.maximum(second, 0)], -1)
     multi = n_cand[inp.j_item] > 2
     lo, hi = np.minimum(sa, sb), np.maximum(sa, sb)
-    key = np.where(multi, np.where((lo >= 0) & (lo != hi), inp.j_item * 64 + lo * MAX_SLOTS + hi, -1),
-                   inp.j_item * 64 + 1)
+    width = max(int(n_cand.max()), 2)  # a unit key is item * width^2 + slot_a * width + slot_b
+    key = np.where(multi, np.where((lo >= 0) & (lo != hi), (inp.j_item * width + lo) * width + hi, -1),
+                   inp.j_item * width * width + 1)
     key = _borrow_screen_pairs(inp, key, multi)
-    whole = np.flatnonzero(n_cand <= 2) * 64 + 1  # every item of <= 2 candidates is a unit, judged or not
+    whole = np.flatnonzero(n_cand <= 2) * width * width + 1  # every item of <= 2 candidates is a unit
     units = np.unique(np.concatenate([whole, key[key >= 0]]))
-    unit_item = units // 64
-    unit_lo, unit_hi = (units % 64) // MAX_SLOTS, units % MAX_SLOTS
+    unit_item = units // (width * width)
+    unit_lo, unit_hi = (units % (width * width)) // width, units % width
     is_multi = n_cand[unit_item] > 2
     keep = key >= 0
     j_unit = np.searchsorted(units, key[keep])
