@@ -352,12 +352,14 @@ def circular_triads(w: np.ndarray) -> tuple[int, list[list[int]]]:
 
 def intransitivity(w: np.ndarray, systems: list[str]) -> dict[str, Any]:
     """{"circular_triads", "zeta", "n_systems", "cycles" (system ids), "undecided_pairs"
-    (pairs with equal wins, never compared included)}; d and zeta null for n < 3."""
+    (pairs with equal wins, never compared included)}; d and zeta null (with "reason") for
+    n < 3 or when no judgment compares two systems."""
     s = len(systems)
     iu = np.triu_indices(s, 1)
     undecided = int(np.count_nonzero(w[iu] == w.T[iu]))
-    if s < 3:
-        return {"circular_triads": None, "zeta": None, "n_systems": s, "cycles": [], "undecided_pairs": undecided}
+    if s < 3 or not w.any():
+        return {"circular_triads": None, "zeta": None, "n_systems": s, "cycles": [], "undecided_pairs": undecided,
+                "reason": "fewer than 3 systems" if s < 3 else "no comparisons"}
     d, cycles = circular_triads(w)
     zeta = 1 - 24 * d / (s**3 - s) if s % 2 else 1 - 24 * d / (s**3 - 4 * s)
     return {"circular_triads": d, "zeta": float(zeta), "n_systems": s,
