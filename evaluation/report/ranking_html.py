@@ -111,7 +111,8 @@ def ranking_block(part: Report, prefix: str, title: str) -> str:
                     counts.append(n)
             shares.append(row)
         svg = figures.heatmap(f"{prefix}-wins", names, shares, "share of comparisons won by the row")
-        n_text = f"{int(min(counts))} to {int(max(counts))}" if counts else "0"
+        low, high = (int(min(counts)), int(max(counts))) if counts else (0, 0)
+        n_text = str(low) if low == high else f"{low} to {high}"
         out.append(figure(f"{prefix}-wins", svg,
                           f"{title}: share of the comparisons between two systems won by the row's system (a tie "
                           f"= half; unit = judgment, n = {n_text} per pair, {n_comp} in all; no interval: see the "
@@ -132,7 +133,7 @@ def ranking_block(part: Report, prefix: str, title: str) -> str:
 
 def correlations_ranking_table(r: Report) -> str:
     entries = r.get("correlations_ranking") or {}
-    if not entries:
+    if not entries or all(e["n"] < 3 for e in entries.values()):  # no coefficient below 3 systems
         return ""
     rows = [(m, e["n"], e["kendall"]["r"], pval(e["kendall"]["p_value"]), e["kendall"].get("p_method") or "–")
             for m, e in entries.items()]
