@@ -26,7 +26,7 @@ import numpy as np
 from evaluation.correlation import correlations, system_correlations
 
 from .common import TIE, clean, clean_list, missing_codes
-from .inputs import Judgments, ReportInput, to_float
+from .inputs import Judgments, ReportInput, codes_of, objects, to_float
 
 SYSTEMS_MIN = 3
 EXPERT_USEFULNESS = "expert_chosen_vs_usefulness"
@@ -84,12 +84,15 @@ def item_correlations(inp: ReportInput, rows: Judgments,
                       scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
     """{metric: entry} at item level (pairwise kinds)."""
     share, n = first_choice_share(inp, rows)
-    jobs = {}
+    unit_item = getattr(inp, "unit_item", None)  # (item, shown pair) units: resampled by item
+    jobs: dict[str, tuple[Any, ...]] = {}
     for metric, (first, second) in scores.items():
         keep = (n >= 2) & ~np.isnan(first) & ~np.isnan(second)
-        jobs[metric] = ((first - second)[keep], share[keep], "item",
+        jobs[metric] = ((first - second)[keep], share[keep], "item" if unit_item is None else "(item, shown pair)",
                         f"{metric}(first candidate) - {metric}(second candidate)",
                         "share of choices for the first candidate (tie = 0.5)")
+        if unit_item is not None:
+            jobs[metric] += (unit_item[keep],)
     return entries(jobs)
 
 
@@ -116,6 +119,38 @@ def system_correlations_part(inp: ReportInput, systems: list[str],
         out[metric] = {**entry_from(result, "system", f"mean {metric} score of the system",
                                     "human win rate (share of its items with a candidate majority that it won)"),
                        "systems": [str(s) for s in result["systems"]]}
+    return out
+
+
+def system_correlations_of_slots(inp: ReportInput, systems: list[str],
+                                 wins_decided: tuple[dict[str, int], dict[str, int]],
+                                 slots: dict[str, np.ndarray]) -> dict[str, Any] | None:
+    """`system_correlations_part` for items of more than two candidates: each system's mean
+    score over the non-gold items that hold it (every candidate slot; `slots`: {metric:
+    (n_items, width) oriented scores}), vectorized, against its win rate (`wins_decided`:
+    over the (item, shown pair) units). None with fewer than 3 systems."""
+    if len(systems) < SYSTEMS_MIN:
+        return None
+    wins, decided = wins_decided
+    code_of = {s: k for k, s in enumerate(systems)}
+    labels, code = codes_of(objects([str(c) for c in inp.c_id.tolist()]))
+    system = np.array([code_of.get(str(x), -1) for x in labels.tolist()], dtype=np.int64)[code]
+    counts = np.bincount(inp.c_item, minlength=inp.n_items)
+    slot = np.arange(len(inp.c_item)) - np.r_[0, np.cumsum(counts)[:-1]][inp.c_item]
+    rate = np.array([wins.get(s, 0) / decided[s] if decided.get(s) else np.nan for s in systems])
+    out = {}
+    for metric, matrix in slots.items():
+        value = matrix[inp.c_item, slot]
+        keep = (system >= 0) & ~np.isnan(value) & ~inp.is_gold[inp.c_item]
+        n = np.bincount(system[keep], minlength=len(systems))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.bincount(system[keep], weights=value[keep], minlength=len(systems)) / n
+        has = (n > 0) & ~np.isnan(rate)
+        names = [s for s, h in zip(systems, has.tolist()) if h]
+        result = correlations(mean[has], rate[has], unit="systems")
+        out[metric] = {**entry_from(result, "system", f"mean {metric} score of the system",
+                                    "human win rate (share of its (item, shown pair) units with a candidate "
+                                    "majority that it won)"), "systems": names}
     return out
 
 

@@ -1,6 +1,7 @@
 """pairwise_alignment report: majority per item, metric alignment with Wilson intervals,
 McNemar + Holm comparisons between metrics, win rates (ExPerT Table 1), and metric-vs-human
 correlations at item and system level."""
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -16,22 +17,27 @@ from ..common import (
     base_report,
     clean,
     clean_list,
+    header,
     item_majority,
     majority_keys,
     question_rows,
     share_detail,
 )
-from ..correlations import item_correlations, system_correlations_part
+from ..correlations import item_correlations, system_correlations_of_slots, system_correlations_part
 from ..coverage import metric_coverage, report_warnings
 from ..inputs import Judgments, ReportInput, codes_of
 from ..ip_probe import ip_probe_keys
-from ..systems import system_wins, systems_table
+from ..pair_units import pair_view
+from ..ranking import compared_slots, comparisons_of, correlations_ranking, human_part, ranking_part
+from ..systems import system_codes, system_wins, systems_table
 
 MISSING_PICKS = ("", "N/A")
 MCNEMAR = ("exact McNemar test over the items both metrics pick on (discordant items a_only, b_only); p_holm: Holm "
            "over all metric pairs")
 # {metric: (item index, candidate id, value)}: scores from outside the item (ExPerT).
 Extra = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+# The Extra of an input (its units or its items).
+ExtraOf = Callable[[ReportInput], Extra]
 # {metric: (score of each item's first candidate, of its second)}; NaN = no score.
 Scores = dict[str, tuple[np.ndarray, np.ndarray]]
 # The report keys of the pairwise kinds (the API schema; interfaces.md).
@@ -44,6 +50,25 @@ REPORT_SCHEMA = {
     "win_rate": {"type": "object", "additionalProperties": {"type": "number"},
                  "description": "candidate id -> share of the items with a majority won by it."},
     "win_rate_detail": {"type": "object", "description": "candidate id -> wins, n, Wilson interval."},
+    "systems": {"type": "object", "additionalProperties": {"type": "object"},
+                "description": "system id -> n_items, metrics (mean, ci95 on the items of its human row), wins, "
+                               "decided, win_rate, human (n, wins, ties, win_rate, ci95: judgment level)."},
+    "pairwise_wins": {"type": "object", "additionalProperties": {"type": "object"},
+                      "description": "a -> b -> times a beat b (ties 0.5); n per pair in pairwise_n."},
+    "pairwise_n": {"type": "object", "additionalProperties": {"type": "object"},
+                   "description": "a -> b -> comparisons of a with b."},
+    "ranking": {"type": "object", "nullable": True, "additionalProperties": {"type": "object"},
+                "description": "system id -> strength (Bradley-Terry, log, mean 0), ci95, rank, rank_ci95 "
+                               "(bootstrap over items); null with `reason` when the strengths are not defined."},
+    "reason": {"type": "string", "description": "why `ranking` is null."},
+    "ranking_detail": {"type": "object", "description": "model, n_comparisons, n_clusters, resamples, seed, "
+                                                        "dropped_resamples, ci_method, n_unpaired."},
+    "intransitivity": {"type": "object", "description": "circular_triads, zeta (Kendall-Babington Smith), "
+                                                        "n_systems, cycles, undecided_pairs."},
+    "correlations_ranking": {"type": "object", "description": "metric -> Kendall tau-b (and Pearson, Spearman) "
+                                                              "of its system means against the strengths."},
+    "units": {"type": "object", "description": "present when items hold more than two candidates: the "
+                                               "(item, shown pair) units of the unit-level sections."},
 }
 
 
@@ -72,6 +97,37 @@ def candidate_scores(inp: ReportInput, item: np.ndarray, candidate: np.ndarray,
     first[inp.is_gold] = np.nan
     second[inp.is_gold] = np.nan
     return first, second
+
+
+def slot_scores(inp: ReportInput, scores: Scores, extra: Extra | None = None) -> dict[str, np.ndarray]:
+    """{metric: (n_items, width) score of each candidate slot}, NaN where missing, not finite
+    and on gold items (later rows win): columns 0 and 1 are `scores` (metric_scores'
+    first and second), the others (items with more than two candidates) are read the same
+    way from the score rows."""
+    width = inp.candidates.shape[1]
+    result = {name: np.stack([first, second], axis=1) for name, (first, second) in scores.items()}
+    if width <= 2:
+        return result
+    rows = {name: (item[mask], candidate[mask], value[mask]) for name, item, candidate, value, mask in
+            _by_metric(*score_rows(inp))}
+    for name, source in (extra or {}).items():
+        rows.setdefault(name, source)
+    for name in result:
+        item, candidate, value = rows[name]
+        value = np.where(np.isfinite(value), value, np.nan)
+        more = np.full((inp.n_items, width - 2), np.nan)
+        for k in range(2, width):
+            on = candidate == inp.candidates[item, k]
+            more[item[on], k - 2] = value[on]
+        more[inp.is_gold] = np.nan
+        result[name] = np.concatenate([result[name], more], axis=1)
+    return result
+
+
+def _by_metric(item: np.ndarray, metric: np.ndarray, candidate: np.ndarray, value: np.ndarray
+               ) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    names, code = codes_of(metric)
+    return [(str(name), item, candidate, value, code == k) for k, name in enumerate(names.tolist())]
 
 
 def picks_of(inp: ReportInput, first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -144,24 +200,42 @@ def alignment_entry(result: dict[str, Any]) -> dict[str, Any]:
             **{k: result[k] for k in ("ci_method", "n_clusters", "ci_reason") if k in result}}
 
 
-def choice_report(inp: ReportInput, questions: list[Question], extra: Extra | None = None
-                  ) -> tuple[dict[str, Any], Judgments]:
-    """(base_report plus the pairwise keys of `choice`, counted judgment rows). The item
-    correlations' bootstraps (compiled, without the GIL) start first, on a thread, and run
-    beside everything else."""
-    js = Judgments.of(inp, inp.counted())
-    scores = metric_scores(inp, extra)
+def choice_report(inp: ReportInput, questions: list[Question], extra_of: ExtraOf | None = None
+                  ) -> tuple[dict[str, Any], Judgments, ReportInput]:
+    """(base_report plus the pairwise keys of `choice`, counted judgment rows, the input they
+    index: `inp`, or its (item, shown pair) units when an item has more than two candidates
+    (report/pair_units.py; the header, the per-system table and the ranking stay on the
+    real items)). `extra_of`: the metrics from outside the items (ExPerT) of an input. The
+    item correlations' bootstraps (compiled, without the GIL) start first, on a thread, and
+    run beside everything else."""
+    view = pair_view(inp)
+    js = Judgments.of(view, view.counted())
+    scores = metric_scores(view, extra_of(view) if extra_of else None)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        correlations = pool.submit(item_correlations, inp, question_rows(js, CHOICE), oriented(scores))
-        report, _ = base_report(inp, questions, CHOICE, js)
-        report.update(choice_keys(inp, js, scores, correlations))
-    return report, js
+        correlations = pool.submit(item_correlations, view, question_rows(js, CHOICE), oriented(scores))
+        report, _ = base_report(view, questions, CHOICE, js)
+        report.update(choice_keys(view, js, scores, correlations, inp, extra_of))
+    if view is not inp:
+        report.update(header(inp))
+        report["units"] = units_note(inp, view)
+    return report, js, view
 
 
-def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: Future[dict[str, Any]]
-                ) -> dict[str, Any]:
+def units_note(inp: ReportInput, view: ReportInput) -> dict[str, Any]:
+    """What the unit-level sections count when items hold more than two candidates."""
+    return {"unit": "(item, shown pair)", "n_units": int(view.n_items), "n_items": int(inp.n_items),
+            "n_unpaired_judgments": int(getattr(view, "n_unpaired_rows", 0)),
+            "note": ("items hold more than two candidates: majority, alignment, metric picks, item-level "
+                     "correlations, agreement and annotator statistics read each (item, shown pair) as a unit; "
+                     "the per-system table and the ranking read the judgments and resample the items")}
+
+
+def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: Future[dict[str, Any]],
+                real: ReportInput | None = None, extra_of: ExtraOf | None = None) -> dict[str, Any]:
     """The pairwise keys of interfaces.md for the `choice` question; the item correlations
-    come from `correlations`."""
+    come from `correlations`. `inp`/`js`/`scores`: the units (pair_view); `real`: the
+    study's items when they differ (the per-system table and the ranking)."""
+    real = inp if real is None else real
     rows = question_rows(js, CHOICE)
     result = item_majority(rows, inp.n_items, inp.value_names, inp.min_votes)
     labels = result.label
@@ -174,8 +248,22 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
                    for c in compare_marks(by_metric)] if len(picks) >= 2 else []
     coverage = metric_coverage(inp, picks)
     wins = system_wins(inp, labels)
-    systems_keys = systems_table(inp, wins, scores)
-    systems = system_correlations_part(inp, list(systems_keys), wins, oriented(scores))
+    names = [str(s) for s in system_codes(real)[0].tolist()]
+    real_rows = rows if real is inp else question_rows(Judgments.of(real, real.counted()), CHOICE)
+    compared, n_unpaired = comparisons_of(real, real_rows, names)
+    same_items = compared_slots(real, compared) if len(compared) else None
+    real_extra = extra_of(real) if extra_of else None
+    real_scores = scores if real is inp else metric_scores(real, real_extra)
+    slots = slot_scores(real, real_scores, real_extra)
+    systems_keys = systems_table(real, wins, slots, same_items)
+    for system, human in human_part(compared).items():
+        systems_keys[system]["human"] = human
+    ranked = ranking_part(compared, n_unpaired)
+    if real is inp:
+        systems = system_correlations_part(inp, list(systems_keys), wins, oriented(scores))
+    else:  # items of more than two candidates: every slot of the real items, vectorized
+        signed = {m: -v if m in LOWER_IS_BETTER else v for m, v in slots.items()}
+        systems = system_correlations_of_slots(real, list(systems_keys), wins, signed)
     keys = {
         **majority_keys(result, inp.item_ids),
         "tie_majority": int(np.count_nonzero(labels == TIE)),
@@ -187,6 +275,10 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
         "coverage": coverage,
         "warnings": report_warnings(alignment, coverage),
         "systems": systems_keys,
+        **ranked,
+        "correlations_ranking": correlations_ranking(
+            ranked["ranking"], {m: {s: v["metrics"][m]["mean"] for s, v in systems_keys.items() if m in v["metrics"]}
+                                for m in slots}),
     }
     if systems is not None:
         keys["correlations_system"] = systems
@@ -196,6 +288,9 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
 
 def build(inp: ReportInput) -> dict[str, Any]:
     return choice_report(inp, [Question.single(CHOICE, NOMINAL)])[0]
+
+
+PAIR_UNITS = True  # the CSV's per-item table reads (item, shown pair) units (report/pair_units.py)
 
 
 def choice_picks(inp: ReportInput, extra: Extra | None = None) -> dict[str, dict[tuple[str, str], Any]]:
