@@ -28,6 +28,9 @@ open assignment and count, locks a free item, reads the item's earlier shown ord
 stores the assignment; on PostgreSQL the last two also draw the new id and bump the item's
 counter, so a new assignment costs BEGIN + 5 statements + COMMIT. The reads are
 `annotate.prepared` statements: written with the ORM, compiled once per connection.
+An item with more than two candidates (issue 22) shows the pair the whole study has shown
+least, so its assignments take turns on the study's row: one statement more (the lock),
+and the earlier orders are read with the study's shown pairs (`_store`).
 
 The steps of `_serve`, in order: (1) the user's open assignment, (2) what the study and
 the participant allow, (3) gold or not, (4) lock a free item, (5) the order the options
