@@ -54,6 +54,9 @@ SKIP_REASON_IDS = tuple(key for key, _ in SKIP_REASONS)
 # table shows the root of their mean (RMSE) and of its interval's ends.
 LOWER_IS_BETTER = frozenset({"lamp_mae", "lamp_rmse"})
 ROOT_OF_MEAN = frozenset({"lamp_rmse"})
+# The scales of judge scores whose range is fixed (models_runtime/judges: gemba.py, geval.py):
+# the per-system table clips a metric's interval to its scale.
+METRIC_SCALES = {"gemba": (0, 100), "geval": (1, 5)}
 # Implicit-personalization probes (runtime.md): the items of a probe's human study carry
 # prediction rows of this evaluator, one per fact (question id = the fact's name), so the
 # pairwise_alignment report can put the probe's Delta beside the human preference rate.

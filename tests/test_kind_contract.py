@@ -20,7 +20,7 @@ from annotate.kinds import KINDS, all_kinds, get_kind
 from annotate.models import Assignment, Judgment, Study
 from annotate.report_data import study_report
 from evaluation.report.build import BUILDERS
-from evaluation.report.table import CORRELATION_HEADER
+from evaluation.report.table import CORRELATION_HEADER, SYSTEMS_HEADER
 from evaluation.vocabulary import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from tests.factories import blinding, make_user
 
@@ -284,6 +284,12 @@ def test_kind_goes_the_whole_data_path(kind):
     blank = table_rows.index([])  # the per-item table, one empty line, the correlation table
     assert table_rows[:blank] == sample["table"]
     assert table_rows[blank + 1] == CORRELATION_HEADER
-    # one row per (metric, coefficient); every row names the report key it comes from
-    assert {row[0] for row in table_rows[blank + 2:]} <= {"correlations", "correlations_system"}
-    assert len(table_rows[blank + 2:]) % 3 == 0
+    # one row per (metric, coefficient); every row names the report key it comes from; the
+    # pairwise kinds' per-system table follows after one more empty line (issue 22)
+    rest = table_rows[blank + 2:]
+    correlation_rows = rest[:rest.index([])] if [] in rest else rest
+    assert {row[0] for row in correlation_rows} <= {"correlations", "correlations_system"}
+    assert len(correlation_rows) % 3 == 0
+    if [] in rest:
+        assert rest[len(correlation_rows) + 1] == SYSTEMS_HEADER
+        assert {row[0] for row in rest[len(correlation_rows) + 2:]} == {"systems"}

@@ -30,6 +30,8 @@ SHORT_LIST = [
     (r"aspects\.[^.]+\.majority_share\.[^.]+", "majority_share_detail", 1),
     (r"evaluators_average\.[^.]+", "evaluators_average_detail", 1),
     (r"annotators\.[^.]+\.loo\.[^.]+", "loo_n", 1),
+    (r"pairwise_wins\.[^.]+\.[^.]+", "pairwise_n", 2),
+    (r"aspects\.[^.]+\.pairwise_wins\.[^.]+\.[^.]+", "pairwise_n", 2),
 ]
 INTERVALS = ("ci95", "krippendorff_alpha_ci95")
 

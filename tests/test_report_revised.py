@@ -158,7 +158,7 @@ def test_item14_system_level_correlations_in_json_csv_and_html():
             "p_method": "exact permutation (all n! orderings)"}
     assert r["correlations"]["rougeL"]["n"] == 4
     text = render(r, inp, "csv")
-    table = list(csv.reader(io.StringIO(text.split("\n\n", 1)[1])))
+    table = list(csv.reader(io.StringIO(text.split("\n\n")[1])))
     assert table[0][:5] == ["correlation_table", "metric", "unit", "n", "coefficient"]
     assert [row[0] for row in table[1:]] == ["correlations"] * 3 + ["correlations_system"] * 3
     html = render(r, inp, "html")

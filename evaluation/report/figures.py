@@ -135,3 +135,55 @@ def histogram(name: str, counts: dict[str, int], xlabel: str) -> str | None:
     ax.set_ylabel("judgments")
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig, name)
+
+
+@_literal_text
+def forest(name: str, labels: list[Any], values: list[Any], lo: list[Any], hi: list[Any], xlabel: str,
+           reference: float | None = 0.0) -> str | None:
+    """A forest plot: one row per label (first on top), a dot at the value and a line from lo
+    to hi (none where an end is missing); `reference` draws a dashed vertical line."""
+    if not labels:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, max(1.6, 0.45 * len(labels) + 0.9)))
+    ys = list(range(len(labels)))[::-1]
+    for y, v, a, b in zip(ys, values, lo, hi):
+        if a is not None and b is not None:
+            ax.plot([a, b], [y, y], color="black", linewidth=1.5)
+        if v is not None:
+            ax.plot([v], [y], "o", color=BLUE, markersize=6)
+    if reference is not None:
+        ax.axvline(reference, color=ORANGE, linestyle="--", linewidth=1)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([plain_label(label) for label in labels])
+    ax.set_ylim(-0.7, len(labels) - 0.3)
+    ax.set_xlabel(plain_label(xlabel, MAX_AXIS_LABEL))
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig, name)
+
+
+@_literal_text
+def heatmap(name: str, labels: list[Any], matrix: list[list[Any]], colorbar: str) -> str | None:
+    """A square heat map (rows: labels, columns: the same labels) with each cell's value
+    printed in it; None cells (the diagonal) are blank. Values are shares in [0, 1]."""
+    if not labels:
+        return None
+    import numpy as np
+
+    data = np.array([[np.nan if v is None else float(v) for v in row] for row in matrix])
+    size = min(9.0, 1.2 + 0.8 * len(labels))
+    fig, ax = plt.subplots(figsize=(size + 1.2, size))
+    image = ax.imshow(np.ma.masked_invalid(data), cmap="RdBu", vmin=0.0, vmax=1.0)
+    for i in range(len(labels)):
+        for j in range(len(labels)):
+            if not np.isnan(data[i, j]):
+                ax.text(j, i, f"{data[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if abs(data[i, j] - 0.5) > 0.3 else "black")
+    short = [plain_label(label) for label in labels]
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(short, rotation=30 if len(labels) > 3 else 0, ha="right" if len(labels) > 3 else "center")
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(short)
+    ax.set_xlabel("opponent (column)")
+    ax.set_ylabel("system (row)")
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04).set_label(plain_label(colorbar, MAX_AXIS_LABEL))
+    return _svg(fig, name)

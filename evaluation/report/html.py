@@ -8,6 +8,7 @@ from typing import Any
 from . import figures, ip_probe
 from .kinds import REPORT_MODULES
 from .markup import Report, figure, interval, num, pval, rating_counts, table
+from .ranking_html import aspects_ranking_section, systems_section
 
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
@@ -303,6 +304,10 @@ def report_fragment(report: Report, inp: Any = None) -> str:
     parts = [summary_section(report), agreement_section(report)]
     if "alignment" in report:
         parts.append(alignment_section(report))
+    if "ranking" in report:
+        parts.append(systems_section(report))
+    elif any("ranking" in a for a in (report.get("aspects") or {}).values() if isinstance(a, dict)):
+        parts.append(aspects_ranking_section(report))
     if "coverage" in report or report.get("warnings"):
         parts.append(coverage_section(report))
     if "correlations" in report:

@@ -79,9 +79,13 @@ def table(headers: list[str], rows: list[Any], caption: str | None = None, cls: 
     return "".join(out)
 
 
-def figure(fig_id: str, svg: str | None, caption: str) -> str:
+def figure(fig_id: str, svg: str | None, caption: str, alt: str | None = None) -> str:
+    """A figure with its caption; `alt`: a text alternative for screen readers (the SVG
+    becomes role="img" with that aria-label)."""
     if svg is None:
         return f'<p id="{fig_id}" class="no-figure">No figure: nothing to show yet. {escape(caption)}</p>'
+    if alt is not None:
+        svg = svg.replace("<svg", f'<svg role="img" aria-label="{escape(alt)}"', 1)
     return f'<figure id="{fig_id}">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
 
 

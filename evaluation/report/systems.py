@@ -8,6 +8,10 @@ each metric's mean score with a 95% confidence interval, and its human win rate.
   interval's ends: LaMP's RMSE.
 - win rate: wins / decided, over the items whose human majority picked a candidate (ties
   and items without a majority are left out) and that show this system.
+- the metric means are over the same items as the system's human row (its items with a
+  human comparison of it: report/ranking.py) when the study has any human comparison;
+  an interval is clipped to the metric's scale where it is known (vocabulary.METRIC_SCALES),
+  else a note says when it reaches beyond the observed scores.
 """
 import math
 from typing import Any
@@ -16,7 +20,7 @@ import numpy as np
 
 from evaluation.alignment import TIE
 from evaluation.intervals import t_interval
-from evaluation.vocabulary import ROOT_OF_MEAN
+from evaluation.vocabulary import METRIC_SCALES, ROOT_OF_MEAN
 
 from .common import clean
 from .inputs import ReportInput, codes_of, objects
@@ -72,31 +76,59 @@ def system_codes(inp: ReportInput) -> tuple[np.ndarray, np.ndarray]:
     return systems, system_of
 
 
+def scale_note(entry: dict[str, Any], metric: str, values: np.ndarray) -> dict[str, Any]:
+    """`entry` with its interval clipped to the metric's known scale (METRIC_SCALES: "scale",
+    and "ci_note" when clipping changed it); for a metric of unknown scale whose interval
+    reaches beyond the observed scores, a "ci_note" saying so (a t interval of a bounded
+    score can leave its scale at small n: GEMBA's [-105, 175] on 0-100)."""
+    ci = entry.get("ci95")
+    scale = METRIC_SCALES.get(metric)
+    if scale is not None:
+        entry = dict(entry, scale=list(scale))
+        if ci is not None and (ci[0] < scale[0] or ci[1] > scale[1]):
+            entry["ci95"] = [max(ci[0], scale[0]), min(ci[1], scale[1])]
+            entry["ci_note"] = f"t interval clipped to the metric's scale [{scale[0]}, {scale[1]}]"
+    elif ci is not None and len(values) and (ci[0] < values.min() or ci[1] > values.max()):
+        entry = dict(entry, ci_note=(f"the t interval reaches beyond the observed scores [{clean(values.min())}, "
+                                     f"{clean(values.max())}]; the metric's scale is not known, so it is not clipped"))
+    return entry
+
+
 def systems_table(inp: ReportInput, wins_decided: tuple[dict[str, int], dict[str, int]],
-                  scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
-    """{system: {"n_items", "metrics": {metric: {"mean", "ci95", "n"}}, "wins", "decided",
-    "win_rate"}} for every candidate id of the non-gold items (`wins_decided`: system_wins).
-    A system's values of a metric are its first-candidate scores then its second-candidate
-    ones, in item order (grouped with one stable sort, so every mean and sd sums in the same
-    order as a plain loop)."""
+                  scores: dict[str, np.ndarray], same_items: np.ndarray | None = None) -> dict[str, Any]:
+    """{system: {"n_items", "metrics": {metric: {"mean", "ci95", "n", ...}}, "wins", "decided",
+    "win_rate"}} for every candidate id of the non-gold items (`wins_decided`: system_wins;
+    `scores`: {metric: (n_items, width) score per candidate slot, NaN = none}).
+    A system's values of a metric are its first-slot scores, then its second-slot ones, and
+    so on, in item order (grouped with one stable sort, so every mean and sd sums in the
+    same order as a plain loop). `same_items` ((n_items, width) mask): only the slots where
+    the system was compared by a human count (the items of its human row)."""
     counted = ~inp.is_gold
     systems, system_of = system_codes(inp)
+    width = system_of.shape[1]
     # An item counts once for a system even when it shows it twice.
-    shown = np.bincount(system_of[:, 0][system_of[:, 0] >= 0], minlength=len(systems))
-    other = (system_of[:, 1] >= 0) & (system_of[:, 1] != system_of[:, 0])
-    shown += np.bincount(system_of[:, 1][other], minlength=len(systems))
+    shown = np.zeros(len(systems), dtype=np.int64)
+    for k in range(width):
+        new = system_of[:, k] >= 0
+        for j in range(k):
+            new &= system_of[:, k] != system_of[:, j]
+        shown += np.bincount(system_of[:, k][new], minlength=len(systems))
     wins, decided = wins_decided
     metrics: dict[str, list[dict[str, Any]]] = {}
-    for metric, columns in sorted(scores.items()):
-        values = [column[counted] for column in columns]
-        owner = np.concatenate([system_of[:, k][~np.isnan(values[k])] for k in (0, 1)])
-        kept = np.concatenate([values[k][~np.isnan(values[k])] for k in (0, 1)])
+    for metric, matrix in sorted(scores.items()):
+        values = matrix[counted]
+        use = ~np.isnan(values) if same_items is None else ~np.isnan(values) & same_items[counted]
+        owner = np.concatenate([system_of[:, k][use[:, k]] for k in range(width)])
+        kept = np.concatenate([values[:, k][use[:, k]] for k in range(width)])
         kept, owner = kept[owner >= 0], owner[owner >= 0]
         order = np.argsort(owner, kind="stable")
         bounds = np.searchsorted(owner[order], np.arange(len(systems) + 1))
-        metrics[metric] = [mean_ci(kept[order[bounds[s]:bounds[s + 1]]]) for s in range(len(systems))]
+        groups = [kept[order[bounds[s]:bounds[s + 1]]] for s in range(len(systems))]
+        metrics[metric] = [mean_ci(group) for group in groups]
         if metric in ROOT_OF_MEAN:
             metrics[metric] = [root_of(entry) for entry in metrics[metric]]
+            groups = [np.sqrt(np.maximum(group, 0.0)) for group in groups]
+        metrics[metric] = [scale_note(entry, metric, group) for entry, group in zip(metrics[metric], groups)]
     out: dict[str, Any] = {}
     for s, system in enumerate(systems.tolist()):
         n_decided = decided.get(system, 0)

@@ -1,7 +1,9 @@
 """The CSV report: the per-item table (one row per (item, question) with judgments: the
 majority, the count of each value, each metric's pick / each evaluator's prediction, then
 the kind's own columns), then one empty line, then the correlation table (one row per
-correlation entry and coefficient; layout in docs/reports.md). The picks and the kind's
+correlation entry and coefficient; layout in docs/reports.md), then, for the pairwise kinds,
+one empty line and the per-system table (one row per system and measure, per aspect for
+aspect_pairwise). The picks and the kind's
 columns come from its report module (`table_picks`, `table_columns`: report/kinds/)."""
 import io
 from collections import Counter
@@ -82,6 +84,55 @@ def correlation_rows(report: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
+SYSTEMS_HEADER = ["systems_table", "aspect", "system", "measure", "value", "ci95_low", "ci95_high", "n",
+                  "n_clusters", "ci_method", "note"]
+
+
+def _system_rows(aspect: str, part: dict[str, Any], systems: dict[str, Any]) -> list[list[Any]]:
+    """Rows of one per-system table: human win rate, wins, ties, strength, rank, each metric."""
+    ranking = part.get("ranking") or {}
+    rows = []
+
+    def row(system: str, measure: str, value: Any, ci: Any = None, n: Any = None, clusters: Any = None,
+            method: Any = None, note: Any = None) -> None:
+        lo, hi = ci or [None, None]
+        rows.append(["systems", aspect, system, measure] + ["" if v is None else v
+                                                           for v in (value, lo, hi, n, clusters, method, note)])
+
+    names = sorted(ranking, key=lambda s: (-ranking[s]["strength"], s)) if ranking else sorted(systems)
+    for system in names:
+        entry = systems.get(system) or {}
+        human = entry.get("human") or {}
+        if human:
+            row(system, "human_win_rate", human.get("win_rate"), human.get("ci95"), human.get("n"),
+                human.get("n_clusters"), human.get("ci_method"), human.get("ci_reason"))
+            row(system, "human_wins", human.get("wins"), n=human.get("n"))
+            row(system, "human_ties", human.get("ties"), n=human.get("n"))
+        ranked = ranking.get(system)
+        if ranked:
+            row(system, "bradley_terry_strength", ranked["strength"], ranked.get("ci95"), None,
+                ranked.get("n_clusters"), ranked.get("ci_method"), ranked.get("ci_reason"))
+            row(system, "rank", ranked["rank"], ranked.get("rank_ci95"), None, ranked.get("n_clusters"),
+                (part.get("ranking_detail") or {}).get("rank_ci_method"), ranked.get("ci_reason"))
+        elif not ranking and part.get("reason"):
+            row(system, "bradley_terry_strength", None, note=part.get("reason"))
+        for metric, m in sorted((entry.get("metrics") or {}).items()):
+            row(system, f"metric:{metric}", m.get("mean"), m.get("ci95"), m.get("n"), m.get("n_clusters"),
+                m.get("ci_method"), m.get("ci_note") or m.get("ci_reason"))
+    return rows
+
+
+def system_rows(report: dict[str, Any]) -> list[list[Any]]:
+    """The per-system table of a pairwise report (empty for other kinds)."""
+    if "ranking" in report:
+        return _system_rows("", report, report.get("systems") or {})
+    rows = []
+    for key, part in (report.get("aspects") or {}).items():
+        if isinstance(part, dict) and "ranking" in part:
+            rows += _system_rows(str(key), part, part.get("systems") or {})
+    return rows
+
+
 def item_table_csv(inp: ReportInput, report: dict[str, Any] | None = None) -> str:
     header, rows = item_table_rows(inp)
     buf = io.StringIO()
@@ -91,4 +142,9 @@ def item_table_csv(inp: ReportInput, report: dict[str, Any] | None = None) -> st
     writer.writerow([])
     writer.writerow(CORRELATION_HEADER)
     writer.writerows(correlation_rows(report or {}))
+    systems = system_rows(report or {})
+    if systems:
+        writer.writerow([])
+        writer.writerow(SYSTEMS_HEADER)
+        writer.writerows(systems)
     return buf.getvalue()

@@ -14,6 +14,8 @@ from .. import figures
 from ..common import NOMINAL, Question, base_report, clean, interval_keys, majority, question_rows, share_detail
 from ..inputs import Judgments, ReportInput
 from ..markup import Report, figure, interval, num, table
+from ..ranking import comparisons_of, human_part, ranking_part
+from ..systems import system_codes
 
 REVIEWER_PRIOR = "reviewer_prior"
 REPORT_SCHEMA = {
@@ -123,10 +125,20 @@ def averages(aspects: dict[str, dict[str, Any]], keys: list[str]) -> tuple[dict[
     return average, covered
 
 
+def aspect_ranking(inp: ReportInput, rows: Judgments, systems: list[str]) -> dict[str, Any]:
+    """One aspect's ranking keys (statistics.md, "System ranking"): `systems` ({id: {"human":
+    ...}}), `pairwise_wins`, `ranking` (or null and `reason`), `ranking_detail`,
+    `intransitivity`."""
+    compared, n_unpaired = comparisons_of(inp, rows, systems)
+    return {"systems": {s: {"human": row} for s, row in human_part(compared).items()},
+            **ranking_part(compared, n_unpaired)}
+
+
 def build(inp: ReportInput) -> dict[str, Any]:
     keys = aspect_keys(inp)
     report, js = base_report(inp, [Question.single(k, NOMINAL) for k in keys], None)
     aspects = {}
+    names = [str(s) for s in system_codes(inp)[0].tolist()]
     for key in keys:
         result = majority(question_rows(js, key), inp.item_ids, inp.value_names, inp.min_votes)
         winners = [v for v in result.labels.values() if v is not None]
@@ -136,6 +148,7 @@ def build(inp: ReportInput) -> dict[str, Any]:
                         "majority_share_detail": share_detail(dict(Counter(map(str, winners))), len(winners)),
                         "too_few_votes": int(result.too_few_votes),
                         "evaluators": evaluator_part(inp, js, key)}
+        aspects[key].update(aspect_ranking(inp, question_rows(js, key), names))
     detail = accuracy_keys(aspects, keys)
     report["aspects"] = aspects
     report["evaluators_average"], report["aspects_covered"] = averages(aspects, keys)

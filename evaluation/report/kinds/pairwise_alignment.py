@@ -25,7 +25,8 @@ from ..correlations import item_correlations, system_correlations_part
 from ..coverage import metric_coverage, report_warnings
 from ..inputs import Judgments, ReportInput, codes_of
 from ..ip_probe import ip_probe_keys
-from ..systems import system_wins, systems_table
+from ..ranking import compared_slots, comparisons_of, correlations_ranking, human_part, ranking_part
+from ..systems import system_codes, system_wins, systems_table
 
 MISSING_PICKS = ("", "N/A")
 MCNEMAR = ("exact McNemar test over the items both metrics pick on (discordant items a_only, b_only); p_holm: Holm "
@@ -72,6 +73,31 @@ def candidate_scores(inp: ReportInput, item: np.ndarray, candidate: np.ndarray,
     first[inp.is_gold] = np.nan
     second[inp.is_gold] = np.nan
     return first, second
+
+
+def slot_scores(inp: ReportInput, extra: Extra | None = None) -> dict[str, np.ndarray]:
+    """{metric: (n_items, width) score of each candidate slot}, NaN where missing, not finite
+    and on gold items (later rows win): metric_scores for every candidate of items with
+    more than two (columns 0 and 1 are metric_scores' first and second)."""
+    def matrix(item: np.ndarray, candidate: np.ndarray, value: np.ndarray) -> np.ndarray:
+        value = np.where(np.isfinite(value), value, np.nan)
+        out = np.full(inp.candidates.shape, np.nan)
+        for k in range(inp.candidates.shape[1]):
+            on = candidate == inp.candidates[item, k]
+            out[item[on], k] = value[on]
+        out[inp.is_gold] = np.nan
+        return out
+
+    item, metric, candidate, value = score_rows(inp)
+    result: dict[str, np.ndarray] = {}
+    names, code = codes_of(metric)
+    for k, name in enumerate(names.tolist()):
+        mask = code == k
+        result[str(name)] = matrix(item[mask], candidate[mask], value[mask])
+    for name, (e_item, e_candidate, e_value) in (extra or {}).items():
+        if name not in result and len(e_item):
+            result[name] = matrix(e_item, e_candidate, e_value)
+    return result
 
 
 def picks_of(inp: ReportInput, first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -154,14 +180,14 @@ def choice_report(inp: ReportInput, questions: list[Question], extra: Extra | No
     with ThreadPoolExecutor(max_workers=1) as pool:
         correlations = pool.submit(item_correlations, inp, question_rows(js, CHOICE), oriented(scores))
         report, _ = base_report(inp, questions, CHOICE, js)
-        report.update(choice_keys(inp, js, scores, correlations))
+        report.update(choice_keys(inp, js, scores, correlations, slot_scores(inp, extra)))
     return report, js
 
 
-def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: Future[dict[str, Any]]
-                ) -> dict[str, Any]:
+def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: Future[dict[str, Any]],
+                slots: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     """The pairwise keys of interfaces.md for the `choice` question; the item correlations
-    come from `correlations`."""
+    come from `correlations`; `slots`: slot_scores (the per-system table's means)."""
     rows = question_rows(js, CHOICE)
     result = item_majority(rows, inp.n_items, inp.value_names, inp.min_votes)
     labels = result.label
@@ -174,7 +200,14 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
                    for c in compare_marks(by_metric)] if len(picks) >= 2 else []
     coverage = metric_coverage(inp, picks)
     wins = system_wins(inp, labels)
-    systems_keys = systems_table(inp, wins, scores)
+    names = [str(s) for s in system_codes(inp)[0].tolist()]
+    compared, n_unpaired = comparisons_of(inp, rows, names)
+    same_items = compared_slots(inp, compared) if len(compared) else None
+    slots = slots if slots is not None else slot_scores(inp)
+    systems_keys = systems_table(inp, wins, slots, same_items)
+    for system, human in human_part(compared).items():
+        systems_keys[system]["human"] = human
+    ranked = ranking_part(compared, n_unpaired)
     systems = system_correlations_part(inp, list(systems_keys), wins, oriented(scores))
     keys = {
         **majority_keys(result, inp.item_ids),
@@ -187,6 +220,10 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
         "coverage": coverage,
         "warnings": report_warnings(alignment, coverage),
         "systems": systems_keys,
+        **ranked,
+        "correlations_ranking": correlations_ranking(
+            ranked["ranking"], {m: {s: v["metrics"][m]["mean"] for s, v in systems_keys.items() if m in v["metrics"]}
+                                for m in slots}),
     }
     if systems is not None:
         keys["correlations_system"] = systems

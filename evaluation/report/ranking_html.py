@@ -1,0 +1,162 @@
+"""The ranking and the per-system table in the HTML report (and the dashboard, which shows
+the same fragment): a paper's system table (human win rate with its interval, the
+Bradley-Terry strength and rank with theirs, each metric's mean on the same items), the
+strengths as a forest plot, the win matrix as a heat map with the counts as a table
+beside it, and the intransitivity line. Every figure says its unit, n and interval and
+has a text alternative; the tables are the fallback."""
+from html import escape
+from typing import Any
+
+from . import figures
+from .markup import Report, figure, interval, num, pval, table
+
+
+def _systems(part: Report) -> list[str]:
+    """Systems in rank order when there is a ranking, else in name order."""
+    ranking = part.get("ranking")
+    names = list(part.get("pairwise_wins") or {})
+    if ranking:
+        names = sorted(ranking, key=lambda s: (-ranking[s]["strength"], s))
+    return names
+
+
+def system_table(part: Report, systems: dict[str, Any], name: str) -> str:
+    """The per-system table: one row per system, in rank order."""
+    ranking = part.get("ranking") or {}
+    order = _systems(part) or sorted(systems)
+    metrics = sorted({m for s in systems.values() for m in (s.get("metrics") or {})})
+    rows, metric_rows = [], []
+    for system in order:
+        human = (systems.get(system) or {}).get("human") or {}
+        ranked = ranking.get(system) or {}
+        rank_ci = ranked.get("rank_ci95")
+        row: list[Any] = [system, human.get("n"), human.get("wins"), human.get("ties"), human.get("win_rate"),
+                          interval(human.get("ci95")), ranked.get("strength"), interval(ranked.get("ci95")),
+                          ranked.get("rank"), f"{rank_ci[0]}–{rank_ci[1]}" if rank_ci else "–"]
+        rows.append(row)
+        metric_rows.append([system] + [_metric_cell(((systems.get(system) or {}).get("metrics") or {}).get(m) or {})
+                                       for m in metrics])
+    notes = sorted({f"{m}: {e['ci_note']}" for s in systems.values() for m, e in (s.get("metrics") or {}).items()
+                    if e.get("ci_note")})
+    detail = part.get("ranking_detail") or {}
+    caption = (f"{name}. comparisons: the judgments that showed the system (each judgment compares the two systems "
+               "it showed; a tie is half a win each); win rate = (wins + ties/2) / comparisons, 95% CI: Wilson score "
+               "interval over those judgments (none from fewer than 5 items). strength: Bradley-Terry log strength "
+               "(mean 0 over the systems); its 95% CI and the rank interval: bootstrap over items "
+               f"({detail.get('resamples', 2000)} resamples, seed {detail.get('seed', 0)}; "
+               f"{detail.get('dropped_resamples', 0)} resamples without finite strengths dropped), rank 1 = "
+               "strongest.")
+    headers = ["system", "comparisons", "wins", "ties", "win rate", "win rate 95% CI", "strength",
+               "strength 95% CI", "rank", "rank 95% CI"]
+    out = table(headers, rows, caption)
+    if metrics:
+        out += table(["system"] + [f"{m}: mean [95% CI] (n)" for m in metrics], metric_rows,
+                     "Metric means per system, in the same order: each over the items of the system's human row "
+                     "(the items where a judgment compared it), with a t interval over those items (n = items; none "
+                     "below 5 items or for a constant sample)" + ("; * " + "; ".join(notes) if notes else "") + ".")
+    return out
+
+
+def _metric_cell(entry: dict[str, Any]) -> str:
+    return (f"{num(entry.get('mean'))} {interval(entry.get('ci95'))} (n = {entry.get('n', 0)})"
+            + (" *" if entry.get("ci_note") else ""))
+
+
+def _count(x: Any) -> Any:
+    """A count that may hold half wins: an int when whole."""
+    return int(x) if isinstance(x, float) and x.is_integer() else x
+
+
+def win_matrix_table(part: Report) -> str:
+    wins = part.get("pairwise_wins") or {}
+    names = _systems(part)
+    rows = [[a] + [None if a == b else _count(wins[a].get(b)) for b in names] for a in names]
+    return table(["row beat column"] + names, rows,
+                 "Times the row's system beat the column's system over the judgments that showed both (a tie "
+                 "counts 0.5 for each); the diagonal is empty.")
+
+
+def ranking_block(part: Report, prefix: str, title: str) -> str:
+    """The ranking of one choice question (`part`: the report, or one aspect of it)."""
+    names = _systems(part)
+    ranking = part.get("ranking")
+    detail = part.get("ranking_detail") or {}
+    n_comp, n_items = detail.get("n_comparisons", 0), detail.get("n_clusters", 0)
+    out = []
+    if ranking:
+        cis = [ranking[s].get("ci95") or [None, None] for s in names]
+        svg = figures.forest(f"{prefix}-ranking", names, [ranking[s]["strength"] for s in names],
+                             [c[0] for c in cis], [c[1] for c in cis], "Bradley-Terry log strength (mean 0)")
+        alt = "Ranking: " + "; ".join(f"{s} strength {num(ranking[s]['strength'])} 95% CI "
+                                      f"{interval(ranking[s].get('ci95'))}" for s in names)
+        out.append(figure(f"{prefix}-ranking", svg,
+                          f"{title}: Bradley-Terry strength of each system (log scale, mean 0; unit = judgment, "
+                          f"n = {n_comp} comparisons on {n_items} items), strongest on top. Lines: 95% interval, "
+                          f"bootstrap over items ({detail.get('resamples', 2000)} resamples, seed 0; "
+                          f"{detail.get('dropped_resamples', 0)} dropped). Dashed line: the average system.", alt))
+    else:
+        reason = part.get("reason") or detail.get("reason") or "no comparisons"
+        out.append(f'<p id="{prefix}-ranking" class="no-figure">No ranking: {escape(str(reason))}.</p>')
+    wins = part.get("pairwise_wins") or {}
+    if len(names) >= 2:
+        shares, counts = [], []
+        for a in names:
+            row = []
+            for b in names:
+                n = (wins[a].get(b, 0.0) + wins[b].get(a, 0.0)) if a != b else 0.0
+                row.append(wins[a][b] / n if a != b and n else None)
+                if a != b and n:
+                    counts.append(n)
+            shares.append(row)
+        svg = figures.heatmap(f"{prefix}-wins", names, shares, "share of comparisons won by the row")
+        n_text = f"{int(min(counts))} to {int(max(counts))}" if counts else "0"
+        out.append(figure(f"{prefix}-wins", svg,
+                          f"{title}: share of the comparisons between two systems won by the row's system (a tie "
+                          f"= half; unit = judgment, n = {n_text} per pair, {n_comp} in all; no interval: see the "
+                          "ranking's). Empty: never compared. Counts in the table below.",
+                          "Win matrix: " + "; ".join(f"{a} vs {b}: {num(s)}" for a, row in zip(names, shares)
+                                                     for b, s in zip(names, row) if s is not None)))
+        out.append(win_matrix_table(part))
+    intr = part.get("intransitivity") or {}
+    if intr.get("circular_triads") is not None:
+        cycles = "; ".join(" > ".join(c) + " > " + c[0] for c in intr.get("cycles", [])) or "none"
+        out.append(f"<p>Intransitivity ({intr['n_systems']} systems, majority tournament: an edge where one system "
+                   f"won more of their comparisons; {intr.get('undecided_pairs', 0)} pairs undecided): circular "
+                   f"triads d = {intr['circular_triads']}, Kendall-Babington Smith zeta = {num(intr['zeta'])} "
+                   f"(1 = transitive). Cycles: {escape(cycles)}.</p>")
+    return "".join(out)
+
+
+def correlations_ranking_table(r: Report) -> str:
+    entries = r.get("correlations_ranking") or {}
+    if not entries:
+        return ""
+    rows = [(m, e["n"], e["kendall"]["r"], pval(e["kendall"]["p_value"]), e["kendall"].get("p_method") or "–")
+            for m, e in entries.items()]
+    return ("<h3>Metrics against the human ranking</h3>"
+            + table(["metric", "systems", "Kendall tau-b", "p", "p method"], rows,
+                    "Kendall tau-b between each metric's system means (on the items of each system's human row; "
+                    "lower-is-better metrics negated) and the Bradley-Terry strengths; unit = system, n = systems; "
+                    "exact permutation p for n <= 9."))
+
+
+def systems_section(r: Report) -> str:
+    """The Systems section of a pairwise report (kinds with a `ranking` key)."""
+    if "ranking" not in r:
+        return ""
+    return ('<section id="systems"><h2>Systems and ranking</h2>'
+            + system_table(r, r.get("systems") or {}, "Per-system table")
+            + ranking_block(r, "fig-systems", "Ranking") + correlations_ranking_table(r) + "</section>")
+
+
+def aspects_ranking_section(r: Report) -> str:
+    """One ranking per aspect (aspect_pairwise)."""
+    aspects = r.get("aspects") or {}
+    parts = []
+    for k, (key, part) in enumerate(aspects.items()):
+        if "ranking" not in part:
+            continue
+        parts.append(f"<h3>{escape(str(key))}</h3>" + system_table(part, part.get("systems") or {}, f"Systems: {key}")
+                     + ranking_block(part, f"fig-aspect{k}", f"Ranking on {key}"))
+    return ('<section id="systems"><h2>Systems and ranking per aspect</h2>' + "".join(parts) + "</section>"
+            if parts else "")
