@@ -2,7 +2,7 @@
 (create the study, upload the batch, annotators fetch and submit with their tokens), its
 judgments exported and re-imported with import_judgments into a fresh study of the same
 batch: the report is identical, and it ranks the five systems from 2 x judgments
-comparisons (each judgment names a winner and a loser, or a tie: halves)."""
+comparisons (each judgment is one comparison for each of the two systems it shows)."""
 import io
 from collections import Counter
 
@@ -79,6 +79,17 @@ def test_five_systems_through_the_api_rank_and_reimport_to_the_same_report():
     shown = Counter(tuple(sorted(j.shown_order.split("|")[:2])) for j in judgments)
     assert len(shown) == 10 and set(shown.values()) == {18}  # 180 judgments over the 10 pairs, evenly
     before = report(admin)
+    # The ranking (s22b's report side): every system ranked; each judgment is one comparison
+    # for each of its two systems, so the human rows' n sum to 2 x judgments.
+    assert sorted(before["ranking"]) == sorted(SYSTEMS)
+    assert sorted(row["rank"] for row in before["ranking"].values()) == [1, 2, 3, 4, 5]
+    assert sum(before["systems"][s]["human"]["n"] for s in SYSTEMS) == 2 * N_ITEMS * OVERLAP
+    wins = Counter(j.value for j in judgments)
+    ties = Counter(s for j in judgments if j.value == "tie" for s in j.shown_order.split("|")[:2])
+    assert {s: (before["systems"][s]["human"]["wins"], before["systems"][s]["human"]["ties"]) for s in SYSTEMS} == {
+        s: (wins[s], ties[s]) for s in SYSTEMS}
+    best = min(before["ranking"], key=lambda s: before["ranking"][s]["rank"])
+    assert best == "bm25-k1"  # the annotators above mostly prefer the earlier system
     exported = admin.get("/api/studies/five/judgments/?format=csv")
     text = b"".join(exported.streaming_content)
     # A fresh study of the same batch, the judgments loaded from the export.
