@@ -320,3 +320,27 @@ def test_imported_judgments_name_the_pair_they_compared(case):
                                     + b"\n" + data))
     assert caught.value.errors == [expected]
     assert Judgment.objects.count() == 0
+
+
+def test_the_runtime_reads_a_judgment_with_the_pair_its_annotator_saw():
+    """PerSE's per-annotator judge builds its prompts from judged items (Plot A / Plot B):
+    services hands it each judgment's item as its annotator saw it, the shown pair only."""
+    from annotate import services
+    from models_runtime.judges.perse import build_prompt
+
+    study = multi_study(ASPECT_PAIRWISE, n_items=2, ids=SYSTEMS[:3], overlap=1,
+                        aspects=[{"key": "fun", "question": "Which is more fun?"}])
+    user = make_user("ann-perse")
+    while (assignment := next_assignment(study, user)) is not None:
+        api_client(user).post(f"/api/assignments/{assignment.pk}/judgments/",
+                              {"fun": blinding(assignment.pk).option(assignment.shown_order["candidates"][1])},
+                              format="json")
+    judged = services.judgments_for_perse(study.slug, ["fun"])
+    shown = {a.item.pk: a.shown_order["candidates"] for a in study.assignments.all()}
+    assert [sorted(c["id"] for c in j.item_data["candidates"]) for j in judged] == [
+        sorted(shown[int(j.item_key)]) for j in judged]
+    assert all(j.value == shown[int(j.item_key)][1] for j in judged)
+    prompt = build_prompt("Which is more fun?", [(judged[0].item_data, judged[0].value)], judged[1].item_data)
+    item_ids = dict(Item.objects.values_list("pk", "item_id"))
+    assert all(said(cid, item_ids[int(j.item_key)]) in prompt[0]["content"]
+               for j in judged for cid in shown[int(j.item_key)])
