@@ -34,7 +34,7 @@ from .judgments_csv import (
     read_rows,
 )
 from .kinds import get_kind, questions_for, study_config
-from .kinds.base import MAX_SHOWN_ORDER_CHARS
+from .kinds.base import CANDIDATES_KEY, MAX_SHOWN_ORDER_CHARS
 from .models import Assignment, AuditLog, Item, Judgment, Prediction, Study
 from .participation import PARTICIPANT_USERNAME
 
@@ -120,8 +120,7 @@ def check_shown_order(question, item, cell, value):
     as the task page records it) or of the candidates alone (choices), or of 0|1
     (similarity pairs). A choice between more than two candidates names the pair shown
     (`_shown_pair`). Returns the list, or raises ValueError."""
-    picks_candidate = "options" in question and len(item.candidates) > 2 and set(item.candidates) <= set(
-        question["options"])
+    picks_candidate = _picks_pair(question, item)
     if not cell and not picks_candidate:
         return []
     if len(cell) > MAX_SHOWN_ORDER_CHARS:
@@ -138,6 +137,13 @@ def check_shown_order(question, item, cell, value):
     if not any(sorted(order) == sorted(expected) for expected in allowed):
         raise ValueError(f"shown_order must order {'|'.join(allowed[0])}, got {cell!r}")
     return order
+
+
+def _picks_pair(question, item) -> bool:
+    """A choice among the candidates of an item of more than two: its shown order names the
+    pair the annotator compared."""
+    return (question is not None and "options" in question and len(item.candidates) > 2
+            and set(item.candidates) <= set(question["options"]))
 
 
 def _shown_pair(question, item, order, value):
@@ -317,6 +323,10 @@ def _complete_assignments(rows, users):
         times = [r["submitted_at"] for r in group if r["submitted_at"]]
         seconds = next((r["seconds"] for r in group if r["seconds"] is not None), None)
         orders = {r["question"]: r["order"] for r in group if r["order"]}
+        pair = next((r["order"][:2] for r in group if _picks_pair(r["item"].questions.get(r["question"]), r["item"])),
+                    None)
+        if pair:  # the pair compared counts in the study's pairs, as the engine's do
+            orders[CANDIDATES_KEY] = pair
         skipped = any(r["question"] == SKIP_QUESTION for r in group)
         assignment = found.get(key)
         if assignment is None:

@@ -285,6 +285,9 @@ def test_export_keeps_the_real_pair_and_imports_back(fmt):
     assert sorted(Judgment.objects.values_list("item__item_id", "annotator__username", "value",
                                                "shown_order")) == stored
     assert export("multi", fmt) == exported
+    # The imported assignments name their pair, so the engine counts it in the study's pairs.
+    pairs = Counter(tuple(a.shown_order["candidates"]) for a in Study.objects.get(slug="multi").assignments.all())
+    assert pairs == Counter(tuple(order.split("|")[:2]) for *_, order in stored)
 
 
 def judgment_row(**cells):
