@@ -68,8 +68,9 @@ from django.utils import timezone
 from .access import NotAllowed, access_flags, refuse
 from .blinding import blinding_for, build_mapping, secret
 from .kinds import assignment_item, get_kind, study_config
+from .kinds.two_candidate import pair_counts
 from .models import OPEN, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, Item, Participant, Study
-from .ordering import item_order_key, item_order_of, pair_counts, seeded_rng, shown_order_for
+from .ordering import item_order_key, item_order_of, seeded_rng, shown_order_for
 from .prepared import Prepared, columns, instance
 from .progress import open_q
 from .recruitment import HOLDS_PLACE, end, recruits, take_place

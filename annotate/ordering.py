@@ -7,7 +7,6 @@ SECRET_KEY-derived key (so an annotator cannot work out the order), and turns
 the stored order into the Judgment.shown_order string of one question.
 """
 import random
-from collections import Counter
 
 from django.db.models import BigIntegerField, ExpressionWrapper, F, Value
 
@@ -50,11 +49,6 @@ def shown_order_for(study, item, annotator_id, previous_orders, study_pairs=None
     extra = {} if study_pairs is None else {"study_pairs": study_pairs}
     return get_kind(study.kind).shown_order(item.data, study_config(study), study.randomize_order, rng,
                                             previous_orders, **extra)
-
-
-def pair_counts(rows) -> Counter:
-    """{(first, second): n} from rows (shown candidates, n): the study's shown pairs."""
-    return Counter({tuple(pair): n for pair, n in rows if isinstance(pair, list) and len(pair) == 2})
 
 
 def judgment_shown_order(shown_order, question_id):

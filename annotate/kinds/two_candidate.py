@@ -67,14 +67,18 @@ def balanced_candidate_order(candidate_ids: list, previous_orders: list, rng) ->
     return [a, b] if rng.random() < 0.5 else [b, a]
 
 
-def shown_pairs(orders) -> Counter:
-    """{(first, second): how many of `orders` (shown_order dicts) showed that pair so}."""
+def pair_counts(rows) -> Counter:
+    """{(first, second): n} from rows (shown candidates, n): the pairs shown, in their order."""
     counts: Counter = Counter()
-    for order in orders:
-        pair = (order or {}).get(CANDIDATES_KEY) or []
-        if len(pair) == 2:
-            counts[tuple(pair)] += 1
+    for pair, n in rows:
+        if isinstance(pair, list) and len(pair) == 2:
+            counts[tuple(pair)] += n
     return counts
+
+
+def shown_pairs(orders) -> Counter:
+    """pair_counts of `orders` (shown_order dicts)."""
+    return pair_counts(((order or {}).get(CANDIDATES_KEY), 1) for order in orders)
 
 
 def pair_order(candidate_ids: list, previous_orders: list, study_pairs: Counter, randomize: bool, rng) -> list:
