@@ -347,3 +347,11 @@ def test_the_runtime_reads_a_judgment_with_the_pair_its_annotator_saw():
     item_ids = dict(Item.objects.values_list("pk", "item_id"))
     assert all(said(cid, item_ids[int(j.item_key)]) in prompt[0]["content"]
                for j in judged for cid in shown[int(j.item_key)])
+
+
+def test_a_skip_on_an_item_of_three_needs_no_pair():
+    """'I can't judge this' names no pair: its row imports with an empty shown_order."""
+    multi_study(n_items=1, ids=SYSTEMS[:3])
+    row = judgment_row(question="_skip", value="other", shown_order="")
+    assert import_judgments(io.BytesIO(json.dumps(row).encode() + b"\n"))["created"] == 1
+    assert Judgment.objects.get().question == "_skip"
