@@ -18,6 +18,12 @@ two candidates with two metric scores each, 3 of 60 annotators per item, 2% gold
 plus one predicted-choice evaluator, written with COPY, then VACUUM ANALYZE. Targets
 (issue 13): cold report at 100k < 1 s, at 1M < 5 s; warm dashboard page at 100k < 150 ms.
 
+`--systems` (issue 22) needs no database: in-memory ReportInputs of a pairwise_alignment
+study at each size with 2 and with 5 systems (items holding every system, each judgment
+showing one pair, 3 judgments per item, 2 metric scores per candidate, 2% gold), built in
+the same run: the statistics time of each report, the same report with the ranking keys
+stubbed out, and the ranking's added seconds (target at 100k: < 0.5 s).
+
 `--kinds` (issue 21) builds one study per demo kind instead (the demo batch's items
 repeated to the size, judgments drawn per question, metric scores in the items and as
 Prediction rows as the importer writes them, predictions of each kind's evaluators, 2%
@@ -336,6 +342,112 @@ def kind_reports(sizes, save_dir):
                       f"md5 json {digests[0]} csv {digests[1]} html {digests[2]}", flush=True)
 
 
+RANKING_ADDS_100K = 0.5  # seconds (issue 22)
+
+
+def systems_input(n_judgments, n_systems, seed=0):
+    """A pairwise_alignment ReportInput (vectorized): items with `n_systems` candidates, 3
+    judgments each showing one random pair (Bradley-Terry with a 10% tie rate), two metric
+    scores per candidate, a predicted choice per item, 2% gold items."""
+    from evaluation.report.inputs import ReportInput
+
+    rng = np.random.default_rng(seed)
+    n_items = n_judgments // 3
+    systems = np.array([f"system-{k}" for k in range(n_systems)], dtype=object)
+    strength = np.linspace(0.6, -0.6, n_systems)
+    gold = rng.random(n_items) < 0.02
+    c_item = np.repeat(np.arange(n_items), n_systems)
+    c_id = np.tile(systems, n_items)
+    metrics = np.array(["rougeL", "bleu"], dtype=object)
+    s_item, s_candidate = np.repeat(c_item, 2), np.repeat(c_id, 2)
+    s_metric = np.tile(metrics, len(c_item))
+    j_item = np.repeat(np.arange(n_items), 3)
+    a = rng.integers(0, n_systems, len(j_item))
+    b = (a + rng.integers(1, n_systems, len(j_item))) % n_systems
+    p = 1 / (1 + np.exp(-(strength[a] - strength[b])))
+    u = rng.random(len(j_item))
+    value = np.where(u < 0.9 * p, systems[a], np.where(u < 0.9 * p + 0.1, "tie", systems[b])).astype(object)
+    shown = (systems[a] + "|" + systems[b] + "|tie").astype(object)
+    three_of_60 = np.argsort(rng.random((n_items, 60)), axis=1)[:, :3].ravel()  # 3 different annotators an item
+    annotator = np.array([f"ann{k:02d}" for k in range(60)], dtype=object)[three_of_60]
+    return ReportInput(slug=f"systems-{n_systems}", kind="pairwise_alignment", config={},
+                       item_ids=np.array([f"item-{i:07d}" for i in range(n_items)], dtype=object), is_gold=gold,
+                       gold=[systems[0] if g else None for g in gold], c_item=c_item, c_id=c_id,
+                       j_item=j_item, j_annotator=annotator, j_question=np.full(len(j_item), "choice", dtype=object),
+                       j_value=value, j_shown=shown, j_seconds=rng.integers(5, 120, len(j_item)).astype(float),
+                       s_item=s_item, s_metric=s_metric, s_candidate=s_candidate,
+                       s_value=np.round(rng.random(len(s_item)), 3),
+                       p_item=np.arange(n_items), p_evaluator=np.full(n_items, "gemba", dtype=object),
+                       p_annotator=np.full(n_items, "", dtype=object),
+                       p_question=np.full(n_items, "choice", dtype=object),
+                       p_value=systems[rng.integers(0, n_systems, n_items)])
+
+
+def without_ranking():
+    """A context in which the pairwise report skips the ranking keys (its comparisons, human
+    rows, Bradley-Terry and bootstrap, intransitivity, metrics vs ranking)."""
+    import contextlib
+
+    from evaluation.ranking import Comparisons
+    from evaluation.report.kinds import pairwise_alignment as module
+
+    empty = np.zeros(0, dtype=np.int64)
+    patches = {"comparisons_of": lambda inp, rows, systems: (Comparisons(systems, empty, empty, empty,
+                                                                         np.zeros(0)), 0),
+               "ranking_part": lambda c, n: {"ranking": None},
+               "correlations_ranking": lambda strengths, means: {}}
+
+    @contextlib.contextmanager
+    def patched():
+        saved = {name: getattr(module, name) for name in patches}
+        for name, stub in patches.items():
+            setattr(module, name, stub)
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                setattr(module, name, value)
+    return patched()
+
+
+def systems_run(sizes, repeat):
+    """The 2- and 5-system reports in one run (module docstring, `--systems`)."""
+    from evaluation.rank_bootstrap import warm_up
+    from evaluation.ranking import ranking
+    from evaluation.report import build_report
+    from evaluation.report.inputs import Judgments
+    from evaluation.report.ranking import comparisons_of
+    from evaluation.report.systems import system_codes
+
+    print(f"statistics kernels compiled or loaded from numba's cache in {warm_up():.2f} s", flush=True)
+    for n in sizes:
+        for n_systems in (2, 5):
+            inp = systems_input(n, n_systems)
+            build_report(inp)  # warm (imports, caches)
+            fulls, bares = [], []
+            for _ in range(repeat):  # interleaved, so that a busy moment of the machine hits both alike
+                fulls.append(timed(lambda inp=inp: build_report(inp), 1)[0])
+                with without_ranking():
+                    bares.append(timed(lambda inp=inp: build_report(inp), 1)[0])
+            full = (min(fulls), statistics.median(fulls))
+            bare = (min(bares), statistics.median(bares))
+            js = Judgments.of(inp, inp.counted())
+            rows = js.of_question("choice")
+            names = [str(s) for s in system_codes(inp)[0].tolist()]
+            compared, _ = comparisons_of(inp, rows, names)
+            alone = timed(lambda compared=compared: ranking(compared), repeat)
+            report = build_report(inp)
+            dropped = report["ranking_detail"].get("dropped_resamples")
+            added = full[0] - bare[0]
+            target = (f", {'within' if added < RANKING_ADDS_100K else 'OVER'} the {RANKING_ADDS_100K:g} s target"
+                      if n == 100_000 and n_systems == 5 else "")
+            print(f"{report['n_judgments']:>9} judgments, {n_systems} systems: report statistics best {full[0]:.3f} s "
+                  f"(median {full[1]:.3f} s); without the ranking keys best {bare[0]:.3f} s (median {bare[1]:.3f} s); "
+                  f"the ranking adds {added:.3f} s (best - best){target}; Bradley-Terry + "
+                  f"{report['ranking_detail']['resamples']}-resample item bootstrap alone: best {alone[0]:.3f} s "
+                  f"(median {alone[1]:.3f} s); {dropped} resamples dropped", flush=True)
+
+
 def run(sizes, repeat, kinds=False, save_dir=None):
     import django
     from django.core.management import call_command
@@ -365,8 +477,13 @@ def main():
     parser.add_argument("--repeat", type=int, default=7, help="calls per warm measurement (best and median)")
     parser.add_argument("--kinds", action="store_true", help="one study per demo kind: report md5s (issue 21)")
     parser.add_argument("--save", help="with --kinds: a directory to keep the report texts in")
+    parser.add_argument("--systems", action="store_true",
+                        help="2 vs 5 systems in memory, no database: the ranking's added time (issue 22)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if args.systems:
+        systems_run(sizes, args.repeat)
+        return
     os.environ.setdefault("SECURE_SSL_REDIRECT", "0")  # the test client speaks http
     from annot_scratch import scratch_database  # the bench/ scratch PostgreSQL database
 

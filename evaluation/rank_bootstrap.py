@@ -382,6 +382,32 @@ def draw_counts(multiplicity: np.ndarray, resamples: int, seed: int = 0) -> np.n
     return out
 
 
+def reduce_draws(multiplicity: np.ndarray, resamples: int, reduce: Callable[[np.ndarray], np.ndarray],
+                 seed: int = 0) -> np.ndarray:
+    """reduce(rows) for the rows of `draw_counts(multiplicity, resamples, seed)`, drawn and
+    reduced a chunk of CHUNK rows at a time on the machine's cores (never all rows at once:
+    a (resamples, P) count matrix is 2,000 x P int64s). `reduce` maps a (k, P) int64 block
+    to a (k, ...) array (e.g. a product with per-profile statistics) and must release the
+    GIL to run in parallel (NumPy's matmul does).
+
+    >>> mult = np.array([3, 1])
+    >>> (reduce_draws(mult, 4, lambda rows: rows * 2) == 2 * draw_counts(mult, 4)).all()
+    np.True_
+    """
+    mult, cum, prob, alias, size, units = _draw_args(multiplicity)
+    first = reduce(np.zeros((1, len(mult)), dtype=np.int64))
+    out = np.zeros((resamples,) + first.shape[1:], dtype=first.dtype)
+
+    def task(r0: int, r1: int) -> None:
+        rows = np.zeros((r1 - r0, len(mult)), dtype=np.int64)
+        if cum.size and cum[-1]:
+            _draw_rows(seed, r0, r1, mult, cum, prob, alias, size, units, rows)
+        out[r0:r1] = reduce(rows)
+
+    _parallel(task, resamples)
+    return out
+
+
 class Cells:
     """The distinct (x, y) values ("profiles", "cells") of paired numbers, sorted by x group
     then y level: `group`, `level` of each cell, `mult` (units per cell), `of_unit` (each
@@ -462,6 +488,9 @@ def warm_up() -> float:
     rank_bootstrap(np.arange(30.0), np.arange(30.0) % 4, 4)
     rank_bootstrap(np.arange(30.0), np.arange(30.0) % 10, 4)
     draw_counts(np.array([2, 1]), 2)
+    from evaluation.ranking import warm_up as ranking_warm_up  # its kernel sums the same draws
+
+    ranking_warm_up()
     for levels in (4, 10):
         cells = Cells(np.arange(30.0), np.arange(30.0) % levels)
         rank_stats_of_counts(cells, np.ones((2, len(cells.mult)), np.int32))

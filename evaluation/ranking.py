@@ -23,7 +23,8 @@ Input: one row per comparison, i.e. per non-gold judgment of a choice question: 
      numbered in order of their first item, and mult[p] counts the items with profile p;
   2. resample r (r = 0..1999) holds counts[r] = evaluation.rank_bootstrap.draw_counts(
      mult, 2000, seed=0)[r]: how often each profile is drawn when the C clusters are
-     drawn C times with replacement (Multinomial(C, mult / C): the item bootstrap);
+     drawn C times with replacement (Multinomial(C, mult / C): the item bootstrap; drawn
+     and summed a chunk of rows at a time, `reduce_draws`: the same rows);
   3. W_r = sum_p counts[r, p] * W(profile p); a resample whose beat-or-tied graph is not
      strongly connected (a system not drawn, or never losing) has no finite strengths: it
      is dropped and counted in `dropped_resamples`; otherwise theta_r = bradley_terry(W_r)
@@ -43,11 +44,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 from scipy.special import expit
 
 from evaluation.alignment import wilson_ci
 from evaluation.bootstrap import bootstrap_interval, bootstrap_method, interval_refusal
-from evaluation.rank_bootstrap import draw_counts
+from evaluation.rank_bootstrap import reduce_draws
 
 RESAMPLES = 2000
 STEP_TOL = 1e-12  # Newton stops when no strength moves by more
@@ -97,9 +99,10 @@ def human_rows(c: Comparisons) -> list[dict[str, Any]]:
     n = np.bincount(sides, minlength=s)
     wins = np.bincount(sides[credit == 1.0], minlength=s)
     ties = np.bincount(sides[tie], minlength=s)
-    items = np.concatenate([c.item, c.item])
-    pairs = np.unique(np.stack([sides, items]), axis=1) if len(sides) else np.zeros((2, 0), np.int64)
-    n_items = np.bincount(pairs[0], minlength=s)
+    items = np.concatenate([c.item, c.item]).astype(np.int64)
+    seen = np.zeros((int(items.max()) + 1 if len(items) else 0) * s, dtype=bool)  # (item, system) pairs
+    seen[items * s + sides] = True
+    n_items = seen.reshape(-1, s).sum(axis=0) if s else np.zeros(0, np.int64)
     out = []
     for k in range(s):
         total = int(n[k])
@@ -238,14 +241,43 @@ def item_profiles(c: Comparisons) -> tuple[np.ndarray, np.ndarray]:
     return mult, (profiles @ to_w).reshape(-1, s, s)
 
 
+@njit(nogil=True, cache=True)
+def _weighted_profiles(counts: np.ndarray, indptr: np.ndarray, columns: np.ndarray, values: np.ndarray,
+                       out: np.ndarray) -> None:
+    """out[r] = sum_p counts[r, p] * W(profile p), the profiles' W as sparse rows (a profile
+    touches few cells); compiled and without the GIL, so the draw's threads run it side by
+    side (a BLAS product there would start threads inside threads)."""
+    for r in range(counts.shape[0]):
+        for p in range(counts.shape[1]):
+            c = counts[r, p]
+            if c:
+                for k in range(indptr[p], indptr[p + 1]):
+                    out[r, columns[k]] += c * values[k]
+
+
+def warm_up() -> None:
+    """Compiles `_weighted_profiles` (or loads it from numba's cache)."""
+    _weighted_profiles(np.ones((1, 1), np.int64), np.array([0, 1], np.int64), np.zeros(1, np.int64),
+                       np.ones(1), np.zeros((1, 1)))
+
+
 def resample_strengths(c: Comparisons, theta: np.ndarray, resamples: int = RESAMPLES,
                        seed: int = 0) -> tuple[np.ndarray, int]:
     """(strengths of each resample (R, S), NaN rows where dropped; clusters C): steps 1-3
     of the module docstring."""
     s = len(c.systems)
     mult, profile_w = item_profiles(c)
-    counts = draw_counts(mult, resamples, seed).astype(float)
-    w = (counts @ profile_w.reshape(len(mult), s * s)).reshape(resamples, s, s)
+    flat = profile_w.reshape(len(mult), s * s)
+    nonzero = flat != 0
+    indptr = np.r_[0, np.cumsum(nonzero.sum(axis=1))].astype(np.int64)
+    columns, values = np.nonzero(nonzero)[1].astype(np.int64), flat[nonzero]
+
+    def weigh(counts: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(counts), s * s))
+        _weighted_profiles(counts, indptr, columns, values, out)
+        return out
+
+    w = reduce_draws(mult, resamples, weigh, seed).reshape(resamples, s, s)
     defined = reach(w > 0).all(axis=(1, 2))
     out = np.full((resamples, s), np.nan)
     if defined.any():

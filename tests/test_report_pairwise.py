@@ -171,7 +171,8 @@ def test_command_unknown_study_fails():
 
 def test_csv_table():
     """One row per judged (item, question): counts per value, majority, metric picks; then an
-    empty line and the correlation table (one row per metric and coefficient)."""
+    empty line and the correlation table (one row per metric and coefficient); then an empty
+    line and the per-system table (issue 22)."""
     from evaluation.report import render
     inp = fetch_report_input(pairwise_study("pw-csv"))
     report = build_report(inp)
@@ -188,7 +189,9 @@ def test_csv_table():
     assert lines[6] == ""
     assert lines[7] == ("correlation_table,metric,unit,n,coefficient,r,p_value,ci95_low,ci95_high,x,y,n_clusters,"
                         "ci_method,p_method")
-    rows = list(csv.reader(io.StringIO("\n".join(lines[8:]))))
+    end = lines.index("", 8)
+    assert lines[end + 1].startswith("systems_table,aspect,system,measure,value")
+    rows = list(csv.reader(io.StringIO("\n".join(lines[8:end]))))
     assert [(r[0], r[1], r[3], r[4]) for r in rows] == [
         ("correlations", m, n, c) for m, n in (("bleu", "3"), ("rougeL", "4"))
         for c in ("pearson", "spearman", "kendall")]

@@ -84,12 +84,15 @@ def item_correlations(inp: ReportInput, rows: Judgments,
                       scores: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
     """{metric: entry} at item level (pairwise kinds)."""
     share, n = first_choice_share(inp, rows)
-    jobs = {}
+    unit_item = getattr(inp, "unit_item", None)  # (item, shown pair) units: resampled by item
+    jobs: dict[str, tuple[Any, ...]] = {}
     for metric, (first, second) in scores.items():
         keep = (n >= 2) & ~np.isnan(first) & ~np.isnan(second)
-        jobs[metric] = ((first - second)[keep], share[keep], "item",
+        jobs[metric] = ((first - second)[keep], share[keep], "item" if unit_item is None else "(item, shown pair)",
                         f"{metric}(first candidate) - {metric}(second candidate)",
                         "share of choices for the first candidate (tie = 0.5)")
+        if unit_item is not None:
+            jobs[metric] += (unit_item[keep],)
     return entries(jobs)
 
 

@@ -72,11 +72,16 @@ def compared_slots(inp: ReportInput, c: Comparisons) -> np.ndarray:
     s = len(c.systems)
     seen = np.zeros(inp.n_items * max(s, 1), dtype=bool)
     seen[np.concatenate([c.item * s + c.first, c.item * s + c.second])] = True
+    labels, code = codes_of(inp.c_id)  # the long candidate table: one dict lookup per distinct id
     code_of = {name: k for k, name in enumerate(c.systems)}
-    slot_code = np.array([[code_of.get(str(x), -1) if x is not None else -1 for x in row]
-                          for row in inp.candidates.tolist()], dtype=np.int64).reshape(inp.candidates.shape)
-    items = np.repeat(np.arange(inp.n_items), inp.candidates.shape[1]).reshape(inp.candidates.shape)
-    return (slot_code >= 0) & seen[items * s + np.maximum(slot_code, 0)]
+    system = np.array([code_of.get(str(x), -1) for x in labels.tolist()], dtype=np.int64)[code]
+    counts = np.bincount(inp.c_item, minlength=inp.n_items)
+    starts = np.r_[0, np.cumsum(counts)[:-1]] if inp.n_items else np.zeros(0, dtype=np.int64)
+    slot = np.arange(len(inp.c_item)) - starts[inp.c_item]
+    out = np.zeros(inp.candidates.shape, dtype=bool)
+    known = system >= 0
+    out[inp.c_item[known], slot[known]] = seen[inp.c_item[known] * s + system[known]]
+    return out
 
 
 def human_part(c: Comparisons) -> dict[str, dict[str, Any]]:

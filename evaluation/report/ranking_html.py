@@ -82,6 +82,8 @@ def ranking_block(part: Report, prefix: str, title: str) -> str:
     ranking = part.get("ranking")
     detail = part.get("ranking_detail") or {}
     n_comp, n_items = detail.get("n_comparisons", 0), detail.get("n_clusters", 0)
+    if not n_comp:
+        return f'<p id="{prefix}-ranking" class="no-figure">No ranking: no judgment compares two systems yet.</p>'
     out = []
     if ranking:
         cis = [ranking[s].get("ci95") or [None, None] for s in names]
@@ -118,7 +120,8 @@ def ranking_block(part: Report, prefix: str, title: str) -> str:
                                                      for b, s in zip(names, row) if s is not None)))
         out.append(win_matrix_table(part))
     intr = part.get("intransitivity") or {}
-    if intr.get("circular_triads") is not None:
+    n_pairs = len(names) * (len(names) - 1) // 2
+    if intr.get("circular_triads") is not None and intr.get("undecided_pairs", 0) < n_pairs:
         cycles = "; ".join(" > ".join(c) + " > " + c[0] for c in intr.get("cycles", [])) or "none"
         out.append(f"<p>Intransitivity ({intr['n_systems']} systems, majority tournament: an edge where one system "
                    f"won more of their comparisons; {intr.get('undecided_pairs', 0)} pairs undecided): circular "
@@ -156,7 +159,9 @@ def aspects_ranking_section(r: Report) -> str:
     for k, (key, part) in enumerate(aspects.items()):
         if "ranking" not in part:
             continue
-        parts.append(f"<h3>{escape(str(key))}</h3>" + system_table(part, part.get("systems") or {}, f"Systems: {key}")
+        compared = (part.get("ranking_detail") or {}).get("n_comparisons", 0)
+        parts.append(f"<h3>{escape(str(key))}</h3>"
+                     + (system_table(part, part.get("systems") or {}, f"Systems: {key}") if compared else "")
                      + ranking_block(part, f"fig-aspect{k}", f"Ranking on {key}"))
     return ('<section id="systems"><h2>Systems and ranking per aspect</h2>' + "".join(parts) + "</section>"
             if parts else "")

@@ -16,10 +16,14 @@ from evaluation.majority import majority_labels
 
 from .inputs import ReportInput
 from .kinds import REPORT_MODULES
+from .pair_units import pair_view
 
 
 def item_table_rows(inp: ReportInput) -> tuple[list[str], list[list[Any]]]:
-    """(header, rows) of the per-item table."""
+    """(header, rows) of the per-item table; a kind whose module sets PAIR_UNITS has one row
+    per (item, shown pair) unit when its items hold more than two candidates."""
+    if getattr(REPORT_MODULES.get(inp.kind), "PAIR_UNITS", False):
+        inp = pair_view(inp)
     keys = list(zip(inp.j_item.tolist(), inp.j_question.tolist()))
     unit_of: dict[tuple[int, str], int] = {}
     units = np.array([unit_of.setdefault(k, len(unit_of)) for k in keys], dtype=np.int64)

@@ -11,11 +11,23 @@ from evaluation.perdoc import accuracy_intervals
 from evaluation.vocabulary import DEFAULT_ASPECT_KEYS
 
 from .. import figures
-from ..common import NOMINAL, Question, base_report, clean, interval_keys, majority, question_rows, share_detail
+from ..common import (
+    NOMINAL,
+    Question,
+    base_report,
+    clean,
+    header,
+    interval_keys,
+    majority,
+    question_rows,
+    share_detail,
+)
 from ..inputs import Judgments, ReportInput
 from ..markup import Report, figure, interval, num, table
+from ..pair_units import pair_view
 from ..ranking import comparisons_of, human_part, ranking_part
 from ..systems import system_codes
+from .pairwise_alignment import units_note
 
 REVIEWER_PRIOR = "reviewer_prior"
 REPORT_SCHEMA = {
@@ -134,11 +146,22 @@ def aspect_ranking(inp: ReportInput, rows: Judgments, systems: list[str]) -> dic
             **ranking_part(compared, n_unpaired)}
 
 
+PAIR_UNITS = True  # the CSV's per-item table reads (item, shown pair) units (report/pair_units.py)
+
+
 def build(inp: ReportInput) -> dict[str, Any]:
+    """The report; with more than two candidates per item, the aspect statistics read
+    (item, shown pair) units (report/pair_units.py) and the rankings the real items."""
+    real = inp
+    inp = pair_view(real)
     keys = aspect_keys(inp)
     report, js = base_report(inp, [Question.single(k, NOMINAL) for k in keys], None)
+    real_js = js if real is inp else Judgments.of(real, real.counted())
+    if real is not inp:
+        report.update(header(real))
+        report["units"] = units_note(real, inp)
     aspects = {}
-    names = [str(s) for s in system_codes(inp)[0].tolist()]
+    names = [str(s) for s in system_codes(real)[0].tolist()]
     for key in keys:
         result = majority(question_rows(js, key), inp.item_ids, inp.value_names, inp.min_votes)
         winners = [v for v in result.labels.values() if v is not None]
@@ -148,7 +171,7 @@ def build(inp: ReportInput) -> dict[str, Any]:
                         "majority_share_detail": share_detail(dict(Counter(map(str, winners))), len(winners)),
                         "too_few_votes": int(result.too_few_votes),
                         "evaluators": evaluator_part(inp, js, key)}
-        aspects[key].update(aspect_ranking(inp, question_rows(js, key), names))
+        aspects[key].update(aspect_ranking(real, question_rows(real_js, key), names))
     detail = accuracy_keys(aspects, keys)
     report["aspects"] = aspects
     report["evaluators_average"], report["aspects_covered"] = averages(aspects, keys)

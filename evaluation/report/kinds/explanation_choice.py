@@ -11,6 +11,7 @@ from evaluation.vocabulary import USEFULNESS_QUESTION as USEFULNESS
 from ..common import INTERVAL, NOMINAL, Question, clean, interval_keys, question_rows
 from ..correlations import EXPERT_USEFULNESS, expert_usefulness
 from ..inputs import Judgments, ReportInput, to_float
+from ..pair_units import clusters_of
 from .pairwise_alignment import CHOICE, TIE, Extra, choice_picks, choice_report, picks_from_scores
 from .pairwise_alignment import REPORT_SCHEMA as PAIRWISE_SCHEMA
 
@@ -44,21 +45,28 @@ def choice_matches_expert(inp: ReportInput, js: Judgments) -> dict[str, Any]:
     rows = question_rows(js, CHOICE)
     target = higher_expert(inp)[rows.item]
     known = target != None  # noqa: E711 (elementwise)
-    share, interval = clustered_mean((rows.value[known] == target[known]).astype(float), rows.item[known])
-    return {"share": clean(share), "n": int(known.sum()), "n_items": int(len(np.unique(rows.item[known]))),
+    items = clusters_of(inp, rows.item[known])
+    share, interval = clustered_mean((rows.value[known] == target[known]).astype(float), items)
+    return {"share": clean(share), "n": int(known.sum()), "n_items": int(len(np.unique(items))),
             **interval_keys(interval, bootstrap_method("items", RESAMPLES))}
 
 
-def usefulness(js: Judgments) -> dict[str, Any]:
-    """{"mean", "sd", "n" (ratings), "n_items", interval keys of the mean (over items)}."""
+def usefulness(js: Judgments, inp: ReportInput | None = None) -> dict[str, Any]:
+    """{"mean", "sd", "n" (ratings), "n_items", interval keys of the mean (over items; `inp`:
+    the input `js` indexes, whose units may be (item, pair))}."""
     rows = question_rows(js, USEFULNESS)
     values = to_float(rows.value)
     keep = ~np.isnan(values)
     values, items = values[keep], rows.item[keep]
+    if inp is not None:
+        items = clusters_of(inp, items)
     n = len(values)
     mean, interval = clustered_mean(values, items)
     return {"mean": clean(mean), "sd": clean(values.std(ddof=1)) if n >= 2 else None, "n": int(n),
             "n_items": int(len(np.unique(items))), **interval_keys(interval, bootstrap_method("items", RESAMPLES))}
+
+
+PAIR_UNITS = True  # the CSV's per-item table reads (item, shown pair) units (report/pair_units.py)
 
 
 def table_picks(inp: ReportInput) -> dict[str, dict[tuple[str, str], Any]]:
@@ -67,10 +75,10 @@ def table_picks(inp: ReportInput) -> dict[str, dict[tuple[str, str], Any]]:
 
 def build(inp: ReportInput) -> dict[str, Any]:
     questions = [Question.single(CHOICE, NOMINAL), Question.single(USEFULNESS, INTERVAL)]
-    report, js = choice_report(inp, questions, expert_extra(inp))
-    report["correlations"][EXPERT_USEFULNESS] = expert_usefulness(inp, js, CHOICE, USEFULNESS)
-    matches = choice_matches_expert(inp, js)
+    report, js, view = choice_report(inp, questions, expert_extra)
+    report["correlations"][EXPERT_USEFULNESS] = expert_usefulness(view, js, CHOICE, USEFULNESS)
+    matches = choice_matches_expert(view, js)
     report["choice_matches_expert"] = matches["share"]
     report["choice_matches_expert_detail"] = matches
-    report["usefulness"] = usefulness(js)
+    report["usefulness"] = usefulness(js, view)
     return report

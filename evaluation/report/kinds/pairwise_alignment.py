@@ -1,6 +1,7 @@
 """pairwise_alignment report: majority per item, metric alignment with Wilson intervals,
 McNemar + Holm comparisons between metrics, win rates (ExPerT Table 1), and metric-vs-human
 correlations at item and system level."""
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -16,6 +17,7 @@ from ..common import (
     base_report,
     clean,
     clean_list,
+    header,
     item_majority,
     majority_keys,
     question_rows,
@@ -25,6 +27,7 @@ from ..correlations import item_correlations, system_correlations_part
 from ..coverage import metric_coverage, report_warnings
 from ..inputs import Judgments, ReportInput, codes_of
 from ..ip_probe import ip_probe_keys
+from ..pair_units import pair_view
 from ..ranking import compared_slots, comparisons_of, correlations_ranking, human_part, ranking_part
 from ..systems import system_codes, system_wins, systems_table
 
@@ -33,6 +36,8 @@ MCNEMAR = ("exact McNemar test over the items both metrics pick on (discordant i
            "over all metric pairs")
 # {metric: (item index, candidate id, value)}: scores from outside the item (ExPerT).
 Extra = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+# The Extra of an input (its units or its items).
+ExtraOf = Callable[[ReportInput], Extra]
 # {metric: (score of each item's first candidate, of its second)}; NaN = no score.
 Scores = dict[str, tuple[np.ndarray, np.ndarray]]
 # The report keys of the pairwise kinds (the API schema; interfaces.md).
@@ -45,6 +50,25 @@ REPORT_SCHEMA = {
     "win_rate": {"type": "object", "additionalProperties": {"type": "number"},
                  "description": "candidate id -> share of the items with a majority won by it."},
     "win_rate_detail": {"type": "object", "description": "candidate id -> wins, n, Wilson interval."},
+    "systems": {"type": "object", "additionalProperties": {"type": "object"},
+                "description": "system id -> n_items, metrics (mean, ci95 on the items of its human row), wins, "
+                               "decided, win_rate, human (n, wins, ties, win_rate, ci95: judgment level)."},
+    "pairwise_wins": {"type": "object", "additionalProperties": {"type": "object"},
+                      "description": "a -> b -> times a beat b (ties 0.5); n per pair in pairwise_n."},
+    "pairwise_n": {"type": "object", "additionalProperties": {"type": "object"},
+                   "description": "a -> b -> comparisons of a with b."},
+    "ranking": {"type": "object", "nullable": True, "additionalProperties": {"type": "object"},
+                "description": "system id -> strength (Bradley-Terry, log, mean 0), ci95, rank, rank_ci95 "
+                               "(bootstrap over items); null with `reason` when the strengths are not defined."},
+    "reason": {"type": "string", "description": "why `ranking` is null."},
+    "ranking_detail": {"type": "object", "description": "model, n_comparisons, n_clusters, resamples, seed, "
+                                                        "dropped_resamples, ci_method, n_unpaired."},
+    "intransitivity": {"type": "object", "description": "circular_triads, zeta (Kendall-Babington Smith), "
+                                                        "n_systems, cycles, undecided_pairs."},
+    "correlations_ranking": {"type": "object", "description": "metric -> Kendall tau-b (and Pearson, Spearman) "
+                                                              "of its system means against the strengths."},
+    "units": {"type": "object", "description": "present when items hold more than two candidates: the "
+                                               "(item, shown pair) units of the unit-level sections."},
 }
 
 
@@ -75,29 +99,35 @@ def candidate_scores(inp: ReportInput, item: np.ndarray, candidate: np.ndarray,
     return first, second
 
 
-def slot_scores(inp: ReportInput, extra: Extra | None = None) -> dict[str, np.ndarray]:
+def slot_scores(inp: ReportInput, scores: Scores, extra: Extra | None = None) -> dict[str, np.ndarray]:
     """{metric: (n_items, width) score of each candidate slot}, NaN where missing, not finite
-    and on gold items (later rows win): metric_scores for every candidate of items with
-    more than two (columns 0 and 1 are metric_scores' first and second)."""
-    def matrix(item: np.ndarray, candidate: np.ndarray, value: np.ndarray) -> np.ndarray:
+    and on gold items (later rows win): columns 0 and 1 are `scores` (metric_scores'
+    first and second), the others (items with more than two candidates) are read the same
+    way from the score rows."""
+    width = inp.candidates.shape[1]
+    result = {name: np.stack([first, second], axis=1) for name, (first, second) in scores.items()}
+    if width <= 2:
+        return result
+    rows = {name: (item[mask], candidate[mask], value[mask]) for name, item, candidate, value, mask in
+            _by_metric(*score_rows(inp))}
+    for name, source in (extra or {}).items():
+        rows.setdefault(name, source)
+    for name in result:
+        item, candidate, value = rows[name]
         value = np.where(np.isfinite(value), value, np.nan)
-        out = np.full(inp.candidates.shape, np.nan)
-        for k in range(inp.candidates.shape[1]):
+        more = np.full((inp.n_items, width - 2), np.nan)
+        for k in range(2, width):
             on = candidate == inp.candidates[item, k]
-            out[item[on], k] = value[on]
-        out[inp.is_gold] = np.nan
-        return out
-
-    item, metric, candidate, value = score_rows(inp)
-    result: dict[str, np.ndarray] = {}
-    names, code = codes_of(metric)
-    for k, name in enumerate(names.tolist()):
-        mask = code == k
-        result[str(name)] = matrix(item[mask], candidate[mask], value[mask])
-    for name, (e_item, e_candidate, e_value) in (extra or {}).items():
-        if name not in result and len(e_item):
-            result[name] = matrix(e_item, e_candidate, e_value)
+            more[item[on], k - 2] = value[on]
+        more[inp.is_gold] = np.nan
+        result[name] = np.concatenate([result[name], more], axis=1)
     return result
+
+
+def _by_metric(item: np.ndarray, metric: np.ndarray, candidate: np.ndarray, value: np.ndarray
+               ) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    names, code = codes_of(metric)
+    return [(str(name), item, candidate, value, code == k) for k, name in enumerate(names.tolist())]
 
 
 def picks_of(inp: ReportInput, first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -170,24 +200,42 @@ def alignment_entry(result: dict[str, Any]) -> dict[str, Any]:
             **{k: result[k] for k in ("ci_method", "n_clusters", "ci_reason") if k in result}}
 
 
-def choice_report(inp: ReportInput, questions: list[Question], extra: Extra | None = None
-                  ) -> tuple[dict[str, Any], Judgments]:
-    """(base_report plus the pairwise keys of `choice`, counted judgment rows). The item
-    correlations' bootstraps (compiled, without the GIL) start first, on a thread, and run
-    beside everything else."""
-    js = Judgments.of(inp, inp.counted())
-    scores = metric_scores(inp, extra)
+def choice_report(inp: ReportInput, questions: list[Question], extra_of: ExtraOf | None = None
+                  ) -> tuple[dict[str, Any], Judgments, ReportInput]:
+    """(base_report plus the pairwise keys of `choice`, counted judgment rows, the input they
+    index: `inp`, or its (item, shown pair) units when an item has more than two candidates
+    (report/pair_units.py; the header, the per-system table and the ranking stay on the
+    real items)). `extra_of`: the metrics from outside the items (ExPerT) of an input. The
+    item correlations' bootstraps (compiled, without the GIL) start first, on a thread, and
+    run beside everything else."""
+    view = pair_view(inp)
+    js = Judgments.of(view, view.counted())
+    scores = metric_scores(view, extra_of(view) if extra_of else None)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        correlations = pool.submit(item_correlations, inp, question_rows(js, CHOICE), oriented(scores))
-        report, _ = base_report(inp, questions, CHOICE, js)
-        report.update(choice_keys(inp, js, scores, correlations, slot_scores(inp, extra)))
-    return report, js
+        correlations = pool.submit(item_correlations, view, question_rows(js, CHOICE), oriented(scores))
+        report, _ = base_report(view, questions, CHOICE, js)
+        report.update(choice_keys(view, js, scores, correlations, inp, extra_of))
+    if view is not inp:
+        report.update(header(inp))
+        report["units"] = units_note(inp, view)
+    return report, js, view
+
+
+def units_note(inp: ReportInput, view: ReportInput) -> dict[str, Any]:
+    """What the unit-level sections count when items hold more than two candidates."""
+    return {"unit": "(item, shown pair)", "n_units": int(view.n_items), "n_items": int(inp.n_items),
+            "n_unpaired_judgments": int(getattr(view, "n_unpaired_rows", 0)),
+            "note": ("items hold more than two candidates: majority, alignment, metric picks, item-level "
+                     "correlations, agreement and annotator statistics read each (item, shown pair) as a unit; "
+                     "the per-system table and the ranking read the judgments and resample the items")}
 
 
 def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: Future[dict[str, Any]],
-                slots: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+                real: ReportInput | None = None, extra_of: ExtraOf | None = None) -> dict[str, Any]:
     """The pairwise keys of interfaces.md for the `choice` question; the item correlations
-    come from `correlations`; `slots`: slot_scores (the per-system table's means)."""
+    come from `correlations`. `inp`/`js`/`scores`: the units (pair_view); `real`: the
+    study's items when they differ (the per-system table and the ranking)."""
+    real = inp if real is None else real
     rows = question_rows(js, CHOICE)
     result = item_majority(rows, inp.n_items, inp.value_names, inp.min_votes)
     labels = result.label
@@ -200,11 +248,14 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
                    for c in compare_marks(by_metric)] if len(picks) >= 2 else []
     coverage = metric_coverage(inp, picks)
     wins = system_wins(inp, labels)
-    names = [str(s) for s in system_codes(inp)[0].tolist()]
-    compared, n_unpaired = comparisons_of(inp, rows, names)
-    same_items = compared_slots(inp, compared) if len(compared) else None
-    slots = slots if slots is not None else slot_scores(inp)
-    systems_keys = systems_table(inp, wins, slots, same_items)
+    names = [str(s) for s in system_codes(real)[0].tolist()]
+    real_rows = rows if real is inp else question_rows(Judgments.of(real, real.counted()), CHOICE)
+    compared, n_unpaired = comparisons_of(real, real_rows, names)
+    same_items = compared_slots(real, compared) if len(compared) else None
+    real_extra = extra_of(real) if extra_of else None
+    real_scores = scores if real is inp else metric_scores(real, real_extra)
+    slots = slot_scores(real, real_scores, real_extra)
+    systems_keys = systems_table(real, wins, slots, same_items)
     for system, human in human_part(compared).items():
         systems_keys[system]["human"] = human
     ranked = ranking_part(compared, n_unpaired)
@@ -233,6 +284,9 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
 
 def build(inp: ReportInput) -> dict[str, Any]:
     return choice_report(inp, [Question.single(CHOICE, NOMINAL)])[0]
+
+
+PAIR_UNITS = True  # the CSV's per-item table reads (item, shown pair) units (report/pair_units.py)
 
 
 def choice_picks(inp: ReportInput, extra: Extra | None = None) -> dict[str, dict[tuple[str, str], Any]]:
