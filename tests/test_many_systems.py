@@ -188,8 +188,8 @@ def test_the_engine_balances_pairs_over_the_study():
 
 
 def test_two_candidates_keep_their_per_item_order():
-    """With exactly two candidates nothing changes: the same orders as a study that never
-    heard of pairs (the counterbalancing of issue 4, per item)."""
+    """With exactly two candidates nothing changes: issue 4's per-item counterbalancing, each
+    item shown each way twice to four annotators."""
     study = multi_study(ids=SYSTEMS[:2], n_items=2, overlap=4)
     for k in range(4):
         user = make_user(f"ann{k}")
