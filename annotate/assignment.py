@@ -28,6 +28,9 @@ open assignment and count, locks a free item, reads the item's earlier shown ord
 stores the assignment; on PostgreSQL the last two also draw the new id and bump the item's
 counter, so a new assignment costs BEGIN + 5 statements + COMMIT. The reads are
 `annotate.prepared` statements: written with the ORM, compiled once per connection.
+An item with more than two candidates (issue 22) shows the pair the whole study has shown
+least, so its assignments take turns on the study's row: one statement more (the lock),
+and the earlier orders are read with the study's shown pairs (`_store`).
 
 The steps of `_serve`, in order: (1) the user's open assignment, (2) what the study and
 the participant allow, (3) gold or not, (4) lock a free item, (5) the order the options
@@ -64,7 +67,8 @@ from django.utils import timezone
 
 from .access import NotAllowed, access_flags, refuse
 from .blinding import blinding_for, build_mapping, secret
-from .kinds import get_kind, study_config
+from .kinds import assignment_item, get_kind, study_config
+from .kinds.two_candidate import pair_counts
 from .models import OPEN, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, Item, Participant, Study
 from .ordering import item_order_key, item_order_of, seeded_rng, shown_order_for
 from .prepared import Prepared, columns, instance
@@ -187,10 +191,27 @@ def _previous_statement(item_id):
 LOCK_USER, MINE, PICK, PREVIOUS = (Prepared(_lock_user_statement), Prepared(_mine_statement),
                                    Prepared(_pick_statement), Prepared(_previous_statement))
 
+
+def _study_pairs(study_id):
+    """[(shown candidates, n)] over the study's assignments (the path off PostgreSQL)."""
+    return (Assignment.objects.filter(study=study_id).order_by().values_list("shown_order__candidates")
+            .annotate(n=Count("pk")))
+
 # PostgreSQL: the new id is drawn with the earlier orders, so the blinding tokens (made
 # from the id) are stored by the INSERT itself, which also bumps the item's counter.
 PREVIOUS_AND_ID_PG = ("SELECT nextval(pg_get_serial_sequence('annotate_assignment', 'id')), "
                       "(SELECT jsonb_agg(shown_order ORDER BY id) FROM annotate_assignment WHERE item_id = %s)")
+# An item with more than two candidates (its kind's `needs_study_pairs`): the pair shown
+# depends on what the whole study has shown, so these assignments take turns on the
+# study's row (FOR NO KEY UPDATE: it does not block inserts that reference the study),
+# and the next statement, which starts after the lock is granted, reads the study's pairs
+# as committed. One statement more than a two-candidate item; the item lock comes first.
+LOCK_STUDY_PG = "SELECT 1 FROM annotate_study WHERE id = %s FOR NO KEY UPDATE"
+PREVIOUS_PAIRS_AND_ID_PG = (
+    "SELECT nextval(pg_get_serial_sequence('annotate_assignment', 'id')), "
+    "(SELECT jsonb_agg(shown_order ORDER BY id) FROM annotate_assignment WHERE item_id = %s), "
+    "(SELECT jsonb_agg(jsonb_build_array(pair, n)) FROM (SELECT shown_order -> 'candidates' AS pair, count(*) AS n "
+    "FROM annotate_assignment WHERE study_id = %s GROUP BY 1) AS pairs)")
 INSERT_PG = ("WITH bump AS (UPDATE annotate_item SET n_assigned = n_assigned + 1 WHERE id = %s) "
              "INSERT INTO annotate_assignment (id, study_id, item_id, annotator_id, shown_order, blind, created_at, "
              "expires_at, skipped, extensions) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, false, 0)")
@@ -294,11 +315,12 @@ class _Contended(Exception):
     """Every free row is locked by another request: run again in patient mode."""
 
 
-def choose_shown_order(study, item, user, previous_orders) -> dict:
+def choose_shown_order(study, item, user, previous_orders, study_pairs=None) -> dict:
     """Step 5 of `_serve`: the `shown_order` of a new assignment of `item` (which the caller
-    has locked), from the item's earlier orders. The one place that decides what is shown
-    in which order (issue 22 replaces it for items with more than two candidates)."""
-    return shown_order_for(study, item, user.pk, previous_orders)
+    has locked), from the item's earlier orders, and for an item with more than two
+    candidates from the pairs the whole study has shown (`study_pairs`, read by `_store`
+    under the study's lock). The one place that decides what is shown in which order."""
+    return shown_order_for(study, item, user.pk, previous_orders, study_pairs)
 
 
 def next_for(user, slug: str | None = None, desk: Desk | None = None, now=None) -> tuple[Desk, Assignment | None]:
@@ -390,20 +412,30 @@ def _store(study, item, user, now):
     """Steps 5 and 6: the shown order from the item's earlier orders (read under the item's
     lock, so they are all there), then the assignment with its blinding tokens."""
     expires = now + timedelta(minutes=study.assignment_timeout_minutes)
-    if connection.vendor != "postgresql":
+    whole_study = get_kind(study.kind).needs_study_pairs(item.data)  # more than two candidates
+    if connection.vendor != "postgresql":  # serialized by _serialized's process-wide lock
         previous = [row["shown_order"] for row in PREVIOUS.rows(item_id=item.pk)]
+        pairs = pair_counts(_study_pairs(study.pk)) if whole_study else None
         assignment = Assignment.objects.create(study=study, item=item, annotator=user, expires_at=expires,
-                                               shown_order=choose_shown_order(study, item, user, previous))
+                                               shown_order=choose_shown_order(study, item, user, previous, pairs))
         Item.objects.filter(pk=item.pk).update(n_assigned=F("n_assigned") + 1)
         blinding_for(assignment)  # the annotator's tokens, stored with the assignment
         return assignment
     with connection.cursor() as cursor:
-        cursor.execute(PREVIOUS_AND_ID_PG, [item.pk])
-        new_id, previous = cursor.fetchone()
+        pairs = None
+        if whole_study:
+            cursor.execute(LOCK_STUDY_PG, [study.pk])
+            cursor.execute(PREVIOUS_PAIRS_AND_ID_PG, [item.pk, study.pk])
+            new_id, previous, pairs = cursor.fetchone()
+            pairs = pair_counts(json.loads(pairs or "[]"))
+        else:
+            cursor.execute(PREVIOUS_AND_ID_PG, [item.pk])
+            new_id, previous = cursor.fetchone()
         assignment = Assignment(pk=new_id, study=study, item=item, annotator=user, created_at=timezone.now(),
                                 expires_at=expires,
-                                shown_order=choose_shown_order(study, item, user, json.loads(previous or "[]")))
-        assignment.blind = build_mapping(assignment, get_kind(study.kind).questions(study_config(study), item.data))
+                                shown_order=choose_shown_order(study, item, user, json.loads(previous or "[]"), pairs))
+        assignment.blind = build_mapping(assignment, get_kind(study.kind).questions(study_config(study),
+                                                                                    assignment_item(assignment)))
         adapt = connection.ops
         cursor.execute(INSERT_PG, [item.pk, new_id, study.pk, item.pk, user.pk,
                                    adapt.adapt_json_value(assignment.shown_order, None),

@@ -23,7 +23,7 @@ from django.conf import settings
 from evaluation.vocabulary import TIE
 
 from .answers import OPTION_REFUSED, is_empty
-from .kinds import get_kind, study_config
+from .kinds import assignment_item, get_kind, study_config
 from .models import Assignment
 
 TOKEN_HEX = 12  # 48 bits; hex digits, so a token never spells a word such as "gold"
@@ -132,7 +132,7 @@ def blinding_for(assignment) -> Blinding:
     (handed out before blinding existed, or made directly in the database)."""
     if not assignment.blind:
         study = assignment.study
-        questions = get_kind(study.kind).questions(study_config(study), assignment.item.data)
+        questions = get_kind(study.kind).questions(study_config(study), assignment_item(assignment))
         assignment.blind = build_mapping(assignment, questions)
         Assignment.objects.filter(pk=assignment.pk).update(blind=assignment.blind)
     return Blinding(assignment.blind)

@@ -6,7 +6,7 @@ metric scores, gold, meta, the ExPerT score, similarity pair sources, models and
 assignment's opaque tokens (annotate.blinding): both annotator doors draw from it.
 """
 from .blinding import blinding_for
-from .kinds import get_kind, study_config
+from .kinds import assignment_item, get_kind, study_config
 
 
 def study_questions(study, item_data):
@@ -36,11 +36,11 @@ def display_item(study, item_data, shown_order):
 def annotator_view(assignment) -> dict:
     """What the annotator of `assignment` sees, blinded: {"item_id": opaque handle,
     "item": display fields, "questions": questions}, ids replaced by tokens."""
-    study, item, order = assignment.study, assignment.item, assignment.shown_order
+    study, data, order = assignment.study, assignment_item(assignment), assignment.shown_order
     blinding = blinding_for(assignment)
     return {"item_id": blinding.item,
-            "item": blinding.display(get_kind(study.kind), display_item(study, item.data, order)),
-            "questions": blinding.shown_questions(shown_questions(study, item.data, order))}
+            "item": blinding.display(get_kind(study.kind), display_item(study, data, order)),
+            "questions": blinding.shown_questions(shown_questions(study, data, order))}
 
 
 def assignment_payload(assignment):

@@ -18,7 +18,7 @@ from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from evaluation.vocabulary import SKIP_QUESTION
+from evaluation.vocabulary import SKIP_QUESTION, TIE
 
 from .answers import SKIP, InvalidAnswer, answer_value
 from .batch_format import BatchInvalid, ErrorList, unstorable_text
@@ -34,7 +34,7 @@ from .judgments_csv import (
     read_rows,
 )
 from .kinds import get_kind, questions_for, study_config
-from .kinds.base import MAX_SHOWN_ORDER_CHARS
+from .kinds.base import CANDIDATES_KEY, MAX_SHOWN_ORDER_CHARS
 from .models import Assignment, AuditLog, Item, Judgment, Prediction, Study
 from .participation import PARTICIPANT_USERNAME
 
@@ -115,15 +115,19 @@ def judgment_value(question, value):
         raise ValueError(f"value for {question['id']!r} {exc.reason}") from None
 
 
-def check_shown_order(question, item, cell):
+def check_shown_order(question, item, cell, value):
     """'' or option ids joined by '|': a permutation of the question's options (with `tie`,
     as the task page records it) or of the candidates alone (choices), or of 0|1
-    (similarity pairs). Returns the list, or raises ValueError."""
-    if not cell:
+    (similarity pairs). A choice between more than two candidates names the pair shown
+    (`_shown_pair`). Returns the list, or raises ValueError."""
+    picks_candidate = _picks_pair(question, item)
+    if not cell and not picks_candidate:
         return []
     if len(cell) > MAX_SHOWN_ORDER_CHARS:
         raise ValueError(f"shown_order must be at most {MAX_SHOWN_ORDER_CHARS} characters")
-    order = cell.split("|")
+    order = cell.split("|") if cell else []
+    if picks_candidate:
+        return _shown_pair(question, item, order, value)
     if "options" in question:
         allowed = [item.candidates, list(question["options"])]
     elif not item.candidates:  # similarity pair: text order
@@ -132,6 +136,28 @@ def check_shown_order(question, item, cell):
         return order  # rating questions of pairwise kinds: kept as given
     if not any(sorted(order) == sorted(expected) for expected in allowed):
         raise ValueError(f"shown_order must order {'|'.join(allowed[0])}, got {cell!r}")
+    return order
+
+
+def _picks_pair(question, item) -> bool:
+    """A choice among the candidates of an item of more than two: its shown order names the
+    pair the annotator compared."""
+    return (question is not None and "options" in question and len(item.candidates) > 2
+            and set(item.candidates) <= set(question["options"]))
+
+
+def _shown_pair(question, item, order, value):
+    """The shown order of a choice on an item with more than two candidates: two of its
+    candidates, then `tie` where the question offers it; the value is one of them (the
+    report reads which pair was compared from it)."""
+    pair = [o for o in order if o != TIE]
+    ties = len(order) - len(pair)
+    if (len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(item.candidates)
+            or ties > (TIE in question["options"]) or (ties and order[-1] != TIE)):
+        raise ValueError(f"shown_order must name the 2 candidates shown (of {'|'.join(item.candidates)}; then "
+                         f"'tie' where the study allows it), got {'|'.join(order)!r}")
+    if value not in pair and value != TIE:
+        raise ValueError(f"value {value!r} is not one of the candidates shown ({'|'.join(pair)})")
     return order
 
 
@@ -193,7 +219,7 @@ def _validate_judgments(parsed, targets, errors):
             continue
         try:
             value = judgment_value(question, row["value"])
-            order = check_shown_order(question, item, row["shown_order"])
+            order = check_shown_order(question, item, row["shown_order"], value)
             seconds = parse_seconds(row["seconds"])
             submitted_at = parse_timestamp(row["submitted_at"])
             if len(row["comment"]) > 2000:
@@ -297,6 +323,10 @@ def _complete_assignments(rows, users):
         times = [r["submitted_at"] for r in group if r["submitted_at"]]
         seconds = next((r["seconds"] for r in group if r["seconds"] is not None), None)
         orders = {r["question"]: r["order"] for r in group if r["order"]}
+        pair = next((r["order"][:2] for r in group if _picks_pair(r["item"].questions.get(r["question"]), r["item"])),
+                    None)
+        if pair:  # the pair compared counts in the study's pairs, as the engine's do
+            orders[CANDIDATES_KEY] = pair
         skipped = any(r["question"] == SKIP_QUESTION for r in group)
         assignment = found.get(key)
         if assignment is None:

@@ -38,14 +38,17 @@ def item_order_key(m, c):
     return ExpressionWrapper((F("id") * Value(m) + Value(c)) % Value(ORDER_PRIME), output_field=BigIntegerField())
 
 
-def shown_order_for(study, item, annotator_id, previous_orders):
+def shown_order_for(study, item, annotator_id, previous_orders, study_pairs=None):
     """The full `shown_order` dict for a new assignment of `item` to `annotator_id`.
 
     `previous_orders` are the shown_order dicts of the item's existing assignments (the
-    caller holds the item's row lock, so the counts cannot change underneath)."""
+    caller holds the item's row lock, so the counts cannot change underneath);
+    `study_pairs` ({(first, second): n} over the study, read under the study's lock) only
+    for items whose kind `needs_study_pairs`."""
     rng = seeded_rng(secret("order").hex(), study.pk, item.pk, annotator_id)  # unpredictable without SECRET_KEY
+    extra = {} if study_pairs is None else {"study_pairs": study_pairs}
     return get_kind(study.kind).shown_order(item.data, study_config(study), study.randomize_order, rng,
-                                            previous_orders)
+                                            previous_orders, **extra)
 
 
 def judgment_shown_order(shown_order, question_id):

@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from evaluation.vocabulary import TIE
+
 from .access import may_read_results
 from .api.permissions import IsAdminRole
 from .api.serializers import DetailSerializer, IsoDateTimeField, json_as
 from .kinds import ASPECT_PAIRWISE, get_kind, study_aspects, study_config
-from .kinds.base import ScoreTarget
+from .kinds.base import CANDIDATES_KEY, ScoreTarget
 from .models import Item, Judgment, Prediction, Study
 from .roles import is_admin, is_researcher
 
@@ -155,13 +157,22 @@ def judging_annotators(slug: str) -> list[str]:
 def judgments_for_perse(slug: str, questions: Iterable[str], annotators: Iterable[str] | None = None
                         ) -> list[PerseJudgment]:
     """Non-gold judgments of `questions` (of `annotators` only, when given), oldest first
-    (submission time, then storage order): the order PerSE builds profiles in."""
+    (submission time, then storage order): the order PerSE builds profiles in. `item_data`
+    is the item as its annotator saw it: of an item of more than two candidates, the pair
+    the judgment's shown_order names."""
     rows = (Judgment.objects.filter(study__slug=slug, item__is_gold=False, question__in=list(questions))
-            .select_related("item", "annotator").order_by("submitted_at", "id"))
+            .select_related("item", "annotator", "study").order_by("submitted_at", "id"))
     if annotators is not None:
         rows = rows.filter(annotator__username__in=list(annotators))
     return [PerseJudgment(annotator=j.annotator.username, question=j.question, item_key=str(j.item_id),
-                          item_data=j.item.data, value=j.value, comment=j.comment) for j in rows]
+                          item_data=_as_judged(j), value=j.value, comment=j.comment) for j in rows]
+
+
+def _as_judged(judgment) -> dict:
+    """The judgment's item data as its annotator saw it (StudyKind.shown_item, with the
+    candidates its shown_order names)."""
+    pair = [o for o in judgment.shown_order.split("|") if o and o != TIE]
+    return get_kind(judgment.study.kind).shown_item(judgment.item.data, {CANDIDATES_KEY: pair})
 
 
 def upsert_predictions(slug: str, rows: Iterable[PredictionRow]) -> UpsertCounts:

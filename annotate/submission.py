@@ -30,7 +30,7 @@ from .answers import SKIP, InvalidAnswer, answer_value, is_empty
 from .batch_format import unstorable_text
 from .blinding import blinding_for
 from .display import study_questions
-from .kinds import get_kind, study_config
+from .kinds import assignment_item, get_kind, study_config
 from .models import CLOSED, PAUSED, Assignment, AuditLog, Item, Judgment, Participant, Study
 from .ordering import judgment_shown_order
 from .prepared import Prepared, columns, instance
@@ -88,7 +88,7 @@ def checked_answers(assignment, answers, blinded, partial=False):
     """validate_answers for one assignment. `blinded` (the annotator doors): `answers` use
     the assignment's tokens (annotate.blinding); they are turned into real ids first, and
     errors come back keyed as the annotator sent them."""
-    study, data = assignment.study, assignment.item.data
+    study, data = assignment.study, assignment_item(assignment)  # an item's shown pair only
     if not blinded:
         return validate_answers(study, data, answers, partial)
     if not isinstance(answers, dict):

@@ -62,7 +62,7 @@ def test_batch_upload(admin_client, annotators):
     bad = jsonl(header("api-batch", "pairwise_alignment"), pairwise("c"), {**pairwise("d"), "candidates": []})
     response = admin_client.post("/api/studies/api-batch/batches/", bad, content_type=NDJSON)
     assert response.status_code == 400
-    assert response.json() == {"errors": ["line 3: 'candidates' must be a list of exactly 2, got 0"]}
+    assert response.json() == {"errors": ["line 3: 'candidates' must be a list of 2 to 8, got 0"]}
     assert Item.objects.count() == 2 and Batch.objects.count() == 2
     wrong = admin_client.post("/api/studies/other/batches/", body, content_type=NDJSON)
     assert wrong.json() == {"errors": ["line 1: header slug 'api-batch' does not match the study 'other'"]}

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from annotate.assignment import next_assignment
-from annotate.models import Assignment, Item, Judgment
+from annotate.models import Assignment, Item, Judgment, Study
 from annotate.submission import submit
 from tests.factories import ensure_roles, make_items, make_study, make_user
 
@@ -131,3 +131,55 @@ def test_simultaneous_participants_take_at_most_the_places():
     assert Study.objects.get(pk=study.pk).places_taken == 4
     assert Participant.objects.filter(place_taken_at__isnull=False).count() == 4
     check_counters()
+
+
+FOUR = ("bm25-k1", "bm25-k4", "contriever", "no-profile")
+
+
+def four_system_study(n_items):
+    """Items with four candidates (issue 22): each assignment shows one of their 6 pairs."""
+    from tests.factories import add_items
+
+    study = make_study(overlap=3)
+    add_items(study, [(f"q{i}", {"input": f"q{i}", "reference": "r",
+                                 "candidates": [{"id": s, "text": f"{s} {i}"} for s in FOUR]}, None)
+                      for i in range(n_items)])
+    return study
+
+
+def check_pairs(n_assignments):
+    """Every pair of the 4 systems shown n/6 times, give or take one, and each pair's two
+    orientations within one of each other (studies.md "More than two systems")."""
+    shown = Counter(tuple(order["candidates"]) for order in Assignment.objects.values_list("shown_order", flat=True))
+    pairs = {(a, b): shown[(a, b)] + shown[(b, a)] for i, a in enumerate(FOUR) for b in FOUR[i + 1:]}
+    assert sum(pairs.values()) == n_assignments
+    assert max(pairs.values()) - min(pairs.values()) <= 1, pairs
+    assert all(abs(shown[(a, b)] - shown[(b, a)]) <= 1 for a, b in pairs), shown
+
+
+def test_four_systems_simultaneous_requests_balance_the_pairs(django_user_model):
+    """30 annotators ask at the same instant for 10 four-system items with overlap 3: all 30
+    served, no item over its overlap, each of the 6 pairs shown 5 times (A/B 2:3 or 3:2)."""
+    four_system_study(10)
+    people = users(django_user_model, 30)
+    results = run_together([lambda u=u: next_assignment(Study.objects.get(), u) for u in people])
+    assert sum(r is not None for r in results) == 30
+    check_counters()
+    check_pairs(30)
+
+
+def test_four_systems_annotators_working_through_a_study(django_user_model):
+    """15 annotators with two racing tabs each (30 threads) work through 20 four-system
+    items x overlap 3: 60 judgments, each pair shown 10 times, 5 each way."""
+    study = four_system_study(20)
+    people = users(django_user_model, 15)
+
+    def work(user):
+        while (a := next_assignment(study, user)) is not None:
+            submit(a.pk, user, {"choice": a.shown_order["candidates"][0]}, seconds=1.0)
+
+    run_together([lambda u=u: work(u) for u in people for _tab in range(2)])
+    check_counters()
+    check_pairs(60)
+    assert Judgment.objects.count() == 60
+    assert set(Item.objects.values_list("n_completed", flat=True)) == {3}

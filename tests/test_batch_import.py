@@ -101,9 +101,9 @@ CASES = {
     "missing keys": ([H, {"item_id": "a", "input": "x"}],
                      ["line 2: missing key 'reference'", "line 2: missing key 'candidates'"]),
     "wrong candidate count": ([H, {**pairwise("a"), "candidates": [{"id": "m1", "text": "t"}]}],
-                              ["line 2: 'candidates' must be a list of exactly 2, got 1"]),
+                              ["line 2: 'candidates' must be a list of 2 to 8, got 1"]),
     "same candidate ids": ([H, {**pairwise("a"), "candidates": [{"id": "m", "text": "t"}, {"id": "m", "text": "u"}]}],
-                           ["line 2: the two candidates have the same id 'm'"]),
+                           ["line 2: candidates 1 and 2 have the same id 'm'"]),
     "reserved candidate id": ([H, {**pairwise("a"),
                                    "candidates": [{"id": "tie", "text": "t"}, {"id": "m", "text": "u"}]}],
                               ["line 2: candidate id 'tie' is reserved or contains '|' (or is over 200 characters)"]),
@@ -233,7 +233,7 @@ def test_all_or_nothing_on_an_existing_study():
     before = (Item.objects.count(), Batch.objects.count(), AuditLog.objects.count())
     errors = errors_of(H, pairwise("b"), pairwise("c", metric_scores={"bleu": {"m1": 1, "m2": 2}}),
                        {**pairwise("d"), "candidates": []})
-    assert errors == ["line 4: 'candidates' must be a list of exactly 2, got 0"]
+    assert errors == ["line 4: 'candidates' must be a list of 2 to 8, got 0"]
     assert (Item.objects.count(), Batch.objects.count(), AuditLog.objects.count()) == before == (1, 1, 1)
     assert Prediction.objects.count() == 0
 

@@ -20,7 +20,8 @@ user lock, open assignment and count, pick, earlier orders + id, insert, [RELEAS
 progress: 13.
 A participant's very first item also takes their place in the study (annotate/recruitment.py:
 the study's counter and the participant's row in one statement, after the pick): +1 once
-per participant, not per item."""
+per participant, not per item.
+An item with more than two candidates (issue 22) takes the study's row lock first: API next 9."""
 import pytest
 from django.db import connection, connections
 from django.test import Client
@@ -97,6 +98,28 @@ def test_api_cycle_statements(study, participant):
     assert stored.json()["judgments"] == repeat.json()["judgments"]
     assert (n_next, n_again, n_submit, n_repeat) == API_COUNTS[participant], "\n\n".join(
         [sql_next, sql_again, sql_submit, sql_repeat])
+
+
+@POSTGRES_COUNTS
+def test_an_item_of_more_than_two_candidates_costs_one_statement_more():
+    """Issue 22: the pair shown depends on the whole study, so the engine takes the study's
+    row lock in one statement more (then reads the item's orders, the study's pairs and the
+    new id in one); submit is unchanged."""
+    from tests.factories import add_items
+
+    study = make_study(slug="four", overlap=3)
+    add_items(study, [("q0", {"input": "q", "reference": "r",
+                              "candidates": [{"id": f"m{n}", "text": f"t{n}"} for n in range(4)]}, None)])
+    client = api_door(study, participant=False)
+    url = f"/api/studies/{study.slug}/assignments/next/"
+    first, n_next, sql_next = counted(lambda: client.post(url))
+    assert first.status_code == 200 and len(first.json()["item"]["candidates"]) == 2
+    body = {q["id"]: q["options"][0] for q in first.json()["questions"]}
+    stored, n_submit, sql_submit = counted(
+        lambda: client.post(f"/api/assignments/{first.json()['assignment']}/judgments/", body, format="json"))
+    assert stored.status_code == 201
+    assert (n_next, n_submit) == (API_COUNTS[False][0] + 1, API_COUNTS[False][2]), sql_next + "\n\n" + sql_submit
+    assert "FOR NO KEY UPDATE" in sql_next
 
 
 # (participant?) -> queries of: Start (next), submit + next item, a repeated submit

@@ -67,7 +67,7 @@ class DetailSerializer(serializers.Serializer):
 
 
 @extend_schema_serializer(examples=[OpenApiExample(
-    "A refused file", value={"errors": ["line 3: 'candidates' must be a list of exactly 2, got 0"]},
+    "A refused file", value={"errors": ["line 3: 'candidates' must be a list of 2 to 8, got 0"]},
     response_only=True)])
 class LineErrorsSerializer(serializers.Serializer):
     errors = serializers.ListField(child=serializers.CharField(),

@@ -51,6 +51,13 @@ def questions_for(kind: str, config: dict, item_data: dict) -> list[dict]:
     return get_kind(kind).questions(config, item_data)
 
 
+def assignment_item(assignment) -> dict:
+    """The item's data as `assignment` shows it (StudyKind.shown_item: of an item with more
+    than two candidates, the shown pair only): what its questions, tokens, display and
+    accepted answers are made from."""
+    return get_kind(assignment.study.kind).shown_item(assignment.item.data, assignment.shown_order)
+
+
 def study_config(study) -> dict:
     """A study's config as the kinds read it: Study.config plus `allow_tie`."""
     return {**(study.config or {}), "allow_tie": study.allow_tie}

@@ -260,8 +260,20 @@ class StudyKind:
 
     def shown_order(self, item_data: dict, config: dict, randomize: bool, rng, previous_orders: list) -> dict:
         """Assignment.shown_order for a new assignment (the counterbalancing unit).
-        `previous_orders`: the shown_order of the item's earlier assignments."""
+        `previous_orders`: the shown_order of the item's earlier assignments. A kind whose
+        `needs_study_pairs` says so for this item also gets `study_pairs`: {(first,
+        second): n} over the study's assignments (read under the study's lock)."""
         raise NotImplementedError
+
+    def needs_study_pairs(self, item_data: dict) -> bool:
+        """Whether the item's shown order depends on the whole study (an item with more than
+        two candidates: which pair it shows). The engine then serializes on the study."""
+        return False
+
+    def shown_item(self, item_data: dict, shown_order: dict) -> dict:
+        """The item as one assignment shows it (its questions, options, tokens and display
+        are made from this): the item itself, or only the shown part of it."""
+        return item_data
 
     def display(self, item_data: dict, shown_order: dict) -> dict:
         """The item's fields an annotator sees, in their order: no scores, gold, meta,

@@ -1,12 +1,26 @@
-"""What the kinds with two candidates share (pairwise_alignment, explanation_choice,
-aspect_pairwise): the candidates' validation, the options of a choice, and the
-counterbalanced order.
+"""What the pairwise kinds share (pairwise_alignment, explanation_choice, aspect_pairwise):
+the candidates' validation, the options of a choice, and which two candidates an
+assignment shows in which order.
 
-Counterbalancing is per item: each new assignment gets whichever orientation (A-first or
-B-first) the item has shown less often so far, so an item judged n times is shown each
-way floor(n/2) or ceil(n/2) times; a coin flip would leave e.g. 3:0 splits on a third of
-3-annotator items. shown_order: {"candidates": [first, second], <question id>: [options]}.
+An item holds 2 to 8 candidates (one per system, ids unique within the item; a batch may
+mix items with different numbers: studies.md "More than two systems"). An assignment
+always shows exactly two, as A and B. shown_order: {"candidates": [first, second],
+<question id>: [options]}.
+
+Two candidates: counterbalancing is per item: each new assignment gets whichever
+orientation (A-first or B-first) the item has shown less often so far, so an item judged n
+times is shown each way floor(n/2) or ceil(n/2) times; a coin flip would leave e.g. 3:0
+splits on a third of 3-annotator items.
+
+More than two: the pair of systems shown least often so far in the whole study, then the
+pair least shown on this item, then a seeded draw; the pair's A/B order the same way
+(fewer in the study, then on the item, then a seeded coin). The study's counts come from
+the engine (annotate/assignment.py reads them under the study's row lock, so concurrent
+assignments cannot pick from stale counts).
 """
+from collections import Counter
+from itertools import combinations
+
 from annotate.answers import shown
 from evaluation.vocabulary import TIE
 
@@ -21,6 +35,8 @@ from .base import (
     id_flaw,
     is_text,
 )
+
+MIN_CANDIDATES, MAX_CANDIDATES = 2, 8
 
 # The display's candidates (API schema): the option token to answer with, and the text.
 CANDIDATES_SCHEMA = {"type": "array", "description": "In the order shown.", "items": {
@@ -51,6 +67,45 @@ def balanced_candidate_order(candidate_ids: list, previous_orders: list, rng) ->
     return [a, b] if rng.random() < 0.5 else [b, a]
 
 
+def pair_counts(rows) -> Counter:
+    """{(first, second): n} from rows (shown candidates, n): the pairs shown, in their order."""
+    counts: Counter = Counter()
+    for pair, n in rows:
+        if isinstance(pair, list) and len(pair) == 2:
+            counts[tuple(pair)] += n
+    return counts
+
+
+def shown_pairs(orders) -> Counter:
+    """pair_counts of `orders` (shown_order dicts)."""
+    return pair_counts(((order or {}).get(CANDIDATES_KEY), 1) for order in orders)
+
+
+def pair_order(candidate_ids: list, previous_orders: list, study_pairs: Counter, randomize: bool, rng) -> list:
+    """The two candidates a new assignment of an item with more than two shows, in their
+    order: the pair least shown in the study (`study_pairs`, ordered counts), then least on
+    this item (`previous_orders`), then a seeded draw; then the orientation the same way
+    (item order when `randomize` is off)."""
+    item_pairs = shown_pairs(previous_orders)
+
+    def times(a, b):  # an orientation's (study, item) counts
+        return study_pairs[(a, b)], item_pairs[(a, b)]
+
+    def both_ways(pair):
+        (s1, i1), (s2, i2) = times(*pair), times(*reversed(pair))
+        return s1 + s2, i1 + i2
+
+    pairs = list(combinations(candidate_ids, 2))
+    fewest = min(map(both_ways, pairs))
+    tied = [p for p in pairs if both_ways(p) == fewest]
+    a, b = tied[rng.randrange(len(tied))] if rng is not None and len(tied) > 1 else tied[0]
+    if not randomize or times(a, b) < times(b, a):
+        return [a, b]
+    if times(b, a) < times(a, b):
+        return [b, a]
+    return [a, b] if rng is None or rng.random() < 0.5 else [b, a]
+
+
 def ordered_candidates(item_data: dict, shown_order: dict) -> list[dict]:
     """The item's candidates in the annotator's order."""
     by_id = {c["id"]: c for c in item_data["candidates"]}
@@ -71,11 +126,12 @@ class TwoCandidateKind(StudyKind):
         return RESERVED_IDS | QUESTION_IDS | {q["id"] for q in self.questions(config, {"candidates": []})}
 
     def check_candidates(self, obj: dict, config: dict, error: Error) -> bool:
-        """Exactly two candidates {id, text} with distinct, storable ids. False on error."""
+        """2 to 8 candidates {id, text} with distinct, storable ids; `gold` only with
+        two (an annotator sees two of more, which need not hold the gold answer). False on error."""
         candidates = obj["candidates"]
-        if not isinstance(candidates, list) or len(candidates) != 2:
+        if not isinstance(candidates, list) or not MIN_CANDIDATES <= len(candidates) <= MAX_CANDIDATES:
             count = len(candidates) if isinstance(candidates, list) else "not a list"
-            error(f"'candidates' must be a list of exactly 2, got {count}")
+            error(f"'candidates' must be a list of {MIN_CANDIDATES} to {MAX_CANDIDATES}, got {count}")
             return False
         ids = []
         for n, cand in enumerate(candidates):
@@ -84,8 +140,13 @@ class TwoCandidateKind(StudyKind):
                 return False
             ids.append(cand["id"])
         ok = True
-        if ids[0] == ids[1]:
-            error(f"the two candidates have the same id {ids[0]!r}")
+        for n, cid in enumerate(ids):
+            if cid in ids[:n]:
+                error(f"candidates {ids.index(cid) + 1} and {n + 1} have the same id {shown(cid)}")
+                ok = False
+        if len(ids) > MIN_CANDIDATES and "gold" in obj:
+            error(f"'gold' needs an item with exactly 2 candidates (this one has {len(ids)}; "
+                  "an annotator is shown two of them)")
             ok = False
         reserved = self.reserved_ids(config)
         for cid in ids:
@@ -97,11 +158,25 @@ class TwoCandidateKind(StudyKind):
                 ok = False
         return ok
 
-    def shown_order(self, item_data, config, randomize, rng, previous_orders):
+    def needs_study_pairs(self, item_data):
+        return len(item_data.get("candidates") or []) > MIN_CANDIDATES
+
+    def shown_item(self, item_data, shown_order):
+        """With more than two candidates: only the two the assignment shows (item order)."""
+        pair = (shown_order or {}).get(CANDIDATES_KEY) or []
+        candidates = item_data.get("candidates") or []
+        if len(candidates) <= MIN_CANDIDATES or len(pair) != 2:
+            return item_data
+        return {**item_data, "candidates": [c for c in candidates if c.get("id") in pair]}
+
+    def shown_order(self, item_data, config, randomize, rng, previous_orders, study_pairs=None):
         ids = [c["id"] for c in item_data["candidates"]]
-        order = balanced_candidate_order(ids, previous_orders, rng) if randomize else ids
+        if len(ids) > MIN_CANDIDATES:
+            order = pair_order(ids, previous_orders, study_pairs or Counter(), randomize, rng)
+        else:
+            order = balanced_candidate_order(ids, previous_orders, rng) if randomize else ids
         shown = {CANDIDATES_KEY: order}
-        for q in self.questions(config, item_data):
+        for q in self.questions(config, self.shown_item(item_data, shown)):
             if "options" in q:
                 shown[q["id"]] = order + [o for o in q["options"] if o not in order]  # `tie` stays last
         return shown

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from annotate.access import NotAllowed, study_for
 from annotate.blinding import blinding_for
 from annotate.display import shown_questions
+from annotate.kinds import assignment_item
 from annotate.models import Assignment, Judgment
 from annotate.submission import AssignmentGone, EditNotAllowed, SubmissionError, can_edit, edit, stored_judgments
 from annotate.views.task import _answers_from, _question_context, item_context
@@ -26,7 +27,7 @@ REASON_LABELS = dict(SKIP_REASONS)
 def _answer_rows(study, assignment, judgments):
     """[{"question", "answer"}] with the labels this annotator saw."""
     values = {j.question: j.value for j in judgments}
-    questions = _question_context(study, shown_questions(study, assignment.item.data, assignment.shown_order),
+    questions = _question_context(study, shown_questions(study, assignment_item(assignment), assignment.shown_order),
                                   values, {})
     rows = []
     for q in questions:

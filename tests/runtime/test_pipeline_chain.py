@@ -13,10 +13,9 @@ from django.test import Client
 
 from annotate.models import Item, Study
 from models_runtime import jobs
-from models_runtime.jobs import JobKind, cancel_job, create_job, requeue_stale_jobs, run_job
-from models_runtime.models import Job, JobItem
+from models_runtime.jobs import JobKind, cancel_job, requeue_stale_jobs
+from models_runtime.models import Job
 from models_runtime.pipeline import StepProgress
-from models_runtime.plans import validate_plan
 from tests.factories import make_user
 
 from .test_plans import OUTPUTS, QUESTIONS, plan
@@ -101,18 +100,28 @@ def test_a_cache_file_from_before_gets_the_prompt_column(tmp_path):
         assert dict(db.execute("SELECT key, prompt FROM generations")) == {"old": "", "new": '"the prompt"'}
 
 
-def test_three_systems_make_items_carrying_every_candidate(fake_llm, plan_file, settings, tmp_path):
-    """Checked on the batch file: the import of items with more than two candidates comes
-    with issue 22's importer; the chain's own steps up to the batch are what is tested."""
-    params = validate_plan(plan(), tmp_path, settings.HUMEVAL_PIPELINE_DIR)
-    params["systems"].append({"id": "recent-k2", "model": "fake", "retriever": "recency", "k": 2, "prompt": "lamp"})
-    job = run_job(create_job("pipeline", params).pk)
-    assert JobItem.objects.get(job=job, key="batch").error == ""
+def test_three_systems_run_end_to_end_into_items_of_three_candidates(fake_llm, plan_file, settings):
+    """A plan with three systems (issue 22) passes the plan's checks and runs the whole chain:
+    each batch item carries every system's candidate, the import stores items of three, the
+    score step scores each, and an annotator is shown two of them."""
+    three = plan()
+    three["systems"].append({"id": "recent-k2", "model": "fake", "retriever": "recency", "k": 2})
+    report, _ = run_plan(plan_file(three))
+    assert (report["state"], report["progress"]) == ("done", {"done": 4, "total": 4}), report
+    assert report["result"]["steps"]["import"] == {"study": "lamp4-pilot", "created": 2, "skipped": 0}
+    systems = ["bm25-k1", "no-profile", "recent-k2"]
     header, *items = read_jsonl(Path(settings.HUMEVAL_PIPELINE_DIR) / "lamp4-pilot" / "batch.jsonl")
-    assert [[c["id"] for c in i["candidates"]] for i in items] == [["bm25-k1", "no-profile", "recent-k2"]] * 2
+    assert [[c["id"] for c in i["candidates"]] for i in items] == [systems] * 2
     assert all(len({c["text"] for c in i["candidates"]}) == 3 for i in items)
-    assert [sorted(i["meta"]["systems"]) for i in items] == [["bm25-k1", "no-profile", "recent-k2"]] * 2
+    assert [sorted(i["meta"]["systems"]) for i in items] == [systems] * 2
     assert len(fake_llm.prompts) == 6
+    stored = Item.objects.filter(study__slug="lamp4-pilot").order_by("position")
+    assert [[c["id"] for c in i.data["candidates"]] for i in stored] == [systems] * 2
+    assert report["result"]["steps"]["score"]["result"]["n_scores"] == 2 * 3 * 2  # items x systems x metrics
+    from annotate.assignment import next_assignment
+
+    shown = next_assignment(Study.objects.get(slug="lamp4-pilot"), make_user("ann-three")).shown_order["candidates"]
+    assert len(shown) == 2 and set(shown) < set(systems)
 
 
 def test_dry_run_prints_the_first_prompts_and_runs_nothing(fake_llm, plan_file):
