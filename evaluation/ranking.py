@@ -44,12 +44,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
-from scipy.special import expit
 
 from evaluation.alignment import wilson_ci
 from evaluation.bootstrap import bootstrap_interval, bootstrap_method, interval_refusal
-from evaluation.rank_bootstrap import reduce_draws
 
 RESAMPLES = 2000
 STEP_TOL = 1e-12  # Newton stops when no strength moves by more
@@ -156,6 +153,8 @@ def _loglik(theta: np.ndarray, w: np.ndarray) -> np.ndarray:
 def fit_batch(w: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Bradley-Terry strengths (B, S) of B win matrices (B, S, S), each strongly connected,
     by Newton's method from `start` (B, S) with step halving (module docstring)."""
+    from scipy.special import expit  # heavy: docs/architecture.md, "Heavy imports"
+
     b, s, _ = w.shape
     n = w + w.transpose(0, 2, 1)
     won = w.sum(axis=2)
@@ -241,30 +240,12 @@ def item_profiles(c: Comparisons) -> tuple[np.ndarray, np.ndarray]:
     return mult, (profiles @ to_w).reshape(-1, s, s)
 
 
-@njit(nogil=True, cache=True)
-def _weighted_profiles(counts: np.ndarray, indptr: np.ndarray, columns: np.ndarray, values: np.ndarray,
-                       out: np.ndarray) -> None:
-    """out[r] = sum_p counts[r, p] * W(profile p), the profiles' W as sparse rows (a profile
-    touches few cells); compiled and without the GIL, so the draw's threads run it side by
-    side (a BLAS product there would start threads inside threads)."""
-    for r in range(counts.shape[0]):
-        for p in range(counts.shape[1]):
-            c = counts[r, p]
-            if c:
-                for k in range(indptr[p], indptr[p + 1]):
-                    out[r, columns[k]] += c * values[k]
-
-
-def warm_up() -> None:
-    """Compiles `_weighted_profiles` (or loads it from numba's cache)."""
-    _weighted_profiles(np.ones((1, 1), np.int64), np.array([0, 1], np.int64), np.zeros(1, np.int64),
-                       np.ones(1), np.zeros((1, 1)))
-
-
 def resample_strengths(c: Comparisons, theta: np.ndarray, resamples: int = RESAMPLES,
                        seed: int = 0) -> tuple[np.ndarray, int]:
     """(strengths of each resample (R, S), NaN rows where dropped; clusters C): steps 1-3
     of the module docstring."""
+    from evaluation.rank_bootstrap import reduce_draws, weighted_profiles  # numba: "Heavy imports"
+
     s = len(c.systems)
     mult, profile_w = item_profiles(c)
     flat = profile_w.reshape(len(mult), s * s)
@@ -274,7 +255,7 @@ def resample_strengths(c: Comparisons, theta: np.ndarray, resamples: int = RESAM
 
     def weigh(counts: np.ndarray) -> np.ndarray:
         out = np.zeros((len(counts), s * s))
-        _weighted_profiles(counts, indptr, columns, values, out)
+        weighted_profiles(counts, indptr, columns, values, out)
         return out
 
     w = reduce_draws(mult, resamples, weigh, seed).reshape(resamples, s, s)

@@ -153,7 +153,7 @@ def forest(name: str, labels: list[Any], values: list[Any], lo: list[Any], hi: l
     to hi (none where an end is missing); `reference` draws a dashed vertical line."""
     if not labels:
         return None
-    fig, ax = plt.subplots(figsize=(6.5, max(1.6, 0.45 * len(labels) + 0.9)))
+    fig, ax = pyplot().subplots(figsize=(6.5, max(1.6, 0.45 * len(labels) + 0.9)))
     ys = list(range(len(labels)))[::-1]
     for y, v, a, b in zip(ys, values, lo, hi):
         if a is not None and b is not None:
@@ -180,7 +180,7 @@ def heatmap(name: str, labels: list[Any], matrix: list[list[Any]], colorbar: str
 
     data = np.array([[np.nan if v is None else float(v) for v in row] for row in matrix])
     size = min(9.0, 1.2 + 0.8 * len(labels))
-    fig, ax = plt.subplots(figsize=(size + 1.2, size))
+    fig, ax = pyplot().subplots(figsize=(size + 1.2, size))
     image = ax.imshow(np.ma.masked_invalid(data), cmap="RdBu", vmin=0.0, vmax=1.0)
     for i in range(len(labels)):
         for j in range(len(labels)):
