@@ -63,8 +63,10 @@ def _metric_cell(entry: dict[str, Any]) -> str:
 
 
 def _count(x: Any) -> Any:
-    """A count that may hold half wins: an int when whole."""
-    return int(x) if isinstance(x, float) and x.is_integer() else x
+    """A count that may hold half wins: an int when whole, else "5.5"."""
+    if isinstance(x, float):
+        return int(x) if x.is_integer() else f"{x:.1f}"
+    return x
 
 
 def win_matrix_table(part: Report) -> str:
@@ -124,8 +126,10 @@ def ranking_block(part: Report, prefix: str, title: str) -> str:
     n_pairs = len(names) * (len(names) - 1) // 2
     if intr.get("circular_triads") is not None and intr.get("undecided_pairs", 0) < n_pairs:
         cycles = "; ".join(" > ".join(c) + " > " + c[0] for c in intr.get("cycles", [])) or "none"
+        undecided = intr.get("undecided_pairs", 0)
+        pairs = "pair" if undecided == 1 else "pairs"
         out.append(f"<p>Intransitivity ({intr['n_systems']} systems, majority tournament: an edge where one system "
-                   f"won more of their comparisons; {intr.get('undecided_pairs', 0)} pairs undecided): circular "
+                   f"won more of their comparisons; {undecided} {pairs} undecided): circular "
                    f"triads d = {intr['circular_triads']}, Kendall-Babington Smith zeta = {num(intr['zeta'])} "
                    f"(1 = transitive). Cycles: {escape(cycles)}.</p>")
     return "".join(out)
