@@ -481,7 +481,7 @@ def _check_storable(questions, error):
 def normalize_gold(gold, header, questions, error):
     """Gold as {question: answer}, each answer checked and normalized by annotate.answers
     (ratings kept as integers). A bare value means what the kind says (`choice`, or
-    every aspect); similarity_survey needs an object {pair id: rating}."""
+    every aspect); a kind of ratings per pair needs an object {pair id: rating}."""
     if not isinstance(gold, dict):
         gold = header.study_kind.gold_answers(gold, questions, error)
         if gold is None:

@@ -9,14 +9,8 @@ hand-written aspect matches (statistics.md formulas), so the demo's numbers are 
 import json
 import re
 
-from evaluation.vocabulary import (
-    ASPECT_PAIRWISE,
-    CHOICE_QUESTION,
-    DEFAULT_MODEL,
-    EXPLANATION_CHOICE,
-    PAIRWISE_ALIGNMENT,
-    SIMILARITY_SURVEY,
-)
+from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
+from evaluation.vocabulary import CHOICE_QUESTION, DEFAULT_MODEL
 
 # (item_id, request, the user's own text, candidate A (model "retrieval"), candidate B (model "plain"))
 PAIRWISE = [

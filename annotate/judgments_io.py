@@ -48,7 +48,7 @@ class ItemInfo:
 
     pk: int
     questions: dict  # question id -> {"options": [...]} or {"scale": [lo, hi]}
-    candidates: list  # candidate ids ([] for similarity_survey)
+    candidates: list  # candidate ids ([] for a kind without candidates)
 
 
 class _Targets:

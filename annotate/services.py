@@ -16,13 +16,13 @@ from evaluation.vocabulary import TIE
 from .access import may_read_results
 from .api.permissions import IsAdminRole
 from .api.serializers import DetailSerializer, IsoDateTimeField, json_as
-from .kinds import ASPECT_PAIRWISE, get_kind, study_aspects, study_config
+from .kinds import get_kind, study_config
 from .kinds.base import CANDIDATES_KEY, ScoreTarget
 from .models import Item, Judgment, Prediction, Study
 from .roles import is_admin, is_researcher
 
 __all__ = [
-    "ASPECT_PAIRWISE", "IsAdminRole", "is_admin", "is_researcher", "may_read_results",
+    "IsAdminRole", "is_admin", "is_researcher", "may_read_results",
     "DetailSerializer", "IsoDateTimeField", "json_as",
     "StudyInfo", "StudyItem", "ScoringItem", "Candidate", "PerseJudgment", "PredictionRow", "UpsertCounts",
     "get_study", "study_item_keys", "study_items", "items_for_scoring", "judging_annotators", "judgments_for_perse",
@@ -39,7 +39,7 @@ class StudyInfo:
     title: str
     n_items: int
     items_have_candidates: bool  # whether the first item has outputs a metric may score (StudyKind.score_targets)
-    aspects: tuple[dict, ...]  # aspect_pairwise only: ({"key", "question"}, ...); () otherwise
+    aspects: tuple[dict, ...]  # ({"key", "question"}, ...) of a kind with aspects (StudyKind.aspects); () otherwise
     config: dict = field(default_factory=dict)  # the kind's settings, defaults filled in (scale, question, ...)
 
 
@@ -112,8 +112,8 @@ def get_study(slug: str) -> StudyInfo | None:
     if study is None:
         return None
     first = study.items.order_by("position", "pk").values_list("data", flat=True).first()
-    aspects = tuple(study_aspects(study.config or {})) if study.kind == ASPECT_PAIRWISE else ()
     kind = get_kind(study.kind)
+    aspects = tuple(kind.aspects(study.config or {}))
     return StudyInfo(slug=study.slug, kind=study.kind, title=study.title, n_items=study.items.count(),
                      items_have_candidates=bool(kind.score_targets(first or {})), aspects=aspects,
                      config=kind.report_config(study_config(study)))

@@ -389,7 +389,7 @@ def without_ranking():
     import contextlib
 
     from evaluation.ranking import Comparisons
-    from evaluation.report.kinds import pairwise_alignment as module
+    from evaluation.report import choice as module
 
     empty = np.zeros(0, dtype=np.int64)
     patches = {"comparisons_of": lambda inp, rows, systems: (Comparisons(systems, empty, empty, empty,

@@ -1,4 +1,4 @@
-"""The words humeval's parts must spell the same way: study kind names, question ids, the
+"""The words humeval's parts must spell the same way: question ids, the
 `tie` answer, the Per-DOC aspects, the iCOPERNICUS prompt styles and the default model.
 
 Defined once here, with no Django import, so that evaluation/ (reports, statistics),
@@ -7,19 +7,12 @@ A value stored in the database or written to a file by one part and read by anot
 belongs here; a word used by one module only does not.
 """
 
-# The first four study kinds (spec studies.md), named by modules beyond their own; the
-# list of kinds is annotate.kinds.REGISTRY (a later kind needs no name here).
-PAIRWISE_ALIGNMENT = "pairwise_alignment"
-EXPLANATION_CHOICE = "explanation_choice"
-SIMILARITY_SURVEY = "similarity_survey"
-ASPECT_PAIRWISE = "aspect_pairwise"
-
 # Answers and question ids.
 TIE = "tie"  # the answer "neither is better" when a study allows ties
-CHOICE_QUESTION = "choice"  # which candidate is better (pairwise_alignment, explanation_choice)
-USEFULNESS_QUESTION = "usefulness"  # how useful the explanations were (explanation_choice)
+CHOICE_QUESTION = "choice"  # which candidate is better (the pairwise kinds)
+USEFULNESS_QUESTION = "usefulness"  # how useful the explanations were (the ExPerT explanation kind)
 
-# Per-DOC story aspects: the questions of an aspect_pairwise study without header `aspects`.
+# Per-DOC story aspects: the questions of a Per-DOC aspects study without header `aspects`.
 DEFAULT_ASPECTS = (
     {"key": "interestingness", "question": "Which story plot is more interesting to you overall?"},
     {"key": "adaptability", "question": "Which of the plots could generate a more interesting book or movie when a "
@@ -59,7 +52,7 @@ ROOT_OF_MEAN = frozenset({"lamp_rmse"})
 METRIC_SCALES = {"gemba": (0, 100), "geval": (1, 5)}
 # Implicit-personalization probes (runtime.md): the items of a probe's human study carry
 # prediction rows of this evaluator, one per fact (question id = the fact's name), so the
-# pairwise_alignment report can put the probe's Delta beside the human preference rate.
+# alignment study's report can put the probe's Delta beside the human preference rate.
 IP_PROBE_EVALUATOR = "ip_probe"
 IP_PROBE_FACTS = ("model", "cues", "score", "question_id", "user_cue", "delta", "ci_low", "ci_high", "p_value",
                   "n_questions", "n_samples")

@@ -2,7 +2,7 @@
 
 EGISES needs several readers of one document, so it is computed over the whole study
 (not per chunk), after the per-item metrics:
-- `similarity_survey` items (a document, two users, a reference pair and model pairs):
+- survey items (kind SIMILARITY_SURVEY) (a document, two users, a reference pair and model pairs):
   the readers of one document are grouped across its items (user pairs), each model pair
   gets DEGRESS of that document over all its readers (question = pair id), and the
   result gives the corpus EGISES per (model, prompt style).
@@ -24,7 +24,7 @@ def _doc(doc_id, text, title, references, summaries):
 
 
 def survey_documents(items):
-    """{(model, style): {doc id: ([(item, pair id)], document dict)}} from similarity_survey
+    """{(model, style): {doc id: ([(item, pair id)], document dict)}} from survey
     items. Every reader of a document is one group, whichever user pair (item) showed them:
     the same grouping as the EGISES table of `generate icopernicus`, so both give one
     EGISES-JSD per (model, style) for the same headlines."""

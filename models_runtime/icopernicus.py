@@ -6,7 +6,7 @@ fixed text is shared between the parts by water-filling (a short part keeps all 
 tokens, the rest split what is left equally), and each part is truncated to its share.
 Plain styles use the target reader only; contrastive (C-) styles add a second reader of
 the same document and ask for a headline that fits the target reader and not the other.
-Prompt wording is ours. The run writes a `similarity_survey` batch (reference pair + model
+Prompt wording is ours. The run writes a survey batch (kind SIMILARITY_SURVEY) (reference pair + model
 pairs of the contrastive styles) and the EGISES-JSD table per (model, style) that
 `manage.py paradoxes` reads.
 """
@@ -16,6 +16,7 @@ from itertools import combinations
 from pathlib import Path
 
 from evaluation.csv_cells import SafeWriter
+from evaluation.report.kinds import SIMILARITY_SURVEY
 from evaluation.vocabulary import CONTRASTIVE_STYLES as CONTRASTIVE
 from evaluation.vocabulary import PROMPT_STYLES as STYLES
 from humeval.jsonl import json_lines
@@ -193,7 +194,7 @@ def _pair_id(model, style):
 
 
 def survey_items(docs, headlines, models):
-    """similarity_survey items: per document and user pair, the reference pair and one
+    """Survey items: per document and user pair, the reference pair and one
     pair per (model, contrastive style)."""
     items = []
     for doc in docs:
@@ -240,7 +241,7 @@ def write_table(table, path):
 
 
 def write_batch(items, path, slug):
-    header = {"study": {"slug": slug, "kind": "similarity_survey",
+    header = {"study": {"slug": slug, "kind": SIMILARITY_SURVEY,
                         "title": "How similar are these two headlines?",
                         "instructions": "Rate how similar the two texts are, from 1 (low) to 6 (very high)."}}
     with open(path, "w", encoding="utf-8") as handle:

@@ -10,7 +10,7 @@ job's params).
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evaluation.vocabulary import PAIRWISE_ALIGNMENT
+from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 
 
 @dataclass(frozen=True)

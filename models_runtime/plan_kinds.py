@@ -16,7 +16,7 @@ or a string saying why the question is left out of the batch:
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evaluation.vocabulary import PAIRWISE_ALIGNMENT
+from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 
 Builder = Callable[[dict, list[dict], dict], "list[dict] | str"]
 

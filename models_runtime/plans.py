@@ -21,7 +21,8 @@ from pathlib import Path
 
 from annotate import services
 from evaluation.lamp_metrics import METRIC_TASKS, canonical_task
-from evaluation.vocabulary import CHOICE_QUESTION, PAIRWISE_ALIGNMENT, TIE, USEFULNESS_QUESTION
+from evaluation.report.kinds import PAIRWISE_ALIGNMENT
+from evaluation.vocabulary import CHOICE_QUESTION, TIE, USEFULNESS_QUESTION
 
 from .backends.base import POSTPROCESSORS
 from .backends.config import ModelNotAvailable, model_spec

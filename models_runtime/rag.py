@@ -1,7 +1,7 @@
 """The `rag` job (`manage.py generate rag`): LaMP-style personalized candidates.
 
 For each LaMP record (`{"id", "input", "profile": [...], "output"}`) retrieve k profile
-items, build the LaMP prompt, generate, and write a `pairwise_alignment` batch with the
+items, build the LaMP prompt, generate, and write an alignment batch (kind PAIRWISE_ALIGNMENT) with the
 expected output as `reference`. Two models: one candidate each, both with the profile
 (ids `<model>-<retriever>`). One model: with and without the profile (`<model>-<retriever>`,
 `<model>-noprofile`). Each record's candidates are the checkpointed result of its item, so
@@ -9,6 +9,8 @@ a resumed job writes the same file without generating again.
 """
 import os
 from pathlib import Path
+
+from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 
 from .backends.base import SamplingParams
 from .backends.config import model_spec
@@ -233,7 +235,7 @@ def rag_finish(job):
     if p.get("discriminative"):
         _metric_scores(items, p["metrics"], p.get("device"))
         items = pick_discriminative(items, p["discriminative"])
-    header = {"study": {"slug": p["slug"], "kind": "pairwise_alignment",
+    header = {"study": {"slug": p["slug"], "kind": PAIRWISE_ALIGNMENT,
                         "title": p.get("title") or "Which response is closer to the user's own text?",
                         "instructions": p.get("instructions") or (
                             "Read the request and the user's own expected output, then pick the response "

@@ -13,10 +13,10 @@ from django.db.models import F
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotate.kinds import PAIRWISE_ALIGNMENT
 from annotate.models import Assignment, Item, Judgment, Prediction, Study
 from annotate.recruitment import new_entry_key
 from annotate.roles import ROLES
+from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 
 # --- users ---------------------------------------------------------------------------------
 

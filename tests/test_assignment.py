@@ -12,10 +12,10 @@ from django.utils import timezone
 from annotate.assignment import NotAllowed, next_assignment, reclaim_expired
 from annotate.blinding import blinding_for, secret
 from annotate.display import assignment_payload, shown_questions
-from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from annotate.models import Assignment, Item
 from annotate.progress import annotator_progress as progress
 from annotate.submission import AssignmentGone, submit
+from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from tests.factories import make_items, make_study, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]

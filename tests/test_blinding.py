@@ -12,8 +12,9 @@ import pytest
 from django.test import Client
 
 from annotate.answers import OPTION_REFUSED
-from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, KINDS, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY, get_kind
+from annotate.kinds import KINDS, get_kind
 from annotate.models import Assignment, Item, Judgment
+from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from tests.factories import add_items, api_client, explanation, make_study, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]

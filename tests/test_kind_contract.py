@@ -20,8 +20,8 @@ from annotate.kinds import KINDS, all_kinds, get_kind
 from annotate.models import Assignment, Judgment, Study
 from annotate.report_data import study_report
 from evaluation.report.build import BUILDERS
+from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from evaluation.report.table import CORRELATION_HEADER, SYSTEMS_HEADER
-from evaluation.vocabulary import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from tests.factories import blinding, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]

@@ -19,9 +19,10 @@ from annotate.assignment import next_assignment
 from annotate.batch_format import BatchInvalid
 from annotate.importing import import_batch_bytes
 from annotate.judgments_io import import_judgments
-from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, get_kind
+from annotate.kinds import get_kind
 from annotate.kinds.two_candidate import pair_order
 from annotate.models import AuditLog, Batch, Item, Judgment, Prediction, Study
+from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT
 from tests.factories import api_client, blinding, explanation, header, jsonl, make_user, write
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]

@@ -5,8 +5,8 @@ import pytest
 from django.test import Client
 
 from annotate.assignment import next_assignment
-from annotate.kinds import PAIRWISE_ALIGNMENT
 from annotate.models import Assignment, Judgment
+from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 from tests.factories import make_items, make_study, make_user, tokens
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]

@@ -2,8 +2,8 @@
 import pytest
 from rest_framework.test import APIClient
 
-from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, SIMILARITY_SURVEY
 from annotate.models import Assignment, AuditLog, Item, Judgment
+from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, SIMILARITY_SURVEY
 from tests.factories import api_client, blinding, make_items, make_study, tokens
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]

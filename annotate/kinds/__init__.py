@@ -2,25 +2,20 @@
 registry from kind name to kind. Everything kind-specific lives in the kind's module, its
 template (templates/annotate/_<name>.html) and its report function (evaluation/report/);
 the rest of annotate asks `get_kind(study.kind)`. docs/architecture.md: how to add one.
+Code that must name one kind uses its constant (`from evaluation.report.kinds import
+PAIRWISE_ALIGNMENT`), never the spelt name.
 """
-from evaluation.vocabulary import (  # noqa: F401  (re-exported: the kind names)
-    ASPECT_PAIRWISE,
-    EXPLANATION_CHOICE,
-    PAIRWISE_ALIGNMENT,
-    SIMILARITY_SURVEY,
-)
+import importlib
+import pkgutil
 
-from . import aspect_pairwise, explanation_choice, pairwise_alignment, scalar_rating, similarity_survey
-from .aspect_pairwise import study_aspects  # noqa: F401
 from .base import StudyKind
 
-REGISTRY: dict[str, StudyKind] = {kind.name: kind for kind in (
-    pairwise_alignment.KIND,
-    explanation_choice.KIND,
-    similarity_survey.KIND,
-    aspect_pairwise.KIND,
-    scalar_rating.KIND,
-)}
+# Every module of this package with a `KIND` (a StudyKind) is a kind, found by discovery as
+# its report module is (evaluation/report/kinds/): a new kind names itself nowhere else.
+# Registry order = StudyKind.order (the API's examples show the first), then name.
+_KINDS = [module.KIND for module in (importlib.import_module(f"{__name__}.{info.name}")
+                                     for info in pkgutil.iter_modules(__path__)) if hasattr(module, "KIND")]
+REGISTRY: dict[str, StudyKind] = {kind.name: kind for kind in sorted(_KINDS, key=lambda kind: (kind.order, kind.name))}
 KINDS = tuple(REGISTRY)
 
 

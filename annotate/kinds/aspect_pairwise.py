@@ -7,14 +7,14 @@ choice per aspect: question id = aspect key, value = candidate id (or `tie`). He
 (which needs the judgments' submit order for the reviewer_prior baseline).
 """
 from annotate.answers import shown
-from evaluation.vocabulary import ASPECT_PAIRWISE, DEFAULT_ASPECTS
+from evaluation.vocabulary import DEFAULT_ASPECTS
 
 from .base import NEEDS_SUBMIT_TIMES, RESERVED_IDS, TEXT_SCHEMA, id_flaw, is_text
 from .two_candidate import CANDIDATES_SCHEMA, TwoCandidateKind
 
 
 def study_aspects(config: dict) -> list[dict]:
-    """The aspects of an aspect_pairwise study: header `aspects` or the Per-DOC five."""
+    """The aspects of a study of this kind: header `aspects` or the Per-DOC five."""
     return list(config.get("aspects") or DEFAULT_ASPECTS)
 
 
@@ -37,7 +37,8 @@ def aspects_flaw(aspects) -> str | None:
 
 
 class AspectPairwise(TwoCandidateKind):
-    name = ASPECT_PAIRWISE
+    name = "aspect_pairwise"
+    order = 4
     item_keys = ("premise", "candidates")
     optional_item_keys = ("metric_scores",)
     header_keys = ("aspects",)
@@ -88,6 +89,9 @@ class AspectPairwise(TwoCandidateKind):
     def example_item(self, i):
         return {"item_id": f"ex-{i}", "premise": f"A lighthouse keeper finds a letter ({i}).",
                 "candidates": [{"id": "plotA", "text": f"Plot one {i}."}, {"id": "plotB", "text": f"Plot two {i}."}]}
+
+    def aspects(self, config):
+        return study_aspects(config)
 
     def demo_batch(self):
         from annotate.demo_data import story_batch

@@ -121,6 +121,7 @@ class StudyKind:
     {"id", "text", "scale": [lo, hi]} (ratings)."""
 
     name: str = ""
+    order: int = 100  # place in the registry (and the API's kind lists); then by name
     item_keys: tuple = ()  # required item keys (besides item_id, meta, gold)
     optional_item_keys: tuple = ()
     header_keys: tuple = ()  # kind-owned header keys, validated by header_config, kept in Study.config
@@ -158,6 +159,11 @@ class StudyKind:
         from evaluation.report.build import BUILDERS
 
         return BUILDERS[self.name]
+
+    def aspects(self, config: dict) -> list[dict]:
+        """The aspects ({"key", "question"}) its items are compared on, one choice question
+        each (Per-DOC); [] for a kind without aspects. The runtime's PerSE judge reads them."""
+        return []
 
     # Batch validation ------------------------------------------------------------------
 

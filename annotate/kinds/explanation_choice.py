@@ -1,15 +1,15 @@
 """explanation_choice: the ExPerT explainability study (spec studies.md).
 
-Items as pairwise_alignment plus `explanations` {candidate id: ExPerT explanation}. The
-annotator sees only the two explanations (aspects, evidence, matches and reasons; never
-the score) and answers `choice` and `usefulness` (header `usefulness_scale`, default 1-5).
+Items as the alignment study's (two_candidate.ReferenceChoiceKind) plus `explanations`
+{candidate id: ExPerT explanation}. The annotator sees only the two explanations (aspects,
+evidence, matches and reasons; never the score) and answers `choice` and `usefulness`
+(header `usefulness_scale`, default 1-5).
 Report: evaluation.report.kinds.explanation_choice.
 """
-from evaluation.vocabulary import EXPLANATION_CHOICE, USEFULNESS_QUESTION
+from evaluation.vocabulary import USEFULNESS_QUESTION
 
 from .base import NEEDS_EXPERT_SCORES, SCALE_SCHEMA, check_scale, is_number, scale_of
-from .pairwise_alignment import PairwiseAlignment
-from .two_candidate import ordered_candidates
+from .two_candidate import ReferenceChoiceKind, ordered_candidates
 
 DEFAULT_USEFULNESS_SCALE = (1, 5)
 CHOICE_TEXT = "Judging from the explanations, which response is better?"
@@ -43,8 +43,9 @@ def public_explanation(explanation) -> dict:
     return out
 
 
-class ExplanationChoice(PairwiseAlignment):
-    name = EXPLANATION_CHOICE
+class ExplanationChoice(ReferenceChoiceKind):
+    name = "explanation_choice"
+    order = 2
     item_keys = ("input", "reference", "candidates", "explanations")
     header_keys = ("usefulness_scale",)
     scale_words = ("not useful", "very useful")
@@ -73,14 +74,8 @@ class ExplanationChoice(PairwiseAlignment):
     def report_config(self, config):
         return dict(config, usefulness_scale=list(scale_of(config, "usefulness_scale", DEFAULT_USEFULNESS_SCALE)))
 
-    def check_item(self, obj, config, error):
-        candidates_ok = self.check_candidates(obj, config, error)
-        texts_ok = self.check_texts(obj, ("input", "reference"), error)  # reported even when the candidates are not
-        if candidates_ok and texts_ok:
-            self.check_explanations(obj, error)
-            self.check_metric_scores(obj, error)
-
-    def check_explanations(self, obj, error):
+    def check_extra(self, obj, error):
+        """`explanations`: one ExPerT explanation object per candidate id."""
         explanations = obj["explanations"]
         ids = [c["id"] for c in obj["candidates"]]
         if not isinstance(explanations, dict) or set(explanations) != set(ids):

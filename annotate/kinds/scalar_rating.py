@@ -36,6 +36,7 @@ MAX_QUESTION_CHARS = 1000
 
 class ScalarRating(StudyKind):
     name = NAME
+    order = 5
     item_keys = ("candidate",)
     optional_item_keys = ("input", "reference", "metric_scores")
     header_keys = ("scale", "question", "comment")

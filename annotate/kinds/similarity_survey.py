@@ -7,8 +7,6 @@ shuffled per annotator, seeded) rated on `scale` (default 1-6). Question ids are
 ids. The document is not shown. Report: evaluation.report.kinds.similarity_survey.
 shown_order: {"pair_order": [pair ids], <pair id>: ["0", "1"] or ["1", "0"]}.
 """
-from evaluation.vocabulary import SIMILARITY_SURVEY
-
 from .base import PAIR_ORDER_KEY, SCALE_SCHEMA, StudyKind, check_scale, id_flaw, is_text, scale_of
 
 DEFAULT_SCALE = (1, 6)
@@ -17,7 +15,8 @@ SOURCES = ("reference", "model")
 
 
 class SimilaritySurvey(StudyKind):
-    name = SIMILARITY_SURVEY
+    name = "similarity_survey"
+    order = 3
     item_keys = ("document", "users", "pairs")
     header_keys = ("scale",)
     scale_words = ("low similarity", "very high similarity")

@@ -1,4 +1,4 @@
-"""What the pairwise kinds share (pairwise_alignment, explanation_choice, aspect_pairwise):
+"""What the pairwise kinds share (every kind built on TwoCandidateKind):
 the candidates' validation, the options of a choice, and which two candidates an
 assignment shows in which order.
 
@@ -22,7 +22,7 @@ from collections import Counter
 from itertools import combinations
 
 from annotate.answers import shown
-from evaluation.vocabulary import TIE
+from evaluation.vocabulary import CHOICE_QUESTION, TIE
 
 from .base import (
     CANDIDATES_KEY,
@@ -191,3 +191,37 @@ class TwoCandidateKind(StudyKind):
     def page_display(self, display, questions, labels):
         """Each candidate gets its label ("Response A", "Plot B") by shown position."""
         return {**display, "candidates": [{**c, "label": labels[i]} for i, c in enumerate(display["candidates"])]}
+
+
+class ReferenceChoiceKind(TwoCandidateKind):
+    """Candidates for a user's request judged against the user's own text (`reference`) by
+    one `choice` question (`choice_text`): ExPerT's alignment study and, with explanations,
+    its explainability study. A subclass checks its own item keys in `check_extra`."""
+    item_keys = ("input", "reference", "candidates")
+    optional_item_keys = ("metric_scores",)
+    bare_gold_question = CHOICE_QUESTION
+    choice_text = ""
+
+    def check_item(self, obj, config, error):
+        candidates_ok = self.check_candidates(obj, config, error)
+        texts_ok = self.check_texts(obj, ("input", "reference"), error)  # reported even when the candidates are not
+        if candidates_ok and texts_ok:
+            self.check_extra(obj, error)
+            self.check_metric_scores(obj, error)
+
+    def check_extra(self, obj, error):
+        """The kind's own item keys, checked once the candidates and texts are valid."""
+
+    def gold_answers(self, gold, questions, error):
+        return {CHOICE_QUESTION: gold}  # a bare gold value is the `choice`
+
+    def questions(self, config, item_data):
+        return [{"id": CHOICE_QUESTION, "text": self.choice_text, "options": self.choice_options(config, item_data)}]
+
+    def example_item(self, i):
+        """Item i of the example study: candidates m1 and m2, ROUGE-L favouring m1 on even i."""
+        return {"item_id": f"ex-{i}", "input": f"Write a review of film {i}.",
+                "reference": f"My own review of film {i}.",
+                "candidates": [{"id": "m1", "text": f"First response to request {i}."},
+                               {"id": "m2", "text": f"Second response to request {i}."}],
+                "metric_scores": {"rougeL": {"m1": 0.3, "m2": 0.2} if i % 2 == 0 else {"m1": 0.1, "m2": 0.4}}}

@@ -137,7 +137,7 @@ class ReportInput:
     s_metric: Column = None
     s_candidate: Column = None
     s_value: Column = None
-    # ExPerT scores from explanation_choice items' `explanations`: (item, candidate, score).
+    # ExPerT scores from the explanation study's items' `explanations`: (item, candidate, score).
     e_item: Column = None
     e_candidate: Column = None
     e_value: Column = None

@@ -158,7 +158,7 @@ def systems_section(r: Report) -> str:
 
 
 def aspects_ranking_section(r: Report) -> str:
-    """One ranking per aspect (aspect_pairwise)."""
+    """One ranking per aspect (a kind with aspects: Per-DOC)."""
     aspects = r.get("aspects") or {}
     parts = []
     for k, (key, part) in enumerate(aspects.items()):

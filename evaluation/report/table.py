@@ -2,9 +2,9 @@
 majority, the count of each value, each metric's pick / each evaluator's prediction, then
 the kind's own columns), then one empty line, then the correlation table (one row per
 correlation entry and coefficient; layout in docs/reports.md), then, for the pairwise kinds,
-one empty line and the per-system table (one row per system and measure, per aspect for
-aspect_pairwise). The picks and the kind's
-columns come from its report module (`table_picks`, `table_columns`: report/kinds/)."""
+one empty line and the per-system table (one row per system and measure, per aspect for a
+kind with aspects). The picks and the kind's columns come from its report module
+(`table_picks`, `table_columns`: report/kinds/)."""
 import io
 from collections import Counter
 from typing import Any

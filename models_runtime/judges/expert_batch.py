@@ -1,6 +1,9 @@
-"""Turn a pairwise_alignment batch into an explanation_choice batch: ExPerT explains both
-candidates of every item against its reference, in one ExPerT run over all candidates."""
+"""Turn an alignment batch (kind PAIRWISE_ALIGNMENT) into an explanation batch
+(EXPLANATION_CHOICE): ExPerT explains both candidates of every item against its reference,
+in one ExPerT run over all candidates."""
 import json
+
+from evaluation.report.kinds import EXPLANATION_CHOICE
 
 from .expert import ExpertConfig, explain
 
@@ -37,7 +40,7 @@ def explanation_batch(rows, backend, slug=None, config=None, progress=None):
         out["explanations"] = by_item[item["item_id"]]
         out_items.append(out)
     out_header = {"study": {
-        "slug": slug, "kind": "explanation_choice",
+        "slug": slug, "kind": EXPLANATION_CHOICE,
         "title": study.get("title") or "Which response is better, judging from the explanations?",
         "instructions": INSTRUCTIONS,
         "annotations_per_item": study.get("annotations_per_item", 3),

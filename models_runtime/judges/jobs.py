@@ -6,7 +6,7 @@
   judge_tokens?}; one item per record (key = its 0-based position); `finish` builds the
   corpus document and writes it to `out`.
 - `expert_batch`: params {input, out, slug?, model?, device?}; one item per batch item;
-  `finish` writes the explanation_choice batch to `out`.
+  `finish` writes the explanation batch (kind EXPLANATION_CHOICE) to `out`.
 - `probes`: params {input, metrics, suffix?, swap?, model?, device?}; one item per
   suffix-probed metric (`suffix:<metric>`) plus `order_swap`.
 Input files are fingerprinted in the params (`input_sha256`): an edited file starts a new

@@ -1,4 +1,4 @@
-"""PerSE-style personalized pairwise evaluator for aspect_pairwise studies.
+"""PerSE-style personalized pairwise evaluator for Per-DOC aspect studies (kind ASPECT_PAIRWISE).
 
 For each annotator and aspect, K of the annotator's other judgments on that aspect (the
 most recent earlier ones first, then later ones when too few came before) form the
@@ -11,6 +11,7 @@ import re
 from collections import Counter, defaultdict
 
 from annotate import services
+from evaluation.report.kinds import ASPECT_PAIRWISE
 from models_runtime.backends.base import SamplingParams
 from models_runtime.step import counting
 
@@ -75,8 +76,8 @@ def study_info(study):
     info = services.get_study(slug)
     if info is None:
         raise ValueError(f"study {slug!r} does not exist")
-    if info.kind != services.ASPECT_PAIRWISE:
-        raise ValueError(f"study {info.slug} is {info.kind}, the PerSE evaluator needs aspect_pairwise")
+    if info.kind != ASPECT_PAIRWISE:
+        raise ValueError(f"study {info.slug} is {info.kind}, the PerSE evaluator needs {ASPECT_PAIRWISE}")
     return info
 
 

@@ -1,4 +1,4 @@
-"""PerSE's scalar evaluator (Per-MPST) for scalar_rating studies: the `score` job's study
+"""PerSE's scalar evaluator (Per-MPST) for scalar rating studies (kind SCALAR_RATING): the `score` job's study
 judge `perse_scalar` (`manage.py score SLUG --metrics perse_scalar`, once the ratings are in).
 
 For every annotator and every item they rated, K (default 3) of their *other* rated items
@@ -13,7 +13,7 @@ annotator's predicted score with their own. Sampling as in PerSE's paper: temper
 up to 600 new tokens (both options, as K is). Prompt wording is ours.
 
 The kind's plan builder is registered here too (models_runtime/plan_kinds.py; this module is
-loaded with the runtime's judges): a study plan of kind scalar_rating makes one item per
+loaded with the runtime's judges): a study plan of kind SCALAR_RATING makes one item per
 (question, system), the system's output as the rated `candidate`, the question's input
 shown first and the user's own output as the (never shown) `reference` of the plan's
 metrics. The judge itself is not a plan judge: the plan's score step runs before anyone
@@ -23,6 +23,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from annotate import services
+from evaluation.report.kinds import SCALAR_RATING
 from models_runtime.backends.base import SamplingParams
 from models_runtime.metrics.registry import register_metric
 from models_runtime.plan_kinds import PlanKind, register_plan_kind
@@ -33,7 +34,7 @@ from .perse import profile_for
 from .score_text import parse_score
 from .steps import generate
 
-KIND = "scalar_rating"
+KIND = SCALAR_RATING
 NAME = "perse_scalar"
 PLAN_INSTRUCTIONS = ("Read the request and the response written for this user, then rate how good the response is "
                      "for you, from 1 to 10, and say why in a sentence or two.")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from annotate.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from annotate.models import Assignment, AuditLog, Judgment
+from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from tests.factories import add_items, blinding, explanation, make_study, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True),

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from annotate.kinds import PAIRWISE_ALIGNMENT
 from annotate.models import Assignment, AuditLog, Judgment
+from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 from tests.browser.test_annotate_browser import (
     PAIRWISE_DATA,
     SCREENSHOTS,

@@ -11,6 +11,7 @@ from evaluation.perdoc import accuracy_intervals
 from evaluation.vocabulary import DEFAULT_ASPECT_KEYS
 
 from .. import figures
+from ..choice import units_note
 from ..common import (
     NOMINAL,
     Question,
@@ -27,7 +28,6 @@ from ..markup import Report, figure, interval, num, table
 from ..pair_units import pair_view
 from ..ranking import comparisons_of, human_part, ranking_part
 from ..systems import system_codes
-from .pairwise_alignment import units_note
 
 REVIEWER_PRIOR = "reviewer_prior"
 REPORT_SCHEMA = {

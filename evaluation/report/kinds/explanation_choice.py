@@ -8,12 +8,12 @@ import numpy as np
 from evaluation.bootstrap import RESAMPLES, bootstrap_method, clustered_mean
 from evaluation.vocabulary import USEFULNESS_QUESTION as USEFULNESS
 
+from ..choice import CHOICE, TIE, Extra, choice_picks, choice_report, picks_from_scores
+from ..choice import REPORT_SCHEMA as PAIRWISE_SCHEMA
 from ..common import INTERVAL, NOMINAL, Question, clean, interval_keys, question_rows
 from ..correlations import EXPERT_USEFULNESS, expert_usefulness
 from ..inputs import Judgments, ReportInput, to_float
 from ..pair_units import clusters_of
-from .pairwise_alignment import CHOICE, TIE, Extra, choice_picks, choice_report, picks_from_scores
-from .pairwise_alignment import REPORT_SCHEMA as PAIRWISE_SCHEMA
 
 EXPERT_METRIC = "expert"
 REPORT_SCHEMA = {

@@ -1,21 +1,22 @@
 """python manage.py expert_batch --input PAIRWISE.jsonl --out EXPLANATIONS.jsonl [--slug SLUG]
 [--model NAME] [--device cpu|cuda] [--no-wait]
 
-Runs ExPerT on both candidates of every item of a pairwise_alignment batch, as a resumable
-job (one item per batch item), and writes an explanation_choice batch. Prints
+Runs ExPerT on both candidates of every item of an alignment batch (kind PAIRWISE_ALIGNMENT),
+as a resumable job (one item per batch item), and writes an explanation batch (EXPLANATION_CHOICE). Prints
 {"study", "items", "llm_calls", "out"}."""
 from django.core.management.base import BaseCommand
 
+from evaluation.report.kinds import EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT
 from models_runtime.job_commands import add_wait_argument, check_outcome, run_command_job
 from models_runtime.judges.cli import add_model_arguments, print_json
 
 
 class Command(BaseCommand):
-    help = "ExPerT run -> explanation_choice batch."
+    help = f"ExPerT run -> {EXPLANATION_CHOICE} batch."
 
     def add_arguments(self, parser):
-        parser.add_argument("--input", required=True, help="a pairwise_alignment batch (JSONL)")
-        parser.add_argument("--out", required=True, help="where to write the explanation_choice batch")
+        parser.add_argument("--input", required=True, help=f"a {PAIRWISE_ALIGNMENT} batch (JSONL)")
+        parser.add_argument("--out", required=True, help=f"where to write the {EXPLANATION_CHOICE} batch")
         parser.add_argument("--slug", help="study slug of the new batch (default: <input slug>-explanations)")
         parser.add_argument("--chunk-size", type=int, default=32, help="items per checkpoint and per batched step")
         add_model_arguments(parser)

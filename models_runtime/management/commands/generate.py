@@ -11,6 +11,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate import services
+from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 from models_runtime.job_commands import add_wait_argument, check_outcome, job_summary, run_command_job
 from models_runtime.retrieval import RETRIEVERS
 
@@ -37,7 +38,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="what", required=True)
-        rag = sub.add_parser("rag", help="LaMP records in, a pairwise_alignment batch out")
+        rag = sub.add_parser("rag", help=f"LaMP records in, a {PAIRWISE_ALIGNMENT} batch out")
         rag.add_argument("--input", required=True)
         rag.add_argument("--models", required=True, help="one or two names from HUMEVAL_MODELS (smollm2 always exists)")
         rag.add_argument("--retriever", required=True, choices=RETRIEVERS)

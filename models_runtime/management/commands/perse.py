@@ -1,6 +1,6 @@
 """python manage.py perse SLUG [--k K] [--evaluator NAME] [--model NAME] [--device cpu|cuda] [--no-wait]
 
-PerSE-style personalized evaluator on an aspect_pairwise study, as a resumable job (one item
+PerSE-style personalized evaluator on a Per-DOC aspect study (ASPECT_PAIRWISE), as a resumable job (one item
 per annotator): stores one prediction per (item, annotator, aspect) and prints the counts
 {"study", "evaluator", "predictions", "unparsed", "na", "skipped", "created", "updated"}."""
 from django.core.management.base import BaseCommand
