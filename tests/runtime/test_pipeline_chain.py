@@ -144,12 +144,17 @@ def cancel_in_first_chunk(monkeypatch, kind_name):
                                                           chunk_size=1))
 
 
-def test_cancelling_the_generate_job_cancels_the_chain_with_nothing_imported(fake_llm, plan_file, monkeypatch):
-    cancel_in_first_chunk(monkeypatch, "plan_generate")
+def cancelled_run(monkeypatch, plan_file, kind_name):
+    """Runs the plan with a cancel in the first chunk of `kind_name`: (the command's error, the pipeline job)."""
+    cancel_in_first_chunk(monkeypatch, kind_name)
     with pytest.raises(CommandError) as caught:
         run_plan(plan_file())
-    pipeline = Job.objects.get(kind="pipeline")
-    assert str(caught.value) == (f"job {pipeline.pk} (pipeline) was cancelled at 0/4 steps; nothing was imported "
+    return str(caught.value), Job.objects.get(kind="pipeline")
+
+
+def test_cancelling_the_generate_job_cancels_the_chain_with_nothing_imported(fake_llm, plan_file, monkeypatch):
+    error, pipeline = cancelled_run(monkeypatch, plan_file, "plan_generate")
+    assert error == (f"job {pipeline.pk} (pipeline) was cancelled at 0/4 steps; nothing was imported "
                                  "(re-running the same command resumes it)")
     generate = Job.objects.get(kind="plan_generate")
     assert (pipeline.state, generate.state, generate.done, generate.parent_id) == ("cancelled", "cancelled", 1,
@@ -163,11 +168,8 @@ def test_cancelling_the_generate_job_cancels_the_chain_with_nothing_imported(fak
 
 
 def test_cancelling_during_scoring_lists_the_items_that_stay_imported(fake_llm, plan_file, monkeypatch):
-    cancel_in_first_chunk(monkeypatch, "score")
-    with pytest.raises(CommandError) as caught:
-        run_plan(plan_file())
-    pipeline = Job.objects.get(kind="pipeline")
-    assert str(caught.value) == (f"job {pipeline.pk} (pipeline) was cancelled at 3/4 steps; 2 items were imported "
+    error, pipeline = cancelled_run(monkeypatch, plan_file, "score")
+    assert error == (f"job {pipeline.pk} (pipeline) was cancelled at 3/4 steps; 2 items were imported "
                                  "into study lamp4-pilot and stay there: 310, 311 (re-running the same command "
                                  "resumes it)")
     assert pipeline.result["imported"] == ["310", "311"] and pipeline.state == "cancelled"
