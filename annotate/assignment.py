@@ -73,7 +73,7 @@ from .models import OPEN, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, Item, P
 from .ordering import item_order_key, item_order_of, seeded_rng, shown_order_for
 from .prepared import Prepared, columns, instance
 from .progress import open_q
-from .recruitment import HOLDS_PLACE, end, recruits, take_place
+from .recruitment import HOLDS_PLACE, end, holds_place, recruits, take_place
 
 log = logging.getLogger(__name__)
 RECLAIM_LIMIT = 500  # expired assignments reclaimed per call, to bound one request's work
@@ -379,7 +379,7 @@ def _serve(desk, user, now, patient):
         quota = study.max_items_per_participant
         if quota is not None and mine[0]["answered"] >= quota:  # answered items only: a skip earns nothing
             return None
-        needs_place = recruits(study) and (seat["place_taken_at"] is None or seat["ended"] == TIMED_OUT)
+        needs_place = recruits(study) and not holds_place(seat["place_taken_at"], seat["ended"])
     item = None
     if _gold_drawn(study, user, had):  # (3)
         item = _pick(study, user, seat, patient, gold=True)
