@@ -66,6 +66,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from .access import NotAllowed, access_flags, refuse
+from .access import may_read as reads_results
 from .blinding import blinding_for, build_mapping, secret
 from .kinds import assignment_item, get_kind, study_config
 from .kinds.two_candidate import pair_counts
@@ -113,7 +114,7 @@ class Desk:
 
     @cached_property
     def may_read(self) -> bool:
-        return self.study is not None and Study.objects.readable_by(self.user).filter(pk=self.study.pk).exists()
+        return self.study is not None and reads_results(self.user, self.study)
 
     def refuse(self, purpose: str | None = "annotate") -> None:
         """Raises Http404 / PermissionDenied as annotate.access.refuse says."""
