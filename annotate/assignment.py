@@ -66,6 +66,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from .access import NotAllowed, access_flags, refuse
+from .access import may_read as reads_results
 from .blinding import blinding_for, build_mapping, secret
 from .kinds import assignment_item, get_kind, study_config
 from .kinds.two_candidate import pair_counts
@@ -73,7 +74,7 @@ from .models import OPEN, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, Item, P
 from .ordering import item_order_key, item_order_of, seeded_rng, shown_order_for
 from .prepared import Prepared, columns, instance
 from .progress import open_q
-from .recruitment import HOLDS_PLACE, end, recruits, take_place
+from .recruitment import HOLDS_PLACE, end, holds_place, recruits, take_place
 
 log = logging.getLogger(__name__)
 RECLAIM_LIMIT = 500  # expired assignments reclaimed per call, to bound one request's work
@@ -113,7 +114,7 @@ class Desk:
 
     @cached_property
     def may_read(self) -> bool:
-        return self.study is not None and Study.objects.readable_by(self.user).filter(pk=self.study.pk).exists()
+        return self.study is not None and reads_results(self.user, self.study)
 
     def refuse(self, purpose: str | None = "annotate") -> None:
         """Raises Http404 / PermissionDenied as annotate.access.refuse says."""
@@ -379,7 +380,7 @@ def _serve(desk, user, now, patient):
         quota = study.max_items_per_participant
         if quota is not None and mine[0]["answered"] >= quota:  # answered items only: a skip earns nothing
             return None
-        needs_place = recruits(study) and (seat["place_taken_at"] is None or seat["ended"] == TIMED_OUT)
+        needs_place = recruits(study) and not holds_place(seat["place_taken_at"], seat["ended"])
     item = None
     if _gold_drawn(study, user, had):  # (3)
         item = _pick(study, user, seat, patient, gold=True)

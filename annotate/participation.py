@@ -29,7 +29,7 @@ from django.db.models import Count
 from django.urls import reverse
 
 from .models import OPEN, SCREENED_OUT, Assignment, Item, Participant, Study
-from .recruitment import PLATFORM_PARAMS, places_left, recruits
+from .recruitment import PLATFORM_PARAMS, holds_place, places_left, recruits
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # whole: no trailing newline or space
 PARTICIPANT_USERNAME = re.compile(r"^(prolific|mturk|link|pid):[A-Za-z0-9_-]{1,64}\Z")  # their users' names
@@ -117,8 +117,8 @@ def items_left(study: Study, participant: Participant, answered: int) -> bool:
         return False
     if study.max_items_per_participant and answered >= study.max_items_per_participant:
         return False
-    holds = participant.place_taken_at is not None and not participant.ended
-    if recruits(study) and not holds and places_left(study) <= 0:
+    holding = holds_place(participant.place_taken_at, participant.ended)
+    if recruits(study) and not holding and places_left(study) <= 0:
         return False
     return Item.objects.free_for(study, user).exists()
 

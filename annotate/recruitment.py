@@ -155,6 +155,11 @@ def take_place(study: Study, participant_id: int, now) -> bool:
 HOLDS_PLACE = Q(place_taken_at__isnull=False, ended="")
 
 
+def holds_place(place_taken_at, ended: str) -> bool:
+    """HOLDS_PLACE of one participant's columns: a place taken and not given back."""
+    return place_taken_at is not None and not ended
+
+
 def end(study: Study, participants, ending: str, now) -> int:
     """Ends the unfinished participants among `participants` (a queryset of this study's)
     with `ending` (returned, screened_out, timed_out) and gives their places back.
@@ -164,7 +169,7 @@ def end(study: Study, participants, ending: str, now) -> int:
                     .exclude(ended=ending).select_for_update().values_list("id", "place_taken_at", "ended"))
         if not rows:
             return 0
-        held = sum(1 for _, taken, ended in rows if taken is not None and ended == "")
+        held = sum(1 for _, taken, ended in rows if holds_place(taken, ended))
         Participant.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(ended=ending, ended_at=now)
         if held:
             Study.objects.filter(pk=study.pk).update(places_taken=Greatest(F("places_taken") - held, 0))

@@ -27,6 +27,7 @@ from evaluation.vocabulary import SKIP_QUESTION
 
 from .access import NotAllowed, access_flags
 from .answers import SKIP, InvalidAnswer, answer_value, is_empty
+from .assignment import ITEM_FIELDS
 from .batch_format import unstorable_text
 from .blinding import blinding_for
 from .display import study_questions
@@ -170,9 +171,6 @@ def _locked_assignment(assignment_id, user):
 
 
 # --- submit: one read, then one write ----------------------------------------------------------
-
-ITEM_FIELDS = ["id", "study", "data", "is_gold", "n_completed"]
-
 
 def _submit_read_statement(assignment_id, user_id, superuser, study_id):
     """The user's assignment with its study and item and (unless the request decided it

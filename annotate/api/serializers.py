@@ -212,19 +212,6 @@ class PredictionsResultSerializer(serializers.Serializer):
 
 # --- assignments and judgments -------------------------------------------------------------------
 
-class ExplanationAspectSerializer(serializers.Serializer):
-    aspect = serializers.CharField()
-    description = serializers.CharField(allow_blank=True)
-    evidence = serializers.ListField(child=serializers.CharField())
-
-
-class ExplanationSerializer(serializers.Serializer):
-    aspects_reference = ExplanationAspectSerializer(many=True)
-    aspects_generated = ExplanationAspectSerializer(many=True)
-    matches = serializers.ListField(child=serializers.DictField(), help_text="side, from, to, reason, "
-                                    "content_match, content_reason, style_match, style_reason.")
-
-
 ItemDisplaySerializer = type("ItemDisplaySerializer", (serializers.Serializer,), {
     "__doc__": "What the annotator is shown; which fields depend on the study kind (its `display_schema`).",
     **kind_fields("display_schema")})

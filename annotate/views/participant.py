@@ -72,7 +72,7 @@ def with_platform_csp(response, study):
     too); MTurk studies' pages may be framed by the HIT and post to its externalSubmit."""
     origins = {_origin(study.completion_url)} - {None}
     frames = ()
-    if (study.recruitment or {}).get("platform") == "mturk":
+    if _platform(study) == "mturk":
         origins |= set(MTURK_ORIGINS)
         frames = MTURK_ORIGINS
     response["Content-Security-Policy"] = content_security_policy(tuple(sorted(origins)), frames)
