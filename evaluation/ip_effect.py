@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .bootstrap import percentile_ci, resample_blocks
+from .bootstrap import bootstrap_ci
 
 OTHER = "other"  # the response gives no cue's expected answer
 MIXED = "mixed"  # it gives the expected answers of two or more cues
@@ -110,8 +110,7 @@ def bootstrap_interval(d: Sequence[float] | np.ndarray, resamples: int = RESAMPL
     d = np.asarray(d, dtype=float)
     if len(d) < MIN_QUESTIONS_FOR_CI:
         return None
-    means = np.concatenate([d[idx].mean(axis=1) for idx in resample_blocks(len(d), resamples, seed)])
-    return percentile_ci(means)
+    return bootstrap_ci(lambda idx: d[idx].mean(axis=1), len(d), resamples, seed, rows=True)
 
 
 def _hits(d: np.ndarray, signs: np.ndarray, observed: float) -> int:

@@ -27,7 +27,6 @@ of the shares over the system's items is its macro F1).
 import math
 from collections.abc import Sequence
 
-LAMP_TASKS = tuple(f"LaMP-{n}" for n in range(1, 8))
 LABELS: dict[str, tuple[str, ...]] = {
     "LaMP-1": ("[1]", "[2]"),
     "LaMP-2": ("sci-fi", "based on a book", "comedy", "action", "twist ending", "dystopia", "dark comedy", "classic",

@@ -241,9 +241,9 @@ def item_profiles(c: Comparisons) -> tuple[np.ndarray, np.ndarray]:
 
 
 def resample_strengths(c: Comparisons, theta: np.ndarray, resamples: int = RESAMPLES,
-                       seed: int = 0) -> tuple[np.ndarray, int]:
-    """(strengths of each resample (R, S), NaN rows where dropped; clusters C): steps 1-3
-    of the module docstring."""
+                       seed: int = 0) -> np.ndarray:
+    """Strengths of each resample (R, S), NaN rows where dropped: steps 1-3 of the module
+    docstring."""
     from evaluation.rank_bootstrap import reduce_draws, weighted_profiles  # numba: "Heavy imports"
 
     s = len(c.systems)
@@ -263,7 +263,7 @@ def resample_strengths(c: Comparisons, theta: np.ndarray, resamples: int = RESAM
     out = np.full((resamples, s), np.nan)
     if defined.any():
         out[defined] = fit_batch(w[defined], np.broadcast_to(theta, (int(defined.sum()), s)).copy())
-    return out, int(mult.sum())
+    return out
 
 
 def ranking(c: Comparisons, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Any]:
@@ -284,7 +284,7 @@ def ranking(c: Comparisons, resamples: int = RESAMPLES, seed: int = 0) -> dict[s
     samples, dropped = np.full((0, len(theta)), np.nan), 0
     kept = np.zeros(0, dtype=bool)
     if refusal is None:
-        samples, _ = resample_strengths(c, theta, resamples, seed)
+        samples = resample_strengths(c, theta, resamples, seed)
         kept = ~np.isnan(samples[:, 0])
         dropped = int(resamples - kept.sum())
         refusal = interval_refusal(n_clusters, dropped, resamples)

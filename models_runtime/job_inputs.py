@@ -20,7 +20,8 @@ MAX_ERRORS_SHOWN = 20
 
 
 class LinesInvalid(JobParamsError):
-    """The input's bad lines: the first MAX_ERRORS_SHOWN, and how many there were."""
+    """An input's problems (bad lines; a LaMP file's bad questions, records.py): the first
+    MAX_ERRORS_SHOWN, and how many there were."""
 
     def __init__(self, errors: list[str], total: int):
         more = f" (and {total - len(errors)} more)" if total > len(errors) else ""

@@ -107,7 +107,7 @@ def validate_rag_params(params):
     out_dir = Path(params["out"]).resolve().parent
     if not out_dir.is_dir():
         raise JobParamsError(f"the directory of --out ({out_dir.name}) does not exist")
-    load_records(params["input"])  # InputInvalid: every bad line
+    load_records(params["input"])  # LinesInvalid: every bad line
     discriminative = params.get("discriminative")
     if discriminative is not None:
         discriminative = int(discriminative)

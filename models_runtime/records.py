@@ -16,22 +16,12 @@ from pathlib import Path
 
 from evaluation.lamp_metrics import canonical_task
 
+from .job_inputs import MAX_ERRORS_SHOWN, LinesInvalid
 from .jobs import JobParamsError
 
 BLOCK = 1 << 20  # bytes read at a time
 MAX_RECORD_BYTES = 64 << 20  # one question (with its profile) at most
-MAX_ERRORS_SHOWN = 20
 _SPACE = re.compile(r"[ \t\n\r]*")
-
-
-class InputInvalid(JobParamsError):
-    """The input files are not what the plan says: every problem found, by question."""
-
-    def __init__(self, errors: list[str], total: int | None = None):
-        total = total if total is not None else len(errors)
-        more = f" (and {total - len(errors)} more)" if total > len(errors) else ""
-        super().__init__("; ".join(errors) + more)
-        self.errors = errors
 
 
 def _decode_value(text: str, what: str):
@@ -195,7 +185,7 @@ class Records(Mapping):
 
 
 def index_lamp(questions: str, outputs: str, task: str | None) -> Records:
-    """Check LaMP's two files and index the questions (InputInvalid lists the problems)."""
+    """Check LaMP's two files and index the questions (LinesInvalid lists the problems)."""
     golds, file_task = read_golds(outputs)
     if task and file_task and task != file_task:
         raise JobParamsError(f"input.task is {task} but {Path(outputs).name} says \"task\": {file_task}: "
@@ -217,7 +207,7 @@ def index_lamp(questions: str, outputs: str, task: str | None) -> Records:
             if len(errors) < MAX_ERRORS_SHOWN:
                 errors.append(f"{name} question {n}: {why}")
     if errors:
-        raise InputInvalid(errors, total)
+        raise LinesInvalid(errors, total)
     if not spans:
         raise JobParamsError(f"{name}: no questions")
     kept = {key: golds[key] for key in spans}
@@ -252,7 +242,7 @@ def index_jsonl(path: str, task: str | None) -> Records:
             else:
                 spans[str(record["id"])] = (start, offset)
     if errors:
-        raise InputInvalid(errors[:MAX_ERRORS_SHOWN], total)
+        raise LinesInvalid(errors[:MAX_ERRORS_SHOWN], total)
     if not spans:
         raise JobParamsError(f"{name}: the input file has no records")
     return Records(path, spans, None, task or "")

@@ -135,12 +135,10 @@ def system_correlations_of_slots(inp: ReportInput, systems: list[str],
     code_of = {s: k for k, s in enumerate(systems)}
     labels, code = codes_of(objects([str(c) for c in inp.c_id.tolist()]))
     system = np.array([code_of.get(str(x), -1) for x in labels.tolist()], dtype=np.int64)[code]
-    counts = np.bincount(inp.c_item, minlength=inp.n_items)
-    slot = np.arange(len(inp.c_item)) - np.r_[0, np.cumsum(counts)[:-1]][inp.c_item]
     rate = np.array([wins.get(s, 0) / decided[s] if decided.get(s) else np.nan for s in systems])
     out = {}
     for metric, matrix in slots.items():
-        value = matrix[inp.c_item, slot]
+        value = matrix[inp.c_item, inp.c_slot]
         keep = (system >= 0) & ~np.isnan(value) & ~inp.is_gold[inp.c_item]
         n = np.bincount(system[keep], minlength=len(systems))
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -7,9 +7,10 @@ into the item arrays, not by database id. Annotators and values also get integer
 (`j_coder`, `j_vcode`) once, so the statistics never sort strings twice.
 
 Candidates are one long table (`c_item`, `c_id`: any number per item, in item order);
-`candidates` is its padded (n_items, width) view. Metric scores are prediction rows whose
-question is one of the item's candidate ids and whose annotator is empty: they are split
-off here, once, into the long score table (`s_item`, `s_metric`, `s_candidate`, `s_value`).
+`candidates` is its padded (n_items, width) view and `c_slot` each row's column in it.
+Metric scores are prediction rows whose question is one of the item's candidate ids and
+whose annotator is empty: they are split off here, once, into the long score table
+(`s_item`, `s_metric`, `s_candidate`, `s_value`).
 "I can't judge this" rows (question `_skip`) are taken out here, before anything is
 coded, so no statistic ever sees them; `skipped` keeps their counts for the report.
 """
@@ -191,7 +192,7 @@ class ReportInput:
         self.question_names, self.j_qcode = codes_of(coded.get("j_question") or self.j_question)
 
     def _candidate_table(self, n: int) -> None:
-        """`c_item`, `c_id` and the padded view `candidates`, from whichever was given."""
+        """`c_item`, `c_id`, the padded view `candidates` and `c_slot`, from whichever was given."""
         if self.c_item is None:
             rows = np.asarray(self.candidates, dtype=object) if self.candidates is not None else None
             if rows is None or rows.size == 0:
@@ -207,8 +208,9 @@ class ReportInput:
         width = max(2, int(counts.max()) if n else 0)
         order = np.argsort(self.c_item, kind="stable")  # item order; candidates keep their order
         self.c_item, self.c_id = self.c_item[order], self.c_id[order]
+        self.c_slot = np.arange(len(self.c_item)) - starts[self.c_item]  # each row's place in its item
         self.candidates = np.full((n, width), None, dtype=object)
-        self.candidates[self.c_item, np.arange(len(self.c_item)) - starts[self.c_item]] = self.c_id
+        self.candidates[self.c_item, self.c_slot] = self.c_id
 
     def item_candidates(self, item: int) -> list[Any]:
         """The candidate ids of one item, in item order (any number)."""

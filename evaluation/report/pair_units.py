@@ -34,9 +34,7 @@ def _label_codes(inp: ReportInput) -> tuple[dict[str, int], np.ndarray, np.ndarr
     candidate row's label code)."""
     labels, code = codes_of(objects([str(c) for c in inp.c_id.tolist()]))
     code_of = {str(label): k for k, label in enumerate(labels.tolist())}
-    counts = np.bincount(inp.c_item, minlength=inp.n_items)
-    starts = np.r_[0, np.cumsum(counts)[:-1]]
-    return code_of, np.arange(len(inp.c_item)) - starts[inp.c_item], code
+    return code_of, inp.c_slot, code
 
 
 def pair_view(inp: ReportInput) -> ReportInput:

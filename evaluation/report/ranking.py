@@ -75,12 +75,9 @@ def compared_slots(inp: ReportInput, c: Comparisons) -> np.ndarray:
     labels, code = codes_of(inp.c_id)  # the long candidate table: one dict lookup per distinct id
     code_of = {name: k for k, name in enumerate(c.systems)}
     system = np.array([code_of.get(str(x), -1) for x in labels.tolist()], dtype=np.int64)[code]
-    counts = np.bincount(inp.c_item, minlength=inp.n_items)
-    starts = np.r_[0, np.cumsum(counts)[:-1]] if inp.n_items else np.zeros(0, dtype=np.int64)
-    slot = np.arange(len(inp.c_item)) - starts[inp.c_item]
     out = np.zeros(inp.candidates.shape, dtype=bool)
     known = system >= 0
-    out[inp.c_item[known], slot[known]] = seen[inp.c_item[known] * s + system[known]]
+    out[inp.c_item[known], inp.c_slot[known]] = seen[inp.c_item[known] * s + system[known]]
     return out
 
 
