@@ -85,6 +85,7 @@ def check_item_page(page, size, what):
     """The first text and the first answer control on the first screen, 44 px targets on
     phones, a one-line scale, at most a quarter of the screen for a fixed answer area."""
     page.wait_for_selector("#item-form")
+    page.wait_for_load_state("load")  # the stylesheet too: #item-form exists before it applies (a busy CI run)
     assert in_first_viewport(page, ".item-body .text, .item-body .candidate", whole=False), what
     assert in_first_viewport(page, "#item-form label.choice"), what
     check_page(page, what)
