@@ -20,6 +20,7 @@ from tests.factories import add_items, make_study, make_user, short_pairwise
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 ROLES = ("anonymous", "annotator", "researcher", "admin")
 LOGIN = 302  # a page that sends anonymous users to /login/
+URLENCODED = "application/x-www-form-urlencoded"
 
 
 @dataclass
@@ -28,7 +29,7 @@ class Probe:
     expected: dict  # role -> status or tuple of allowed statuses
     kwargs: object = None  # callable(world) -> URL kwargs
     body: object = None  # callable(world) -> JSON-able body, or bytes
-    content_type: str = "application/json"  # "form" = an HTML form post
+    content_type: str = "application/json"  # "form" = an HTML form post (the test client sends multipart)
     query: str = ""
     note: str = ""
     after: object = None  # callable(world): extra assertions once every role was probed
@@ -120,13 +121,17 @@ TABLE = {
     "api-jobs": [Probe("GET", by_role(403, 403, 403, 200)),
                  Probe("POST", by_role(403, 403, 403, 400), body=lambda w: {})],
     "api-job": [Probe("GET", by_role(403, 404, 200, 200), job),
-                Probe("GET", by_role(403, 404, 404, 200), lambda w: {"pk": w.scoped_job.pk})],
+                Probe("GET", by_role(403, 404, 404, 200), lambda w: {"pk": w.scoped_job.pk}),
+                Probe("GET", by_role(403, 404, 404, 200), lambda w: {"pk": w.planned_job.pk},
+                      note="a plan's job before its study exists: admins (and its creator) only")],
     "api-job-file": [Probe("GET", by_role(403, 404, 404, 404), lambda w: {"pk": w.job.pk, "name": "out.jsonl"},
                            note="only names in the job's own file list are served; this job has none")],
     "api-pipelines": [Probe("POST", by_role(403, 403, 403, 400), body=lambda w: {},
                             note="admins start study plans; without a plan: 400")],
     "dashboard-jobs": [Probe("GET", by_role(LOGIN, 404, 200, 200), slug),
-                       Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
+                       Probe("GET", by_role(LOGIN, 404, 404, 200), scoped),
+                       Probe("GET", by_role(LOGIN, 404, 404, 404), lambda w: {"slug": "no-such-study"},
+                             note="a missing slug: the same 404 as a study one may not read")],
     "plan-new": [Probe("GET", by_role(LOGIN, 403, 403, 200))],
     # Anyone signed in replaces their own API token.
     "api-token-rotate": [Probe("POST", by_role(403, 200, 200, 200))],
@@ -138,10 +143,20 @@ TABLE = {
     "api-study": [Probe("GET", by_role(403, 200, 200, 200), slug),
                   Probe("GET", by_role(403, 404, 200, 200), hidden),
                   Probe("GET", by_role(403, 404, 404, 200), scoped)],
+    # A form or multipart body: permission first (403), then the type (415 for admins), never
+    # a 500 (the same bodies through the real WSGI handler with CSRF: test_form_uploads_*).
     "api-study-batches": [Probe("POST", by_role(403, 403, 403, 400), slug, body=lambda w: b"not json",
-                                content_type="application/x-ndjson")],
+                                content_type="application/x-ndjson"),
+                          Probe("POST", by_role(403, 403, 403, 415), slug, lambda w: {"file": "x"},
+                                content_type="form"),
+                          Probe("POST", by_role(403, 403, 403, 415), slug, lambda w: b"file=x",
+                                content_type=URLENCODED)],
     "api-study-predictions": [Probe("POST", by_role(403, 403, 403, 400), slug, body=lambda w: b"bad",
-                                    content_type="text/csv")],
+                                    content_type="text/csv"),
+                              Probe("POST", by_role(403, 403, 403, 415), slug, lambda w: {"file": "x"},
+                                    content_type="form"),
+                              Probe("POST", by_role(403, 403, 403, 415), slug, lambda w: b"file=x",
+                                    content_type=URLENCODED)],
     "api-study-judgments": [Probe("GET", by_role(403, 403, 200, 200), slug),
                             Probe("GET", by_role(403, 404, 404, 200), scoped)],
     # Participants (docs/running-a-study.md): a link needs the study's entry key (else the
@@ -222,6 +237,7 @@ class World:
     scoped: object = None  # a study listing only the other annotator and the other researcher
     job: object = None
     scoped_job: object = None  # a job working on `scoped`
+    planned_job: object = None  # a plan's job whose study is not imported yet
 
 
 @pytest.fixture
@@ -248,6 +264,8 @@ def world(django_user_model):
     w.scoped.researchers.set([w.users["other-researcher"]])
     w.job = Job.objects.create(kind="score", params={}, created_by=w.users["admin"])
     w.scoped_job = Job.objects.create(kind="score", params={"study": w.scoped.slug}, created_by=w.users["admin"])
+    w.planned_job = Job.objects.create(kind="pipeline", params={"study": "perm-planned", "study_header": {
+        "slug": "perm-planned", "researchers": ["res-other"]}}, created_by=w.users["admin"])
     return w
 
 
@@ -366,3 +384,78 @@ def _admin_kwargs_for(name):
                 values = {"app_label": "auth", "object_id": "1", "content_type_id": "1", "url": "x"}
                 return {p: values.get(p, "1") for p in params}
     return {}
+
+
+# --- form bodies to the raw-body uploads, through the real WSGI handler -----------------------
+# The test client disables CSRF checks and re-raises what Django's own 500 handler raises; a
+# server (gunicorn) calls WSGIHandler, where the session CSRF check reads request.POST. Before
+# the fix, every signed-in role's form post here crashed the view and then the 500 handler.
+MULTIPART = ("multipart/form-data; boundary=XyZ",
+             b'--XyZ\r\nContent-Disposition: form-data; name="file"; filename="b.jsonl"\r\n'
+             b"Content-Type: application/x-ndjson\r\n\r\n{}\r\n--XyZ--\r\n")
+FORM_BODIES = {"urlencoded": (URLENCODED, b"csrfmiddlewaretoken=x&file=y"), "multipart": MULTIPART}
+CSRF_SECRET = "k" * 32
+
+
+def wsgi_post(path, content_type, body, headers):
+    """POST through django.core.handlers.wsgi.WSGIHandler as a WSGI server would: an
+    exception escaping the handler (a 500 handler that crashes too) fails the test."""
+    import io
+
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": path, "QUERY_STRING": "", "SERVER_NAME": "testserver",
+               "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1", "wsgi.url_scheme": "http",
+               "wsgi.input": io.BytesIO(body), "wsgi.errors": io.StringIO(), "CONTENT_TYPE": content_type,
+               "CONTENT_LENGTH": str(len(body)), **headers}
+    started = {}
+    # The handler closes the connection at the end of a request; the test's transaction needs it.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        chunks = WSGIHandler()(environ, lambda status, _headers, exc_info=None: started.update(status=status))
+        content = b"".join(chunks)
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+    return int(started["status"].split()[0]), content
+
+
+def credentials(world, role, auth):
+    """WSGI headers for `role` signed in by session (with or without the CSRF token) or token."""
+    from rest_framework.authtoken.models import Token
+
+    if role == "anonymous":
+        return {}
+    if auth == "token":
+        return {"HTTP_AUTHORIZATION": f"Token {Token.objects.get_or_create(user=world.users[role])[0].key}"}
+    client = Client()
+    client.force_login(world.users[role])
+    cookies = "; ".join(f"{name}={morsel.value}" for name, morsel in client.cookies.items())
+    headers = {"HTTP_COOKIE": f"{cookies}; csrftoken={CSRF_SECRET}"}
+    if auth == "session+csrf":
+        headers["HTTP_X_CSRFTOKEN"] = CSRF_SECRET
+    return headers
+
+
+@pytest.mark.parametrize("name", ["api-study-batches", "api-study-predictions"])
+@pytest.mark.parametrize("form", sorted(FORM_BODIES))
+def test_form_uploads_answer_403_or_415_through_wsgi(name, form, world):
+    """Every role x session (with/without CSRF token) or token: 403 unless an admin who
+    passed CSRF, who gets 415 (the file must be the body); nothing is imported."""
+    from annotate.models import Item
+
+    items_before = Item.objects.count()
+    url = reverse(name, kwargs={"slug": world.study.slug})
+    content_type, body = FORM_BODIES[form]
+    got, expected = {}, {}
+    for role in ROLES:
+        for auth in ("session+csrf", "session", "token"):
+            status, content = wsgi_post(url, content_type, body, credentials(world, role, auth))
+            got[role, auth] = status
+            expected[role, auth] = 415 if role == "admin" and auth != "session" else 403
+            assert content.startswith(b'{"detail":'), (role, auth, content[:200])
+    assert got == expected
+    assert Item.objects.count() == items_before

@@ -8,13 +8,16 @@ import json
 import tempfile
 
 from django.conf import settings
-from django.http import StreamingHttpResponse
+from django.http import QueryDict, StreamingHttpResponse
+from django.utils.datastructures import MultiValueDict
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import UnsupportedMediaType
 from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.parsers import BaseParser
+from rest_framework.parsers import BaseParser, DataAndFiles
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import is_form_media_type
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -49,12 +52,15 @@ PREDICTIONS_EXAMPLE = ("study,item_id,evaluator,annotator,question,value\n"
 
 
 class RawBody(BaseParser):
-    """Accept any body; the views read the raw stream themselves."""
+    """Accept any body and read none of it: the views spool the raw stream themselves, after
+    the permission check. DRF's session CSRF check and Django's error pages read
+    `request.POST` of a form-typed body; they get an empty form (returning the stream here
+    handed them the request object, and a form POST by a non-admin crashed as a bare 500)."""
 
     media_type = "*/*"
 
     def parse(self, stream, media_type=None, parser_context=None):
-        return stream
+        return DataAndFiles(QueryDict(""), MultiValueDict())
 
 
 class FormatIsNotARenderer(BaseContentNegotiation):
@@ -98,6 +104,7 @@ def errors_response(exc):
 LINE_ERRORS = OpenApiResponse(LineErrorsSerializer, description="The file was refused; nothing was written.")
 NOT_FOUND = OpenApiResponse(DetailSerializer, description="No such study, or one you may not see.")
 FORBIDDEN = OpenApiResponse(DetailSerializer, description="Not signed in, or your role may not do this.")
+FORM_REFUSED = "Send the file itself as the request body (application/x-ndjson or text/csv), not a form."
 
 
 class UploadView(APIView):
@@ -106,6 +113,13 @@ class UploadView(APIView):
 
     permission_classes = [IsAdminRole]
     parser_classes = [RawBody]
+
+    def initial(self, request, *args, **kwargs):
+        """Sign-in, CSRF and the admin check first (403), then the body's type: the file is
+        the body itself, so a form or multipart post is refused 415 before it is read."""
+        super().initial(request, *args, **kwargs)
+        if is_form_media_type(request.content_type):
+            raise UnsupportedMediaType(request.content_type, detail=FORM_REFUSED)
 
     def handle_exception(self, exc):
         if isinstance(exc, BatchInvalid):
