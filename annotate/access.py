@@ -130,14 +130,23 @@ def may_read(user: User, study: Study) -> bool:
     return type(study).objects.readable_by(user).filter(pk=study.pk).exists()
 
 
-def may_read_results(user: User, slug: str | None = None) -> bool:
-    """Whether `user` may read results about study `slug` (e.g. a runtime job's output).
-    Results tied to no study (or to one that no longer exists) are open to every
-    researcher and admin, as before per-study lists existed."""
+def may_read_study(user: User, slug: object) -> bool:
+    """Whether study `slug` exists and `user` may read it: a missing slug and a study they
+    may not read are one answer, so a page that 404s on False is no slug oracle."""
     from .models import Study
 
-    study = Study.objects.filter(slug=slug).first() if isinstance(slug, str) else None
-    return may_read(user, study) if study is not None else roles.is_researcher(user)
+    study = Study.objects.filter(slug=slug).first() if isinstance(slug, str) and slug else None
+    return study is not None and may_read(user, study)
+
+
+def may_read_results(user: User, slug: str | None = None) -> bool:
+    """Whether `user` may read results about study `slug` (e.g. a runtime job's output).
+    About a study: those who may read it; a study that does not exist (not yet: a plan
+    before its import step, whose params carry the header's lists; or no longer) admits
+    admins only. Results tied to no study are open to every researcher and admin."""
+    if not slug:
+        return roles.is_researcher(user)
+    return may_read_study(user, slug) or roles.is_admin(user)
 
 
 def access_flags(user_id, superuser: bool, study: str = "pk") -> dict:

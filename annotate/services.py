@@ -13,7 +13,7 @@ from django.db import transaction
 
 from evaluation.vocabulary import TIE
 
-from .access import may_read_results
+from .access import may_read_results, may_read_study
 from .api.permissions import IsAdminRole
 from .api.serializers import DetailSerializer, IsoDateTimeField, json_as
 from .kinds import get_kind, study_config
@@ -22,7 +22,7 @@ from .models import Item, Judgment, Prediction, Study
 from .roles import is_admin, is_researcher
 
 __all__ = [
-    "IsAdminRole", "is_admin", "is_researcher", "may_read_results",
+    "IsAdminRole", "is_admin", "is_researcher", "may_read_results", "may_read_study",
     "DetailSerializer", "IsoDateTimeField", "json_as",
     "StudyInfo", "StudyItem", "ScoringItem", "Candidate", "PerseJudgment", "PredictionRow", "UpsertCounts",
     "get_study", "study_item_keys", "study_items", "items_for_scoring", "judging_annotators", "judgments_for_perse",

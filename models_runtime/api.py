@@ -9,8 +9,9 @@ run it, or without a broker a thread of this process (never the request itself).
 GET /api/jobs/{id}/files/<name> downloads one of the job's own files (admins, researchers).
 
 A job is read by admins, its creator, and researchers who may read the study it works on
-(`params.study`; a job without a study: every researcher). Anyone else gets 404, as for
-a job that does not exist.
+(`params.study`; a job without a study: every researcher; a job about a study that does
+not exist, e.g. a plan before its import step: admins). Anyone else gets 404, as for a
+job that does not exist.
 """
 import json
 
@@ -156,10 +157,11 @@ class JobListView(APIView):
 
 
 def may_read_job(user, job) -> bool:
-    """Its creator, or whoever may read the results of the study it works on."""
+    """Its creator, or whoever may read the results of the study it works on (`job.study`:
+    params `study`, or `slug` for the file kinds)."""
     if job.created_by_id is not None and job.created_by_id == user.pk:
         return True
-    return may_read_results(user, job.params.get("study") if isinstance(job.params, dict) else None)
+    return may_read_results(user, job.study or None)
 
 
 class JobDetailView(APIView):

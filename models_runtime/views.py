@@ -7,7 +7,7 @@ from django.http import Http404
 from django.shortcuts import render
 from django.utils import timezone
 
-from annotate.services import may_read_results
+from annotate.services import may_read_study
 
 from .job_files import job_file_path, redact
 from .jobs import job_errors
@@ -39,7 +39,7 @@ def job_row(job: Job, now) -> dict:
 
 @login_required
 def jobs_panel(request, slug):
-    if not may_read_results(request.user, slug):
+    if not may_read_study(request.user, slug):  # missing and unreadable: the same 404
         raise Http404("No such study.")
     now = timezone.now()
     rows = [job_row(job, now) for job in Job.objects.filter(study=slug).order_by("-pk")[:JOBS_SHOWN]]

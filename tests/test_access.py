@@ -194,7 +194,7 @@ def test_annotators_do_not_see_who_else_works_on_a_study(annotators, researcher)
 
 
 WEB_PAGES = ["/studies/{}/", "/studies/{}/progress/", "/studies/{}/report-panel/", "/annotate/{}/quality/",
-             "/annotate/{}/", "/studies/{}/upload/"]
+             "/annotate/{}/", "/studies/{}/upload/", "/studies/{}/jobs/"]
 API_GETS = ["/api/studies/{}/", "/api/studies/{}/report/", "/api/studies/{}/judgments/"]
 
 
@@ -278,3 +278,49 @@ def test_backup_keeps_the_researcher_list(django_user_model, tmp_path):
     study.delete()
     restored = import_study(io.StringIO(out.getvalue()))
     assert list(restored.researchers.values_list("username", flat=True)) == ["rita2"]
+
+
+# --- issue 31 item 9: jobs are no slug oracle and follow their study ----------------------------
+
+def test_jobs_panel_answers_the_same_404_for_a_missing_and_an_unreadable_study(researcher, admin_user_):
+    """Before: /studies/<missing>/jobs/ answered 200 to every researcher, an unreadable one 404."""
+    make_user("rita-other", "researchers")
+    study_with("secret", pairwise("a"), researchers=["rita-other"])
+    hidden, missing = web(researcher).get("/studies/secret/jobs/"), web(researcher).get("/studies/no-such/jobs/")
+    assert hidden.status_code == missing.status_code == 404
+    assert without_csrf(hidden.content) == without_csrf(missing.content)
+    assert web(admin_user_).get("/studies/no-such/jobs/").status_code == 404  # no study: nothing to list
+    assert web(admin_user_).get("/studies/secret/jobs/").status_code == 200
+
+
+def test_a_job_is_read_only_by_those_who_may_read_its_study(django_user_model, researcher, admin_user_, annotators):
+    """A running plan's job names a study not imported yet (its params hold the header with
+    the researcher list): before, every researcher read it. Now: admins and its creator;
+    once the study exists, whoever may read it. Detail, file download and jobs panel agree."""
+    listed = make_user("rita2", "researchers")
+    plan_header = {"slug": "planned", "kind": "pairwise_alignment", "title": "P", "researchers": ["rita2"]}
+    plan = Job.objects.create(kind="pipeline", params={"study": "planned", "study_header": plan_header},
+                              created_by=admin_user_, files=["plan.json"])
+    file_kind = Job.objects.create(kind="import", params={"slug": "planned"}, created_by=admin_user_)
+    creator = make_user("res-creator", "researchers")  # on no list; a job they started
+    own = Job.objects.create(kind="score", params={"study": "planned"}, created_by=creator)
+    loose = Job.objects.create(kind="score", params={}, created_by=admin_user_)
+
+    def readers(job):
+        users = {"researcher": researcher, "listed": listed, "annotator": annotators[0], "admin": admin_user_,
+                 "creator": creator}
+        return {name for name, user in users.items() if api(user).get(f"/api/jobs/{job.pk}/").status_code == 200}
+
+    assert readers(plan) == readers(file_kind) == {"admin"}
+    assert readers(own) == {"admin", "creator"}
+    assert readers(loose) == {"researcher", "listed", "admin", "creator"}  # a job about no study
+    unread = api(researcher).get(f"/api/jobs/{plan.pk}/")
+    assert (unread.status_code, unread.json()) == (404, {"detail": "No such job."})
+    assert api(researcher).get(f"/api/jobs/{plan.pk}/files/plan.json").status_code == 404
+
+    study_with("planned", pairwise("a"), researchers=["rita2"])  # the plan's import step ran
+    assert readers(plan) == readers(file_kind) == {"listed", "admin"}
+    assert readers(own) == {"listed", "admin", "creator"}
+    assert web(listed).get("/studies/planned/jobs/").status_code == 200
+    assert web(researcher).get("/studies/planned/jobs/").status_code == 404
+    assert web(annotators[0]).get("/studies/planned/jobs/").status_code == 404
