@@ -11,8 +11,9 @@ instead, when units nest in them.
 
 The interval (`bootstrap_interval`): bias-corrected percentile interval with a small-sample
 expansion, over the resamples whose statistic is defined. With G(t) = (#{t* < t} + #{t* = t}
-/ 2 + 1/2) / (B + 1) the smoothed share of the B kept resamples below t (t* = t: within a
-relative 1e-12), z0 = Phi^-1(G(t_hat))
+/ 2 + 1/2) / (B + 1) the smoothed share of the B kept resamples below t (t* = t: within
+1e-12 (|t| + max |t*|), relative to t and absolute on the resamples' scale, so it holds at
+t = 0), z0 = Phi^-1(G(t_hat))
 (the bias correction, Efron 1981) and ze = sqrt(C / (C - 1)) * t_{C-1}(0.975) in place of
 z = 1.96 for C clusters (Hesterberg 2015's expanded percentile interval), the bounds are the
 100 Phi(2 z0 -+ ze) percentiles of the kept resamples (numpy's linear interpolation). The
@@ -34,7 +35,7 @@ BLOCK_ENTRIES = 1 << 20  # draws per block: ~8 MB, whatever n is
 MULTINOMIAL_BELOW = 1 / 12
 RESAMPLES = 2000  # a report's bootstraps, except alpha's interval (1,000: statistics.md)
 MIN_CLUSTERS = 5  # no interval from fewer clusters (statistics.md, "Clustered data")
-TIE = 1e-12  # relative: a resample this close to the estimate (or to 0) is a tie with it
+TIE = 1e-12  # a resample within TIE * (|t| + max |t*|) of t (the estimate, or 0) ties with it
 # float(scipy.stats.norm.ppf(0.975)) written out, so that importing this module imports no
 # scipy (docs/architecture.md, "Heavy imports"; tests/test_heavy_imports.py checks the value)
 Z975 = 1.959963984540054
@@ -173,9 +174,12 @@ def expanded_z(n_clusters: int, level: float = 0.95) -> float:
 
 def _smoothed_below(kept: np.ndarray, t: float) -> float:
     """G(t) = (#{t* < t} + #{t* = t} / 2 + 1/2) / (B + 1): never 0 or 1. A resample within
-    TIE (relative) of t counts as equal, so rounding in the last digits (the same resample
-    summed in another order) moves nothing."""
-    tie = np.abs(kept - t) <= TIE * max(abs(t), 1e-300)
+    TIE * (|t| + max |t*|) of t counts as equal, so rounding in the last digits (the same
+    resample summed in another order; a statistic that is 0 computed as 8e-17) moves
+    nothing. The absolute part, on the resamples' own scale, is what holds at t = 0: a
+    purely relative tolerance vanishes there."""
+    scale = float(np.max(np.abs(kept))) if len(kept) else 0.0
+    tie = np.abs(kept - t) <= TIE * (abs(t) + scale)
     below = np.count_nonzero((kept < t) & ~tie) + 0.5 * np.count_nonzero(tie)
     return (below + 0.5) / (len(kept) + 1)
 
