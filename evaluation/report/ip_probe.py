@@ -5,23 +5,26 @@ over all its samples) beside the human preference rate: the share of decided ite
 majority picked the answer generated under the user's own cue.
 
 The rate's interval resamples questions (each question gives two items, one per user
-cue): a percentile bootstrap over the questions that have a decided item, 2,000
-resamples, seed 0; none below 5 questions. Items without a majority (or with a `tie`
-majority) are counted, not rated.
+cue): the report's interval rule (`bootstrap.bootstrap_interval`, bias-corrected and
+expanded) over the questions that have a decided item, 2,000 resamples, seed 0; none
+below 5 questions. The probe's Delta interval follows the same rule
+(evaluation/ip_effect.py). Items without a majority (or with a `tie` majority) are
+counted, not rated.
 """
 from typing import Any
 
 import numpy as np
 
 from evaluation.alignment import decided
-from evaluation.bootstrap import bootstrap_ci
+from evaluation.bootstrap import bootstrap_interval, bootstrap_method, ratio_samples
+from evaluation.ip_effect import CI_METHOD as PROBE_CI_METHOD
 from evaluation.vocabulary import IP_PROBE_EVALUATOR
 
 from .inputs import ReportInput, to_float
 from .markup import interval, table
 
 RESAMPLES, SEED, MIN_QUESTIONS = 2000, 0, 5
-CI_METHOD = f"percentile bootstrap over questions ({RESAMPLES} resamples, seed {SEED})"
+CI_METHOD = bootstrap_method("questions", RESAMPLES, SEED)
 
 
 def _facts(inp: ReportInput) -> dict[int, dict[str, str]]:
@@ -55,11 +58,12 @@ def human_rate(questions: list[str], wins: np.ndarray, n_decided: np.ndarray) ->
     keep = m > 0
     w, m = w[keep], m[keep]
     rate = float(w.sum() / m.sum()) if m.sum() else None
-    ci = None
+    ci, reason = None, f"fewer than {MIN_QUESTIONS} questions with a decided item"
     if len(m) >= MIN_QUESTIONS:
-        ci = bootstrap_ci(lambda idx: w[idx].sum(axis=1) / m[idx].sum(axis=1), len(m), RESAMPLES, SEED, rows=True)
+        found = bootstrap_interval(ratio_samples(w[None, :], m[None, :], RESAMPLES, SEED)[:, 0], rate, len(m))
+        ci, reason = found.ci95, found.reason
     return {"prefer_user_cue": rate, "ci95": ci, "ci_method": CI_METHOD, "n_clusters": int(len(m)),
-            "ci95_reason": None if ci is not None else f"fewer than {MIN_QUESTIONS} questions with a decided item",
+            "ci95_reason": reason,
             "n_decided": int(m.sum()), "n_items": len(questions)}
 
 
@@ -81,7 +85,7 @@ def ip_probe_keys(inp: ReportInput, labels: np.ndarray) -> dict[str, Any]:
         ci = None if low is None or high is None else [low, high]
         out.append({
             "model": model, "cues": cues.split("|"), "score": score,
-            "probe": {"delta": _number(first.get("delta")), "ci95": ci,
+            "probe": {"delta": _number(first.get("delta")), "ci95": ci, "ci_method": PROBE_CI_METHOD,
                       "p_value": _number(first.get("p_value")), "n_questions": _count(first.get("n_questions")),
                       "n_samples": _count(first.get("n_samples"))},
             "human": human_rate([facts[i].get("question_id", "") for i in items], won,
@@ -99,7 +103,7 @@ def html_section(report: dict[str, Any]) -> str:
     headers = ["model", "cues b0 → b1", "score", "probe Δ", "Δ 95% CI", "p", "questions", "samples",
                "humans prefer the user's cue", "95% CI", "decided items", "items"]
     caption = ("Implicit-personalization probe: Δ = mean score under cue b1 minus under b0 (label score: +1 for "
-               "b1's expected answer, -1 for b0's, else 0), paired bootstrap over questions; p: within-question "
+               f"b1's expected answer, -1 for b0's, else 0), interval: {PROBE_CI_METHOD}; p: within-question "
                "cue swaps. "
                "Human rate: share of decided items whose majority picked the answer generated for the user's own "
                f"cue; interval: {CI_METHOD}.")

@@ -291,15 +291,16 @@ def write_tables(directory: Path, effects: list[dict], table: list[dict], probes
     it answered). -> their names."""
     prompts = {probe.id: probe.cues for probe in probes}
     directory.mkdir(parents=True, exist_ok=True)
-    effect_cols = ["model", "b0", "b1", "score", "delta", "ci_low", "ci_high", "p_value", "p_method", "n_questions",
+    effect_cols = ["model", "b0", "b1", "score", "delta", "ci_low", "ci_high", "ci_method", "p_value", "p_method",
+                   "n_questions",
                    "n_samples", "samples_per_cue", "mean_b0", "mean_b1", "shift_b1", "shift_b0", "unscored_samples",
                    "questions_left_out", "labels_b0", "labels_b1"]
     question_cols = ["model", "b0", "b1", "score", "question", "n_b0", "n_b1", "mean_b0", "mean_b1", "d",
                      "labels_b0", "labels_b1"]
     files = {
         EFFECTS_CSV: [effect_cols] + [[
-            e["model"], *e["cues"], e["score"], e["delta"], *(e["ci95"] or [None, None]), e["p_value"],
-            e["p_method"], e["n_questions"], e["n_samples"], samples, e["mean_b0"], e["mean_b1"],
+            e["model"], *e["cues"], e["score"], e["delta"], *(e["ci95"] or [None, None]), e["ci_method"],
+            e["p_value"], e["p_method"], e["n_questions"], e["n_samples"], samples, e["mean_b0"], e["mean_b1"],
             e.get("shift_b1"), e.get("shift_b0"), e["unscored_samples"], e["questions_left_out"],
             *(e.get("labels", {}).get(c) for c in e["cues"])]
             for e in effects],

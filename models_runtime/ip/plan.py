@@ -82,7 +82,7 @@ def step_ip(job) -> dict:
 
     child = run_step_job(job, "ip", "ip", dict(job.params["ip"], server_paths=True))
     result = child.result or {}
-    return {"job": child.pk, "effects": [{k: e[k] for k in ("model", "cues", "score", "delta", "ci95", "p_value",
-                                                              "n_questions", "n_samples")}
+    return {"job": child.pk, "effects": [{k: e[k] for k in ("model", "cues", "score", "delta", "ci95", "ci_method",
+                                                              "p_value", "n_questions", "n_samples")}
                                          for e in result.get("effects", [])],
             "files": result.get("files", {}), "human_study": result.get("human_study")}

@@ -1,7 +1,9 @@
 """Implicit-personalization statistics (evaluation/ip_effect.py) against hand-worked values
 and plain re-implementations of the documented procedures: label matching, Delta, the
 paired bootstrap interval, the within-question permutation p (full enumeration)."""
+import importlib.util
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,8 +11,8 @@ import pytest
 from evaluation.ip_effect import (
     MIXED,
     OTHER,
-    bootstrap_interval,
     cue_effect,
+    delta_interval,
     label_of,
     label_scores,
     label_shifts,
@@ -19,6 +21,9 @@ from evaluation.ip_effect import (
     sign_flip_p,
 )
 
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "ip_ci_coverage.py"
+FIVE_400 = {"report_rule": 0.91, "percentile": 0.8275}  # covered in 364 and 331 of 400 probes
+EIGHT_400 = {"report_rule": 0.9325, "percentile": 0.885}  # 373 and 354 of 400
 EXPECTED = {"us": ["soccer"], "uk": ["football", "association football"]}
 
 # Six questions, three samples per cue, answers fixed per (question, cue). r = +1 when the
@@ -71,16 +76,47 @@ def test_delta_per_question_and_overall_hand_worked():
     assert shifts == {"shift_b1": pytest.approx(2 / 9), "shift_b0": pytest.approx(0.0)}
 
 
-def test_bootstrap_interval_matches_a_plain_numpy_reimplementation():
-    """The documented procedure: default_rng(0), 2,000 rows of 6 question indices drawn with
-    replacement, the mean d of each row, numpy's 2.5th and 97.5th percentiles."""
-    rng = np.random.default_rng(0)
-    idx = rng.integers(0, len(D), size=(2000, len(D)))
-    expected = np.percentile(D[idx].mean(axis=1), [2.5, 97.5])
-    assert bootstrap_interval(D) == pytest.approx(expected.tolist(), abs=1e-12)
-    assert cue_effect(D)["ci95"] == pytest.approx(expected.tolist(), abs=1e-12)
-    assert bootstrap_interval(D[:4]) is None  # fewer than 5 questions: no interval
+def test_delta_interval_is_the_reports_rule_reimplemented_in_exact_thirds():
+    """Issue 31 item 12: the report's interval rule, not a plain percentile interval. The
+    documented draw: default_rng(0), 2,000 rows of 6 question indices; 3 d is an integer
+    (6, 1, 0, 1, 0, -4), so each row's sum in thirds is exact and so are the ties with the
+    estimate (2/9 = a sum of 4). G = (#below + #equal / 2 + 1/2) / 2001, z0 = Phi^-1(G),
+    ze = sqrt(6/5) t_5(0.975); the bounds are the 100 Phi(2 z0 -+ ze) percentiles."""
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    thirds = np.rint(3 * D).astype(int)
+    sums = thirds[np.random.default_rng(0).integers(0, len(D), size=(2000, len(D)))].sum(axis=1)
+    g = (np.count_nonzero(sums < 4) + np.count_nonzero(sums == 4) / 2 + 0.5) / 2001
+    z0, ze = norm.ppf(g), np.sqrt(6 / 5) * student_t.ppf(0.975, 5)
+    expected = np.percentile(sums / 18, [100 * norm.cdf(2 * z0 - ze), 100 * norm.cdf(2 * z0 + ze)])
+    interval = delta_interval(D)
+    assert interval.ci95 == pytest.approx(expected.tolist(), abs=1e-12)
+    assert (interval.n_clusters, interval.resamples, interval.dropped) == (6, 2000, 0)
+    effect = cue_effect(D)
+    assert effect["ci95"] == pytest.approx(expected.tolist(), abs=1e-12)
+    assert effect["ci_method"] == ("bootstrap over questions (2000 resamples, seed 0; bias-corrected, "
+                                   "expanded percentile)")
+    plain = np.percentile(sums / 18, [2.5, 97.5])  # the replaced rule: narrower
+    assert expected[0] < plain[0] and expected[1] > plain[1]
+    assert delta_interval(D[:4]).ci95 is None  # fewer than 5 questions: no interval
     assert cue_effect(D[:4])["ci95_reason"] == "fewer than 5 questions"
+
+
+def test_delta_interval_coverage_at_5_and_8_questions():
+    """A small run of bench/ip_ci_coverage.py (400 simulated label-rule probes per size,
+    true Delta known): the report's rule covers more often than the percentile rule it
+    replaced, and at 8 questions comes within binomial noise of 95%. The bench's 2,000
+    runs: 89.7% vs 82.3% at 5 questions, 93.1% vs 87.5% at 8 (docs/benchmarks.md)."""
+    spec = importlib.util.spec_from_file_location("ip_ci_coverage", BENCH)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    five, eight = bench.coverage(5, reps=400), bench.coverage(8, reps=400)
+    assert five["report_rule"] - five["percentile"] >= 0.05
+    assert eight["report_rule"] - eight["percentile"] >= 0.03
+    assert eight["report_rule"] >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / 400)
+    assert (five, eight) == (FIVE_400, EIGHT_400)  # seeded: the same probes every run
 
 
 def test_permutation_p_by_full_enumeration_on_six_questions():

@@ -21,6 +21,8 @@ from models_runtime.models import Job, JobItem
 from tests.evaluation.test_ip_effect import ANSWERS, EXPECTED, D
 from tests.factories import add_judgments
 
+CI_METHOD = "bootstrap over questions (2000 resamples, seed 0; bias-corrected, expanded percentile)"
+
 pytestmark = pytest.mark.django_db
 
 SAMPLING = {"max_tokens": 16, "temperature": 0.7, "top_p": 1.0, "seed": 0}
@@ -86,7 +88,8 @@ def test_probe_job_exact_delta_interval_p_and_tables(tmp_path, scripted):
     label, metric = result["effects"]
     assert (label["model"], label["cues"], label["score"]) == ("smollm2", ["us", "uk"], "label")
     assert label["delta"] == pytest.approx(2 / 9)
-    assert label["ci95"] == pytest.approx(cue_effect(D)["ci95"], abs=1e-12)  # = the NumPy re-implementation
+    assert label["ci95"] == pytest.approx(cue_effect(D)["ci95"], abs=1e-12)  # = the exact re-implementation
+    assert label["ci_method"] == CI_METHOD
     assert (label["p_value"], label["p_method"]) == (0.625, "exact: all 64 cue swaps of 6 questions")
     assert (label["shift_b1"], label["shift_b0"]) == (pytest.approx(2 / 9), pytest.approx(0.0))
     assert (label["n_questions"], label["n_samples"], label["unscored_samples"]) == (6, 36, 0)
@@ -108,6 +111,7 @@ def test_probe_job_exact_delta_interval_p_and_tables(tmp_path, scripted):
     effects = read_csv(result["files"]["ip_effects.csv"])
     assert [(e["b0"], e["b1"], e["score"], e["n_questions"], e["samples_per_cue"]) for e in effects] == \
         [("us", "uk", "label", "6", "3"), ("sae", "aae", "metric:rouge1", "2", "3")]
+    assert [e["ci_method"] for e in effects] == [CI_METHOD, CI_METHOD]  # the rule, stated in the file
     assert float(effects[0]["delta"]) == pytest.approx(2 / 9) and effects[0]["labels_b0"] == "other=6 uk=5 us=7"
     questions = read_csv(result["files"]["ip_questions.csv"])
     assert [q["question"] for q in questions] == [*ANSWERS, *METRIC_ANSWERS]
@@ -287,7 +291,7 @@ def test_human_study_report_puts_delta_beside_the_human_rate(tmp_path, scripted)
     label, metric = report["ip_probe"]
     assert (label["model"], label["cues"], label["score"]) == ("smollm2", ["us", "uk"], "label")
     assert label["probe"] == {"delta": pytest.approx(2 / 9), "ci95": pytest.approx(cue_effect(D)["ci95"]),
-                              "p_value": 0.625, "n_questions": 6, "n_samples": 36}
+                              "ci_method": CI_METHOD, "p_value": 0.625, "n_questions": 6, "n_samples": 36}
     assert label["human"]["prefer_user_cue"] == pytest.approx(0.8)
     assert (label["human"]["n_decided"], label["human"]["n_items"], label["human"]["n_clusters"]) == (5, 6, 3)
     assert label["human"]["ci95"] is None and label["human"]["ci95_reason"].startswith("fewer than 5 questions")
@@ -300,8 +304,13 @@ def test_human_study_report_puts_delta_beside_the_human_rate(tmp_path, scripted)
 
 
 def test_human_rate_interval_resamples_questions():
-    """Five questions or more: a percentile bootstrap over questions (default_rng(0), 2,000
-    rows of question indices), rate = wins / decided of each row."""
+    """Five questions or more: the report's interval rule over questions (default_rng(0),
+    2,000 rows of question indices, rate = wins / decided of each row; issue 31 item 12).
+    Every question has 2 decided items, so a row's rate is its wins / 10, exact in
+    integers: G = (#below 6 + #equal / 2 + 1/2) / 2001, bounds at 100 Phi(2 z0 -+ ze)."""
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
     from evaluation.report.ip_probe import human_rate
 
     questions = ["a", "a", "b", "b", "c", "c", "d", "d", "e", "e", "f"]
@@ -310,9 +319,13 @@ def test_human_rate_interval_resamples_questions():
     rate = human_rate(questions, wins, decided)
     w, m = np.array([2, 1, 0, 2, 1.0]), np.array([2, 2, 2, 2, 2.0])
     idx = np.random.default_rng(0).integers(0, 5, (2000, 5))
-    expected = np.percentile(w[idx].sum(1) / m[idx].sum(1), [2.5, 97.5])
+    wins_of_row = w[idx].sum(1)
+    g = (np.count_nonzero(wins_of_row < 6) + np.count_nonzero(wins_of_row == 6) / 2 + 0.5) / 2001
+    z0, ze = norm.ppf(g), np.sqrt(5 / 4) * student_t.ppf(0.975, 4)
+    expected = np.percentile(wins_of_row / m[idx].sum(1), [100 * norm.cdf(2 * z0 - ze), 100 * norm.cdf(2 * z0 + ze)])
     assert rate["prefer_user_cue"] == 0.6 and (rate["n_decided"], rate["n_items"], rate["n_clusters"]) == (10, 11, 5)
-    assert rate["ci95"] == pytest.approx(expected.tolist())
+    assert rate["ci95"] == pytest.approx(expected.tolist(), abs=1e-12)
+    assert rate["ci_method"] == "bootstrap over questions (2000 resamples, seed 0; bias-corrected, expanded percentile)"
 
 
 def test_plan_judge_ip_runs_the_probe_as_a_pipeline_step(tmp_path, scripted, monkeypatch, settings):
@@ -380,7 +393,7 @@ def test_api_takes_an_uploaded_probe_file_never_a_path(client, scripted, plain_h
     assert job.result["effects"][0]["delta"] == pytest.approx(2 / 9)
     got = client.get(f"/api/jobs/{job.pk}/files/ip_effects.csv")
     lines = b"".join(got.streaming_content).decode().splitlines()
-    assert got.status_code == 200 and lines[0].startswith("model,b0,b1,score,delta,ci_low,ci_high,p_value")
+    assert got.status_code == 200 and lines[0].startswith("model,b0,b1,score,delta,ci_low,ci_high,ci_method,p_value")
     assert lines[1].startswith("smollm2,us,uk,label,0.2222")
 
 
