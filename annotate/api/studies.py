@@ -105,6 +105,7 @@ LINE_ERRORS = OpenApiResponse(LineErrorsSerializer, description="The file was re
 NOT_FOUND = OpenApiResponse(DetailSerializer, description="No such study, or one you may not see.")
 FORBIDDEN = OpenApiResponse(DetailSerializer, description="Not signed in, or your role may not do this.")
 FORM_REFUSED = "Send the file itself as the request body (application/x-ndjson or text/csv), not a form."
+NOT_A_FORM = OpenApiResponse(DetailSerializer, description="A form or multipart body: " + FORM_REFUSED)
 
 
 class UploadView(APIView):
@@ -171,7 +172,7 @@ class BatchUploadView(UploadView):
     @extend_schema(request={NDJSON: OpenApiTypes.STR},
                    examples=[OpenApiExample("Header and one item", request_only=True, media_type=NDJSON,
                                             value=BATCH_EXAMPLE)],
-                   responses={201: BatchResultSerializer, 400: LINE_ERRORS, 403: FORBIDDEN},
+                   responses={201: BatchResultSerializer, 400: LINE_ERRORS, 403: FORBIDDEN, 415: NOT_A_FORM},
                    summary="Load a batch file (admins): all lines or none.")
     def post(self, request, slug):
         with spool(request) as body:
@@ -208,7 +209,8 @@ class PredictionsUploadView(UploadView):
     @extend_schema(request={"text/csv": OpenApiTypes.STR},
                    examples=[OpenApiExample("A metric score", request_only=True, media_type="text/csv",
                                             value=PREDICTIONS_EXAMPLE)],
-                   responses={200: PredictionsResultSerializer, 400: LINE_ERRORS, 403: FORBIDDEN, 404: NOT_FOUND},
+                   responses={200: PredictionsResultSerializer, 400: LINE_ERRORS, 403: FORBIDDEN, 404: NOT_FOUND,
+                              415: NOT_A_FORM},
                    summary="Load automatic evaluators' predictions (admins).")
     def post(self, request, slug):
         study_for(request.user, slug, "read")

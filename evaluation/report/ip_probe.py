@@ -58,7 +58,8 @@ def human_rate(questions: list[str], wins: np.ndarray, n_decided: np.ndarray) ->
     keep = m > 0
     w, m = w[keep], m[keep]
     rate = float(w.sum() / m.sum()) if m.sum() else None
-    ci, reason = None, f"fewer than {MIN_QUESTIONS} questions with a decided item"
+    ci: list[float] | None = None
+    reason: str | None = f"fewer than {MIN_QUESTIONS} questions with a decided item"
     if len(m) >= MIN_QUESTIONS:
         found = bootstrap_interval(ratio_samples(w[None, :], m[None, :], RESAMPLES, SEED)[:, 0], rate, len(m))
         ci, reason = found.ci95, found.reason
