@@ -144,10 +144,13 @@ class StudyListView(APIView):
         return Response(StudySerializer(studies, many=True, context={"readable": readable}).data)
 
     @extend_schema(operation_id="studies_create", request=StudyCreateSerializer,
-                   responses={201: StudySerializer, 400: LINE_ERRORS, 403: FORBIDDEN},
+                   responses={201: StudySerializer, 400: LINE_ERRORS, 403: FORBIDDEN,
+                              415: OpenApiResponse(DetailSerializer, description="A form or multipart body.")},
                    summary="Create an empty study from header fields (admins).")
     def post(self, request):
         """Body: the header's study object, e.g. {"slug", "kind", "title", ...}."""
+        if is_form_media_type(request.content_type):  # its values are lists and files, not header fields
+            raise UnsupportedMediaType(request.content_type, detail="Send the study fields as a JSON object.")
         fields = request.data
         if not isinstance(fields, dict):
             return Response({"errors": ["line 1: the body must be a JSON object of study fields"]}, status=400)
