@@ -43,7 +43,7 @@ def reference(y, f, labeled, unlabeled):
     return point, [lo, hi]
 
 
-@pytest.mark.parametrize("seed,binary,n_labeled", [(0, False, 60), (1, True, 60), (2, True, 25), (3, False, 150)])
+@pytest.mark.parametrize("seed,binary,n_labeled", [(0, False, 60), (1, True, 60), (2, True, 50), (3, False, 150)])
 def test_ppi_equals_ppi_py_on_independent_units(seed, binary, n_labeled):
     y, f, labeled, unlabeled = study(seed, n_labeled=n_labeled, binary=binary)
     r = ppi_mean(labeled.tolist(), y[labeled].tolist(), list(range(len(f))), f.tolist())
@@ -80,7 +80,7 @@ def test_several_judgments_per_item_are_averaged_first():
     """Three human judgments and two predictions per item: the same as ppi_py on the item
     means (computed here with a plain dict), whatever order the rows come in."""
     rng = np.random.default_rng(5)
-    n_items, labeled = 120, 40
+    n_items, labeled = 150, 50
     truth = rng.uniform(0, 1, n_items)
     h_items = np.repeat(np.arange(labeled), 3)
     h_values = truth[h_items] + rng.normal(0, 0.3, len(h_items))
