@@ -93,7 +93,7 @@ class PPIResult:
     ess_ratio: float | None = None
     reason: str | None = None
 
-    def keys(self) -> dict[str, Any]:
+    def report_entry(self) -> dict[str, Any]:
         """The report's `ppi.<evaluator>` entry of this quantity (statistics.md)."""
         classical: dict[str, Any] = {"mean": self.classical, "ci95": self.classical_ci95,
                                      "ci_method": CLASSICAL_METHOD, "n_clusters": self.n_labeled}

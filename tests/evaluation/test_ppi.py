@@ -69,7 +69,7 @@ def test_classical_interval_is_the_reports_t_interval_over_items():
     lo, hi = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
     assert r.classical == pytest.approx(values.mean(), abs=1e-12)
     assert r.classical_ci95 == pytest.approx([lo, hi], abs=1e-12)
-    keys = r.keys()
+    keys = r.report_entry()
     assert keys["classical"]["ci_method"] == "t interval over the human-labeled items"
     assert keys["classical"]["n_clusters"] == 60 and keys["ppi"]["n_clusters"] == 300
     assert set(keys) == {"unit", "n_labeled", "n_unlabeled", "classical", "ppi", "lambda", "ess_ratio"}
