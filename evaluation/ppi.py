@@ -22,7 +22,7 @@ labeled items would have to grow for the classical interval to be as narrow.
 No PPI figure (null with `reason`; the classical one stays) when the human items were not
 drawn at random, a labeled or unlabeled item has no prediction, there are fewer than
 MIN_LABELED labeled items or no unlabeled one, or the predictions are constant (lambda is
-0 / 0: the judge carries no information, and ppi_py returns NaN).
+0 / 0: the judge carries no information; ppi_py then prints a ratio of rounding errors).
 """
 import math
 from collections.abc import Sequence
