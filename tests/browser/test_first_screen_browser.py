@@ -10,9 +10,7 @@ the page alike), and with the reservation countdown shown, the page at the top:
   the bar.
 On the edit page of My judgments the key hints work (2 / B picks the second option).
 axe-core finds no critical or serious violation; no console error, no CSP violation.
-Screenshots: docs/screenshots/annotate-first-screen-*.png and annotate-edit-page.png."""
-import re
-
+Screenshots: docs/screenshots/annotate-first-screen-*.png and annotate-edit-page-*.png."""
 import pytest
 
 from annotate.models import Assignment, Judgment
@@ -34,8 +32,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True),
 
 SCALAR_RATING = "scalar_rating"
 LAPTOP, PHONE = (1366, 768), (390, 844)
+QUESTIONS = {PAIRWISE_ALIGNMENT: 1, EXPLANATION_CHOICE: 2, SIMILARITY_SURVEY: 4, ASPECT_PAIRWISE: 5, SCALAR_RATING: 1}
 RESPONSE_LINES = 6  # a response's first six lines: enough to judge its opening and its voice
-SCALAR_DATA = {"input": "A keeper gets a letter.", "candidate": {"id": "gpt-plotter", "text": ASPECT_DATA["candidates"][0]["text"]}}
+SCALAR_DATA = {"input": "A keeper gets a letter.",
+               "candidate": {"id": "gpt-plotter", "text": ASPECT_DATA["candidates"][0]["text"]}}
 DATA = {PAIRWISE_ALIGNMENT: PAIRWISE_DATA, EXPLANATION_CHOICE: EXPLANATION_DATA, SIMILARITY_SURVEY: SIMILARITY_DATA,
         ASPECT_PAIRWISE: ASPECT_DATA, SCALAR_RATING: SCALAR_DATA}
 # The responses of an item: the candidates' texts; for similarity pairs the first pair's two
@@ -91,8 +91,8 @@ def check_first_screen(page, kind, size, what):
     if size == LAPTOP:
         assert all(seen >= min(RESPONSE_LINES, total) for total, seen in responses), (what, responses)
     else:
-        body_top = page.evaluate("() => { window.scrollTo(0, 0); "
-                                 "return document.querySelector('#item-form .item-body').getBoundingClientRect().top; }")
+        body_top = page.evaluate("() => { window.scrollTo(0, 0); return document.querySelector("
+                                 "'#item-form .item-body').getBoundingClientRect().top; }")
         seen = sum(visible for _, visible in visible_lines(page, ITEM_TEXTS))
         print("FIGURE", what, "item body top", body_top, "px; item text lines visible", seen)
         whole = all(visible == total for total, visible in responses)  # e.g. a similarity pair's two headlines
@@ -131,7 +131,7 @@ def test_the_first_screen_shows_the_responses(kind, size, live_server, new_page,
             page.reload()
             page.wait_for_selector("#item-form")
             page.wait_for_load_state("load")
-    assert Judgment.objects.filter(annotator=user).exists()
+    assert Judgment.objects.filter(annotator=user).count() == QUESTIONS[kind]  # the first item, answered once
 
 
 @pytest.mark.parametrize("kind", [PAIRWISE_ALIGNMENT, EXPLANATION_CHOICE])
@@ -139,7 +139,7 @@ def test_the_key_hints_work_on_the_edit_page(kind, live_server, new_page, logged
     """My judgments -> Edit (a full page, no htmx): the hints on the options are keys. 2 / B
     picks the second option, 1 / A the first, a digit rates; Enter saves."""
     slug = f"edit-{kind}".replace("_", "-")
-    study = kind_study(kind, slug, overlap=2)
+    kind_study(kind, slug, overlap=2)
     user = make_user(f"ann-edit-{kind[:4]}")
     page = watch(logged_in(new_page(*LAPTOP), user))
     page.goto(f"{live_server.url}/annotate/{slug}/")
