@@ -112,13 +112,13 @@
       announce("Your answers from before you were signed out are ticked again. Check them, then submit.", "warning");
     }
     const id = form ? form.dataset.assignment + ":" + form.dataset.mode : null;
-    if (id !== shownAssignment) { // a re-render of the same item (errors) keeps its clock
+    if (id !== shownAssignment) { // a re-render of the same item (errors) keeps its clock and instructions
       shownAssignment = id;
       startTimer();
-    }
-    if (!initial && form && form.dataset.mode === "submit" && !form.dataset.firstItem) {
-      const instructions = document.getElementById("instructions");
-      if (instructions) instructions.open = false; // read on the first item; the texts get the first screen now
+      if (!initial && form && form.dataset.mode === "submit" && !form.dataset.firstItem) {
+        const instructions = document.getElementById("instructions");
+        if (instructions) instructions.open = false; // read on the first item; the texts get the first screen now
+      }
     }
     const title = document.querySelector("#item-area .item-title");
     if (title) title.focus({ preventScroll: Boolean(initial) }); // first load: keep the instructions in view
