@@ -1,5 +1,6 @@
 /* The task page: keyboard shortcuts, a timer that excludes time the tab was hidden,
-   the minimum-time warning, and checks before a submit. htmx does the requests. */
+   the minimum-time warning, and checks before a submit. htmx does the requests.
+   The edit page of My judgments (#edit-form, a plain POST) uses its keyboard shortcuts only. */
 (function () {
   "use strict";
 
@@ -28,7 +29,7 @@
   window.humevalTimer = { elapsedSeconds: elapsedSeconds };
 
   /* ---- Questions ---- */
-  function itemForm() { return document.getElementById("item-form"); }
+  function itemForm() { return document.getElementById("item-form") || document.getElementById("edit-form"); }
   function questions() {
     const form = itemForm();
     return form ? Array.from(form.querySelectorAll("fieldset.question")) : [];
@@ -111,9 +112,13 @@
       announce("Your answers from before you were signed out are ticked again. Check them, then submit.", "warning");
     }
     const id = form ? form.dataset.assignment + ":" + form.dataset.mode : null;
-    if (id !== shownAssignment) { // a re-render of the same item (errors) keeps its clock
+    if (id !== shownAssignment) { // a re-render of the same item (errors) keeps its clock and instructions
       shownAssignment = id;
       startTimer();
+      if (!initial && form && form.dataset.mode === "submit" && !form.dataset.firstItem) {
+        const instructions = document.getElementById("instructions");
+        if (instructions) instructions.open = false; // read on the first item; the texts get the first screen now
+      }
     }
     const title = document.querySelector("#item-area .item-title");
     if (title) title.focus({ preventScroll: Boolean(initial) }); // first load: keep the instructions in view

@@ -63,7 +63,7 @@
       const note = document.createElement("p");
       note.className = "draft-note muted small";
       note.textContent = "Your earlier answers on this item were restored from this browser.";
-      form.querySelector(".item-title").after(note);
+      (form.querySelector(".item-head") || form.querySelector(".item-title")).after(note);
     }
   }
   document.addEventListener("change", function (event) {
