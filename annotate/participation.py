@@ -7,8 +7,10 @@ session of the first visit. The study flow is a fixed sequence of steps; `next_s
 where a participant is, from what is stored on the Participant (so a reload or a new device
 resumes it):
 
-    consent -> instructions -> pre -> practice -> items -> post -> done
-                                                      `-> screenout (no item or place, nothing answered)
+    consent -> instructions -> comprehension -> pre -> practice -> items -> post -> done
+                                    |                          |-> screenout (no item or place, nothing answered)
+                                    `-> screenout (failed twice: annotate/comprehension.py)    `-> screenout
+                                                               (quality_gate: flagged at the end)
 
 A step with nothing to show (no consent text, no practice items, ...) is passed over.
 The same steps drive the preview (annotate/views/participant.py), which keeps its
@@ -33,7 +35,7 @@ from .recruitment import PLATFORM_PARAMS, holds_place, places_left, recruits
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # whole: no trailing newline or space
 PARTICIPANT_USERNAME = re.compile(r"^(prolific|mturk|link|pid):[A-Za-z0-9_-]{1,64}\Z")  # their users' names
-STEPS = ("consent", "instructions", "pre", "practice", "items", "post", "done")
+STEPS = ("consent", "instructions", "comprehension", "pre", "practice", "items", "post", "done")
 MAX_TEXT_ANSWER = 2000
 
 
@@ -71,7 +73,7 @@ def link_ids(query, platform: str) -> LinkIds:
     return LinkIds(platform, values[who], values[study], values[session])
 
 
-def join(study: Study, ids: LinkIds, browser_key: str = "") -> tuple[Participant, bool]:
+def join(study: Study, ids: LinkIds, browser_key: str = "", address: str = "") -> tuple[Participant, bool]:
     """(participant, created): creates the participant `ids` in `study`, bound to the
     platform session of this first visit (and, for `link`, to the browser), or returns the
     existing one. The user has no password and no role: the participant row is what lets
@@ -87,7 +89,8 @@ def join(study: Study, ids: LinkIds, browser_key: str = "") -> tuple[Participant
                     study=study, user=user,
                     defaults={"platform": ids.platform, "external_id": ids.external_id,
                               "platform_study_id": ids.study_id, "platform_session_id": ids.session_id,
-                              "browser_key": browser_key, "seed": secrets.randbelow(2**31)})
+                              "browser_key": browser_key, "entry_address": address,
+                              "seed": secrets.randbelow(2**31)})
         except IntegrityError:
             continue
     raise IntegrityError(f"could not create participant {ids.username}")
@@ -125,7 +128,7 @@ def items_left(study: Study, participant: Participant, answered: int) -> bool:
 
 def next_step(study: Study, state: dict, items_left=None) -> str:
     """The step to show: the first one not yet passed. `state` holds consented,
-    instructions_seen, pre_answers, practice_done, items_done, answered, post_answers,
+    instructions_seen, comprehension_passed, pre_answers, practice_done, items_done, answered, post_answers,
     finished, screened_out (from a Participant via `participant_state`, or the preview's
     session). `items_left()` says whether items remain (None: the preview's items_done).
     A participant whose items ended with no answer is screened out: no code for no work.
@@ -137,9 +140,11 @@ def next_step(study: Study, state: dict, items_left=None) -> str:
         return "screenout"
     if study.consent and not state.get("consented"):
         return "consent"
-    if (study.instructions and (study.pre_questions or study.practice_items)
+    if (study.instructions and (study.pre_questions or study.practice_items or study.comprehension)
             and not state.get("instructions_seen")):
         return "instructions"
+    if study.comprehension and not state.get("comprehension_passed"):
+        return "comprehension"
     if study.pre_questions and state.get("pre_answers") is None:
         return "pre"
     if state.get("practice_done", 0) < len(study.practice_items):
@@ -153,9 +158,21 @@ def next_step(study: Study, state: dict, items_left=None) -> str:
     return "done"
 
 
+def may_have_items(study: Study, seat: dict) -> bool:
+    """Whether a participant's row (`seat`: consented_at, instructions_seen_at,
+    comprehension_passed_at, pre_answers, practice_done) has passed every step before the
+    items: the engine hands out nothing before (page and API alike)."""
+    state = {"consented": seat["consented_at"] is not None,
+             "instructions_seen": seat["instructions_seen_at"] is not None,
+             "comprehension_passed": seat["comprehension_passed_at"] is not None,
+             "pre_answers": seat["pre_answers"], "practice_done": seat["practice_done"]}
+    return next_step(study, state, lambda: True) == "items"
+
+
 def participant_state(participant: Participant) -> dict:
     return {"consented": participant.consented_at is not None,
             "instructions_seen": participant.instructions_seen_at is not None,
+            "comprehension_passed": participant.comprehension_passed_at is not None,
             "pre_answers": participant.pre_answers, "practice_done": participant.practice_done,
             "post_answers": participant.post_answers, "finished": participant.finished_at is not None,
             "screened_out": participant.ended == SCREENED_OUT,

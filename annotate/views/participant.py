@@ -26,6 +26,8 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotate.access import SCOPE_KEY, may_read, participant_scope
 from annotate.assignment import _gold_drawn, next_for, release_expired
 from annotate.blinding import blinding_for
+from annotate.comprehension import ATTEMPTS, questions_shown, wrong_answers
+from annotate.entry_limits import WINDOW_MINUTES, address_hash, admit
 from annotate.kinds import get_kind, study_config
 from annotate.models import DRAFT, OPEN, RETURNED, SCREENED_OUT, Assignment, Item, Participant
 from annotate.ordering import item_order_key, item_order_of, shown_order_for
@@ -39,6 +41,7 @@ from annotate.participation import (
     question_answers,
     same_session,
 )
+from annotate.screening import gated, screenout_reason
 from annotate.recruitment import (
     MTURK_PREVIEW,
     PLATFORM_PARAMS,
@@ -52,6 +55,7 @@ from annotate.rendering import render_markdown
 from annotate.submission import SubmissionError, checked_answers
 from annotate.views.task import FIELD_PREFIX, item_context, task_context
 from evaluation.vocabulary import SKIP_REASONS
+from humeval.proxy import client_ip
 from humeval.security_headers import content_security_policy
 
 PREVIEW_KEY = "participant_preview"  # session: {slug: preview state}
@@ -116,9 +120,14 @@ def entry(request, slug, key):
     if existing is None:
         if study.status != OPEN:
             return with_platform_csp(render(request, "participant/closed.html", context), study)
+        address = address_hash(client_ip(request))
+        if not admit(study, address, timezone.now()):  # one link holder cannot take every place
+            return with_platform_csp(render(request, "participant/too_many.html", {
+                **context, "minutes": WINDOW_MINUTES, "return_instructions": RETURN_INSTRUCTIONS[platform]},
+                status=429), study)
         if platform == "link":
             new_token = secrets.token_urlsafe(16)
-        existing, created = join(study, ids, browser_hash(new_token) if new_token else "")
+        existing, created = join(study, ids, browser_hash(new_token) if new_token else "", address)
         if not created:
             new_token = ""
     if not same_session(existing, ids, browser_hash(new_token or token) if (new_token or token) else ""):
@@ -204,7 +213,8 @@ class _Store:
         if self.participant is not None:
             now = timezone.now()
             fields = {"consented": ("consented_at", now), "declined": ("declined_at", now),
-                      "instructions_seen": ("instructions_seen_at", now), "finished": ("finished_at", now)}
+                      "instructions_seen": ("instructions_seen_at", now), "finished": ("finished_at", now),
+                      "comprehension_passed": ("comprehension_passed_at", now)}
             for key, value in values.items():
                 name, stored = fields.get(key, (key, value))
                 setattr(self.participant, name, stored)
@@ -221,6 +231,10 @@ class _Store:
 
     def practice_done(self):
         return self.state().get("practice_done", 0) if self.preview else self.participant.practice_done
+
+    def comprehension_attempts(self):
+        return (self.state().get("comprehension_attempts", 0) if self.preview
+                else self.participant.comprehension_attempts)
 
 
 def _urls(study, store):
@@ -248,6 +262,10 @@ def _render_step(request, study, step, store, **extra):
         errors, values = extra.get("errors") or {}, extra.get("values") or {}
         context["questions"] = [dict(q, error=errors.get(q["key"]), value=values.get(q["key"]))
                                 for q in (study.pre_questions if step == "pre" else study.post_questions)]
+    elif step == "comprehension":
+        context.update(questions=questions_shown(study.comprehension), attempts=ATTEMPTS,
+                       attempts_used=store.comprehension_attempts(),
+                       instructions_html=render_markdown(study.instructions) if study.instructions else "")
     elif step == "practice":
         index = store.practice_done()
         _, assignment = _practice_assignment(study, index)
@@ -278,6 +296,14 @@ def _post_step(request, study, store, step):
         if errors:
             return _render_step(request, study, step, store, errors=errors, values=dict(post.items()))
         store.update(**{f"{step}_answers": answers})
+    elif step == "comprehension":
+        if not wrong_answers(study.comprehension, post):
+            store.update(comprehension_passed=True)
+        else:
+            attempts = store.comprehension_attempts() + 1
+            store.update(comprehension_attempts=attempts)
+            if attempts >= ATTEMPTS:  # Prolific: two attempts, then a screen-out (never a rejection)
+                return _screen_out_now(request, study, store)
     elif step == "practice":
         return _answer_practice(request, study, store)
     if not store.preview and step != "items" and store.step(study) == "items":
@@ -329,6 +355,8 @@ def _finish(request, study, store):
     without a URL, show the code and a link."""
     target = completion_redirect(study)
     first = not (store.state().get("finished") if store.preview else store.participant.finished_at)
+    if first and not store.preview and gated(study, store.participant):
+        return _screen_out_now(request, study, store)  # quality_gate: flagged, so the screen-out code
     if first:
         store.update(finished=True)
     if first and target and not store.preview:
@@ -338,8 +366,9 @@ def _finish(request, study, store):
 
 
 def _screen_out(request, study, store):
-    """No place or no item left for someone who answered nothing: "no places left" with
-    the screen-out code (or the platform's return instruction), never the completion code.
+    """No place or no item left for someone who answered nothing, a comprehension check
+    failed twice, or (quality_gate) a flagged participant at the end: the reason with the
+    screen-out code (or the platform's return instruction), never the completion code.
     The first visit records it (participants.csv `screened_out`) and gives back a place
     they held."""
     target = screenout_redirect(study)
@@ -348,9 +377,22 @@ def _screen_out(request, study, store):
         if target:
             return HttpResponseRedirect(target)
     return render(request, "participant/screenout.html", {
-        "study": study, "preview": store.preview, "target": target,
+        "study": study, "preview": store.preview, "target": target, "reason": screenout_reason(study, store),
         "screenout_code": (study.recruitment or {}).get("screenout_code", ""),
         "return_instructions": RETURN_INSTRUCTIONS[_platform(study)]})
+
+
+def _screen_out_now(request, study, store):
+    """Screens the participant out now (their place goes back) and sends them on: to the
+    platform with the screen-out code when the study has a URL, else to the page saying so."""
+    if store.preview:
+        store.update(screened_out=True)
+    elif store.participant.ended != SCREENED_OUT:
+        end(study, Participant.objects.filter(pk=store.participant.pk), SCREENED_OUT, timezone.now())
+        target = screenout_redirect(study)
+        if target:
+            return HttpResponseRedirect(target)
+    return redirect(_urls(study, store)["action"])
 
 
 def _return(request, study, store):
