@@ -181,6 +181,15 @@ def end(study: Study, participants, ending: str, now) -> int:
         return held
 
 
+def on_hold(study: Study) -> int:
+    """Places held by participants who have not answered an item yet (they go back when
+    the hold runs out)."""
+    from .models import Assignment
+
+    answered = Assignment.objects.filter(study=study).completed().values("annotator_id")
+    return Participant.objects.filter(HOLDS_PLACE, study=study).exclude(user__in=answered).count()
+
+
 def hold_minutes(study: Study) -> int:
     """How long a participant's first item (and so their place) waits for their first answer."""
     return (study.recruitment or {}).get("hold_minutes", HOLD_MINUTES)

@@ -280,6 +280,11 @@ class AnswersSerializer(serializers.Serializer):
                                     help_text="Replace earlier answers (while the item is not complete).")
     comment = serializers.CharField(required=False, allow_blank=True, max_length=2000,
                                     help_text="Optional note on the item, stored with each of its judgments.")
+    pastes = serializers.IntegerField(required=False, min_value=0, max_value=10000,
+                                      help_text="Pastes into the item's free-text fields (a flag, never a rejection).")
+    focus_losses = serializers.IntegerField(required=False, min_value=0, max_value=10000,
+                                            help_text="Times the page lost focus while a free-text field was "
+                                                      "being written.")
 
 
 class AnswersSchema(OpenApiSerializerExtension):
