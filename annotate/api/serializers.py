@@ -194,7 +194,11 @@ class StudyCreateSerializer(serializers.Serializer):
                                               '"max_fast_submits"}: numbers, all optional')
     recruitment = serializers.DictField(required=False,
                                         help_text='{"platform": "prolific" | "mturk" | "link", "places"?: int, '
-                                                  '"screenout_code"?: str}: participant links work only with it')
+                                                  '"screenout_code"?: str, "per_address"?: int, "hold_minutes"?: '
+                                                  'int, "quality_gate"?: bool}: participant links work only with it')
+    comprehension = serializers.ListField(child=serializers.DictField(), required=False,
+                                          help_text="[{key, question, options, answer}]: a check after the "
+                                                    "instructions; two attempts, then the screen-out code")
 
 
 class BatchResultSerializer(serializers.Serializer):
