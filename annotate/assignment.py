@@ -72,9 +72,9 @@ from .kinds import assignment_item, get_kind, study_config
 from .kinds.two_candidate import pair_counts
 from .models import OPEN, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, Item, Participant, Study
 from .ordering import item_order_key, item_order_of, seeded_rng, shown_order_for
+from .participation import may_have_items
 from .prepared import Prepared, columns, instance
 from .progress import open_q
-from .participation import may_have_items
 from .recruitment import HOLDS_PLACE, end, hold_minutes, holds_place, recruits, take_place
 
 log = logging.getLogger(__name__)

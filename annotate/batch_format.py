@@ -13,8 +13,8 @@ from functools import cached_property
 
 from humeval.jsonl import error_reason, loads_line
 
-from .comprehension import comprehension_flaw
 from .answers import InvalidAnswer, answer_value, shown, typed_answer
+from .comprehension import comprehension_flaw
 from .kinds import KINDS, all_kinds, get_kind
 from .kinds.base import (
     MAX_ID_CHARS,

@@ -27,10 +27,10 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Count
+from django.db.models import Count, Max
 from django.urls import reverse
 
-from .models import OPEN, SCREENED_OUT, Assignment, Item, Participant, Study
+from .models import OPEN, SCREENED_OUT, Assignment, Item, Judgment, Participant, Study
 from .recruitment import PLATFORM_PARAMS, holds_place, places_left, recruits
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # whole: no trailing newline or space
@@ -240,19 +240,22 @@ def flow_redirect(scope: str | None, study: Study, user) -> str | None:
 
 
 PARTICIPANT_COLUMNS = ("platform", "participant", "study_id", "session_id", "status", "items", "gold_accuracy",
-                       "median_seconds", "flagged", "reason", "started_at", "finished_at")
+                       "median_seconds", "flagged", "reason", "started_at", "finished_at", "pastes", "focus_losses")
 
 
 def participant_table(study: Study) -> tuple[list[str], list[list]]:
     """(header, rows) of participants.csv (interfaces.md): the spec's columns, then one
     column per pre question (`pre:<key>`) and post question (`post:<key>`) with the
     participant's answers. items = items completed (gold included, practice never);
-    flagged/reason from the study's quality thresholds (annotate/quality.py)."""
+    flagged/reason from the study's quality thresholds (annotate/quality.py); pastes and
+    focus_losses = totals over their items on free-text fields (empty: never reported), a
+    flag to look at, never a reason by itself."""
     from .quality import annotator_quality, flag_reasons
 
     quality = annotator_quality(study)
     completed = dict(Assignment.objects.filter(study=study).completed().values("annotator_id")
                      .annotate(n=Count("id")).values_list("annotator_id", "n"))
+    counts = free_text_counts(study)
     pre = [q["key"] for q in study.pre_questions]
     post = [q["key"] for q in study.post_questions]
     header = [*PARTICIPANT_COLUMNS, *(f"pre:{k}" for k in pre), *(f"post:{k}" for k in post)]
@@ -263,9 +266,22 @@ def participant_table(study: Study) -> tuple[list[str], list[list]]:
         rows.append([p.platform, p.external_id, p.platform_study_id, p.platform_session_id, p.status,
                      completed.get(p.user_id, 0), _number(q.get("gold_accuracy")), _number(q.get("median_seconds")),
                      "true" if reason else "false", reason, _when(p.started_at), _when(p.finished_at),
+                     *counts.get(p.user_id, ("", "")),
                      *((p.pre_answers or {}).get(k, "") for k in pre),
                      *((p.post_answers or {}).get(k, "") for k in post)])
     return header, rows
+
+
+def free_text_counts(study: Study) -> dict[int, tuple[int, int]]:
+    """{annotator id: (pastes, focus losses)} summed over their items (each item once: the
+    counts are stored on every judgment of the item), for those whose page reported them."""
+    per_item = (Judgment.objects.filter(study=study, pastes__isnull=False).values("annotator_id", "assignment_id")
+                .annotate(p=Max("pastes"), f=Max("focus_losses")).values_list("annotator_id", "p", "f"))
+    totals: dict[int, tuple[int, int]] = {}
+    for annotator, pastes, losses in per_item:
+        before = totals.get(annotator, (0, 0))
+        totals[annotator] = (before[0] + pastes, before[1] + (losses or 0))
+    return totals
 
 
 def _number(value) -> str:

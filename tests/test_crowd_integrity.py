@@ -246,3 +246,20 @@ def test_paste_and_focus_loss_counts_are_stored_with_the_judgment(annotators):
                        format="json").status_code == 201
     assert list(Judgment.objects.filter(assignment=b).values_list("pastes", "focus_losses")) == [(None, None)]
     assert Assignment.objects.get(pk=b).completed_at is not None
+    # participants.csv totals them per participant (staff-made annotators have no row there)
+    from annotate.participation import free_text_counts
+    assert free_text_counts(study) == {annotators[0].pk: (2, 1)}
+
+
+def test_participants_csv_totals_pastes_over_items():
+    study = recruiting(quota=3, n_items=4)
+    client = enter(study, "paster")
+    start(client, study)
+    for pastes, losses in ((2, 0), (None, None), (1, 3)):
+        a = current(client, study)
+        client.post(f"/annotate/{study.slug}/items/{a.pk}/submit/",
+                    {"q:choice": tokens(a.pk, {"choice": "m1"})["choice"], "seconds": 5, "comment": "c",
+                     "pastes": "" if pastes is None else pastes, "focus_losses": "" if losses is None else losses},
+                    HTTP_HX_REQUEST="true")
+    [row] = csv_rows(study)
+    assert (row["items"], row["pastes"], row["focus_losses"], row["status"]) == ("3", "3", "3", "in_progress")

@@ -478,7 +478,7 @@ def test_failing_gold_is_flagged_and_left_out_of_the_report(admin_user_):
     text = api.get(f"/api/studies/{study.slug}/participants.csv").content.decode()
     rows = list(csv.DictReader(io.StringIO(text)))
     assert text.splitlines()[0] == ("platform,participant,study_id,session_id,status,items,gold_accuracy,"
-                                    "median_seconds,flagged,reason,started_at,finished_at")
+                                    "median_seconds,flagged,reason,started_at,finished_at,pastes,focus_losses")
     assert [(r["participant"], r["session_id"], r["status"], r["items"], r["gold_accuracy"], r["median_seconds"],
              r["flagged"], r["reason"]) for r in rows] == [
         ("good", "se-good", "in_progress", "4", "1", "6", "false", ""),

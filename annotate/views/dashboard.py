@@ -12,10 +12,10 @@ from django.views.decorators.http import require_POST
 
 from annotate.access import study_for
 from annotate.assignment import release_expired
+from annotate.entry_limits import WINDOW_MINUTES, bursts, per_address
 from annotate.models import CLOSED, OPEN, PAUSED, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, AuditLog, Judgment
 from annotate.progress import study_progress
 from annotate.quality import flagged_annotators
-from annotate.entry_limits import WINDOW_MINUTES, bursts, per_address
 from annotate.recruitment import hold_minutes, link_path, on_hold, places_limit, recruits, rotate_key
 from annotate.report_cache import current_report, data_version, report_params, report_state, request_refresh
 from annotate.roles import is_admin

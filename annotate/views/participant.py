@@ -41,7 +41,6 @@ from annotate.participation import (
     question_answers,
     same_session,
 )
-from annotate.screening import gated, screenout_reason
 from annotate.recruitment import (
     MTURK_PREVIEW,
     PLATFORM_PARAMS,
@@ -52,13 +51,14 @@ from annotate.recruitment import (
     screenout_redirect,
 )
 from annotate.rendering import render_markdown
+from annotate.screening import gated, screenout_reason
 from annotate.submission import SubmissionError, checked_answers
+from annotate.views.flow_store import PREVIEW_KEY, FlowStore
 from annotate.views.task import FIELD_PREFIX, item_context, task_context
 from evaluation.vocabulary import SKIP_REASONS
 from humeval.proxy import client_ip
 from humeval.security_headers import content_security_policy
 
-PREVIEW_KEY = "participant_preview"  # session: {slug: preview state}
 BROWSER_COOKIE = "humeval_entry_{}"  # a `link` participant's browser (signed; per study)
 COOKIE_SALT = "humeval.participant.browser"
 MTURK_ORIGINS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
@@ -161,7 +161,7 @@ def flow(request, slug):
 
 
 def _flow(request, study, participant):
-    store = _Store(participant)
+    store = FlowStore(participant)
     if participant.declined_at or participant.ended == RETURNED:
         return _returned_page(request, study, store)
     step = participant_step(participant)
@@ -192,49 +192,6 @@ def _returned_page(request, study, store):
 
 def _platform(study):
     return (study.recruitment or {}).get("platform", "link")
-
-
-class _Store:
-    """Where a flow's progress is kept: the Participant row, or (preview) the session."""
-
-    def __init__(self, participant=None, session=None, study=None):
-        self.participant, self.session = participant, session
-        self.slug = study.slug if study is not None else None
-        self.key = study.entry_key if study is not None else None
-
-    @property
-    def preview(self):
-        return self.participant is None
-
-    def state(self):
-        return self.session.get(PREVIEW_KEY, {}).get(self.slug, {}) if self.preview else None
-
-    def update(self, **values):
-        if self.participant is not None:
-            now = timezone.now()
-            fields = {"consented": ("consented_at", now), "declined": ("declined_at", now),
-                      "instructions_seen": ("instructions_seen_at", now), "finished": ("finished_at", now),
-                      "comprehension_passed": ("comprehension_passed_at", now)}
-            for key, value in values.items():
-                name, stored = fields.get(key, (key, value))
-                setattr(self.participant, name, stored)
-            self.participant.save(update_fields=[fields.get(k, (k,))[0] for k in values])
-            return
-        previews = self.session.get(PREVIEW_KEY, {})
-        previews[self.slug] = {**previews.get(self.slug, {}), **values}
-        self.session[PREVIEW_KEY] = previews
-
-    def step(self, study):
-        if self.preview:
-            return next_step(study, self.state())
-        return participant_step(self.participant)
-
-    def practice_done(self):
-        return self.state().get("practice_done", 0) if self.preview else self.participant.practice_done
-
-    def comprehension_attempts(self):
-        return (self.state().get("comprehension_attempts", 0) if self.preview
-                else self.participant.comprehension_attempts)
 
 
 def _urls(study, store):
@@ -499,7 +456,7 @@ def preview(request, slug, key):
     progress lives in the session). `?restart=1` starts over; "Skip to the end" jumps past
     the items."""
     study = _preview_study(request, slug, key)
-    store = _Store(session=request.session, study=study)
+    store = FlowStore(session=request.session, study=study)
     if request.GET.get("restart"):
         request.session[PREVIEW_KEY] = {k: v for k, v in request.session.get(PREVIEW_KEY, {}).items() if k != slug}
         return redirect("participant-preview", slug=slug, key=key)
