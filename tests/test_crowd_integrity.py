@@ -263,3 +263,22 @@ def test_participants_csv_totals_pastes_over_items():
                     HTTP_HX_REQUEST="true")
     [row] = csv_rows(study)
     assert (row["items"], row["pastes"], row["focus_losses"], row["status"]) == ("3", "3", "3", "in_progress")
+
+
+def test_the_preview_walks_the_comprehension_check_and_writes_nothing(researcher):
+    study = comprehension_study()
+    client = Client()
+    client.force_login(researcher)
+    url = f"/p/{study.slug}/{study.entry_key}/preview/"
+    client.post(url, {"step": "instructions"})
+    assert client.get(url).context["step"] == "comprehension"
+    client.post(url, {"step": "comprehension", "ties": "yes", "what": "tone"})
+    assert b"you have one more attempt" in client.get(url).content
+    assert client.post(url, {"step": "comprehension", "ties": "yes", "what": "tone"})["Location"] == url
+    page = client.get(url)
+    assert page.context["reason"] == "comprehension" and SCREEN.encode() in page.content
+    assert (Participant.objects.count(), Assignment.objects.count()) == (0, 0)
+    client.get(url + "?restart=1")
+    client.post(url, {"step": "instructions"})
+    client.post(url, {"step": "comprehension", "ties": "no", "what": "tone"})
+    assert "annotate/task.html" in [t.name for t in client.get(url).templates]  # on to the items
