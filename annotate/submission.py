@@ -396,6 +396,18 @@ def skip(assignment_id, user, reason, comment=None, seconds=None, now=None):
         return assignment, judgment, True
 
 
+def _extension_minutes(assignment, user) -> int:
+    """One study timeout; for a recruited participant still without an answer, only their
+    place's hold (annotate/recruitment.py), so extending cannot stretch the hold."""
+    from .recruitment import hold_minutes, recruits
+
+    study = assignment.study
+    if (assignment.participant and recruits(study)
+            and not Assignment.objects.filter(study=study, annotator=user).completed().exists()):
+        return min(study.assignment_timeout_minutes, hold_minutes(study))
+    return study.assignment_timeout_minutes
+
+
 def extend(assignment_id, user, now=None):
     """Moves an open assignment's expiry to one study timeout from now, at most
     MAX_EXTENSIONS times. Returns (assignment, extended): extended False when the limit
@@ -408,7 +420,7 @@ def extend(assignment_id, user, now=None):
             raise AssignmentGone(f"assignment {assignment_id} is not open")
         if assignment.extensions >= MAX_EXTENSIONS:
             return assignment, False
-        assignment.expires_at = now + timedelta(minutes=assignment.study.assignment_timeout_minutes)
+        assignment.expires_at = now + timedelta(minutes=_extension_minutes(assignment, user))
         assignment.extensions += 1
         assignment.save(update_fields=["expires_at", "extensions"])
         return assignment, True

@@ -282,3 +282,20 @@ def test_the_preview_walks_the_comprehension_check_and_writes_nothing(researcher
     client.post(url, {"step": "instructions"})
     client.post(url, {"step": "comprehension", "ties": "no", "what": "tone"})
     assert "annotate/task.html" in [t.name for t in client.get(url).templates]  # on to the items
+
+
+def test_extending_a_held_item_adds_only_the_hold():
+    study = recruiting(places=2, quota=2, n_items=4, assignment_timeout_minutes=30)
+    client = enter(study, "p")
+    start(client, study)
+    held = current(client, study)
+    before = timezone.now()
+    assert client.post(f"/api/assignments/{held.pk}/extend/").status_code == 200
+    held.refresh_from_db()
+    assert timedelta(minutes=10) <= held.expires_at - before <= timedelta(minutes=10, seconds=5)
+    answer(client, study)
+    second = current(client, study)
+    before = timezone.now()
+    assert client.post(f"/api/assignments/{second.pk}/extend/").status_code == 200
+    second.refresh_from_db()
+    assert timedelta(minutes=30) <= second.expires_at - before <= timedelta(minutes=30, seconds=5)
