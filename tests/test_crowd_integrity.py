@@ -3,6 +3,7 @@ one address cannot take every place, a place is only held until the first answer
 Recruitment panel shows the burst; the flow's order holds on the server, the comprehension
 check (two attempts, then the screen-out code), the `quality_gate`, and the paste and
 focus-loss counts stored with the judgment."""
+import json
 import re
 import time
 from datetime import timedelta
@@ -299,3 +300,20 @@ def test_extending_a_held_item_adds_only_the_hold():
     assert client.post(f"/api/assignments/{second.pk}/extend/").status_code == 200
     second.refresh_from_db()
     assert timedelta(minutes=30) <= second.expires_at - before <= timedelta(minutes=30, seconds=5)
+
+
+def test_the_admin_checks_comprehension():
+    from annotate.admin import StudyForm
+
+    study = make_study(slug="admin-made")
+    base = {f: getattr(study, f) for f in ("slug", "kind", "title", "instructions", "annotations_per_item",
+                                           "gold_rate", "assignment_timeout_minutes", "status")}
+    data = {**base, "config": "{}", "practice_items": "[]", "pre_questions": "[]", "post_questions": "[]",
+            "quality": "{}"}
+    bad = StudyForm(data={**data, "comprehension": json.dumps([dict(COMPREHENSION[0], answer="maybe")])},
+                    instance=study)
+    assert not bad.is_valid()
+    assert bad.errors["comprehension"] == ["'comprehension' question 1: 'answer' must be one of its options"]
+    good = StudyForm(data={**data, "comprehension": json.dumps(COMPREHENSION)}, instance=study)
+    assert good.is_valid(), good.errors
+    assert StudyForm(data=data, instance=study).is_valid()
