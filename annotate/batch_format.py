@@ -392,6 +392,8 @@ def recruitment_flaw(value) -> str | None:
             and get("platform") in RECRUITMENT_PLATFORMS and counts_ok
             and (code is None or (isinstance(code, str) and CODE_RE.match(code)))
             and gate in (None, True, False)):
+        if gate and not code:  # the gate hands out the screen-out code: never nothing for the work done
+            return "'recruitment' with \"quality_gate\": true needs a \"screenout_code\""
         return None
     return (f"'recruitment' must be {{\"platform\": one of {', '.join(RECRUITMENT_PLATFORMS)}, \"places\", "
             f"\"per_address\", \"hold_minutes\": integers from 1 to {MAX_INT}, \"screenout_code\": 1-100 letters, "

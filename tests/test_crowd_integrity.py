@@ -83,6 +83,10 @@ def test_per_address_is_a_study_setting():
                       "recruitment": {"platform": "prolific", "per_address": 0}}}
     _, errors = parse_header(head)
     assert len(errors) == 1 and errors[0].startswith("line 1: 'recruitment' must be {") and "per_address" in errors[0]
+    head["study"]["recruitment"] = {"platform": "prolific", "quality_gate": True}
+    assert parse_header(head)[1] == ["line 1: 'recruitment' with \"quality_gate\": true needs a \"screenout_code\""]
+    head["study"]["recruitment"]["screenout_code"] = "SO1"
+    assert parse_header(head)[1] == []
 
 
 def minutes_open(assignment):
