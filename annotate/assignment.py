@@ -15,10 +15,12 @@ Rules (studies.md, issue 4):
 - participants (annotate/participation.py) get items in their own seeded random order
   among equally full items (Participant.seed) until they answered
   `max_items_per_participant` items (gold included, skips not; practice items are never
-  served here), nothing before they accept the study's consent text, nothing after they
-  completed, stopped or were screened out; in a study that recruits, their first item also
-  takes a place (annotate/recruitment.py, after the item is locked), and an item that
-  expires gives the place back (reclaim_expired: the participant timed out).
+  served here), nothing before they passed every step before the items (consent,
+  instructions, comprehension check, pre questions, practice: participation.may_have_items),
+  nothing after they completed, stopped or were screened out; in a study that recruits,
+  their first item also takes a place (annotate/recruitment.py, after the item is locked),
+  held only until their first answer (their items expire after `hold_minutes` until then),
+  and an item that expires gives the place back (reclaim_expired: the participant timed out).
 
 One request, few statements (issue 27): a request decides access once, in the statement
 that reads the study (`desk_for`: the study, the access decision, the participant row and
