@@ -19,6 +19,16 @@ class StudyForm(forms.ModelForm):
             raise forms.ValidationError(reason)
         return value or None
 
+    def clean_comprehension(self):
+        """The header's check of `comprehension` (annotate.comprehension.comprehension_flaw)."""
+        from .batch_format import KEY_RE, MAX_ID_CHARS
+        from .comprehension import comprehension_flaw
+
+        value = self.cleaned_data.get("comprehension")
+        if value and (reason := comprehension_flaw(value, KEY_RE, MAX_ID_CHARS)):
+            raise forms.ValidationError(f"'comprehension' {reason}")
+        return value or []
+
 
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):

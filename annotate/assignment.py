@@ -15,10 +15,12 @@ Rules (studies.md, issue 4):
 - participants (annotate/participation.py) get items in their own seeded random order
   among equally full items (Participant.seed) until they answered
   `max_items_per_participant` items (gold included, skips not; practice items are never
-  served here), nothing before they accept the study's consent text, nothing after they
-  completed, stopped or were screened out; in a study that recruits, their first item also
-  takes a place (annotate/recruitment.py, after the item is locked), and an item that
-  expires gives the place back (reclaim_expired: the participant timed out).
+  served here), nothing before they passed every step before the items (consent,
+  instructions, comprehension check, pre questions, practice: participation.may_have_items),
+  nothing after they completed, stopped or were screened out; in a study that recruits,
+  their first item also takes a place (annotate/recruitment.py, after the item is locked),
+  held only until their first answer (their items expire after `hold_minutes` until then),
+  and an item that expires gives the place back (reclaim_expired: the participant timed out).
 
 One request, few statements (issue 27): a request decides access once, in the statement
 that reads the study (`desk_for`: the study, the access decision, the participant row and
@@ -72,9 +74,10 @@ from .kinds import assignment_item, get_kind, study_config
 from .kinds.two_candidate import pair_counts
 from .models import OPEN, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, Item, Participant, Study
 from .ordering import item_order_key, item_order_of, seeded_rng, shown_order_for
+from .participation import may_have_items
 from .prepared import Prepared, columns, instance
 from .progress import open_q
-from .recruitment import HOLDS_PLACE, end, holds_place, recruits, take_place
+from .recruitment import HOLDS_PLACE, end, hold_minutes, holds_place, recruits, take_place
 
 log = logging.getLogger(__name__)
 RECLAIM_LIMIT = 500  # expired assignments reclaimed per call, to bound one request's work
@@ -95,7 +98,8 @@ def _serialized():
 # --- the desk: one request's study and access decision, in one statement -------------------
 
 # The user's Participant row, when there is one: their order, consent, finish and place.
-SEAT_FIELDS = ("id", "seed", "consented_at", "finished_at", "place_taken_at", "ended")
+SEAT_FIELDS = ("id", "seed", "consented_at", "finished_at", "place_taken_at", "ended", "instructions_seen_at",
+               "comprehension_passed_at", "pre_answers", "practice_done")
 
 
 @dataclass
@@ -371,16 +375,18 @@ def _serve(desk, user, now, patient):
     had = mine[0]["had"]
     if study.status != OPEN:  # (2) what the study and the participant allow
         return None
-    needs_place = False
+    needs_place, timeout = False, study.assignment_timeout_minutes
     if seat:
-        if study.consent and seat["consented_at"] is None:
-            return None  # nothing is served before a participant accepts the consent text
+        if not may_have_items(study, seat):
+            return None  # nothing before consent, instructions, comprehension check, pre questions, practice
         if seat["finished_at"] is not None:
             return None  # completed
         quota = study.max_items_per_participant
         if quota is not None and mine[0]["answered"] >= quota:  # answered items only: a skip earns nothing
             return None
         needs_place = recruits(study) and not holds_place(seat["place_taken_at"], seat["ended"])
+        if recruits(study) and mine[0]["answered"] == 0:
+            timeout = min(timeout, hold_minutes(study))  # the place is only held until the first answer
     item = None
     if _gold_drawn(study, user, had):  # (3)
         item = _pick(study, user, seat, patient, gold=True)
@@ -390,7 +396,7 @@ def _serve(desk, user, now, patient):
         return None
     if needs_place and not take_place(study, seat["id"], now):  # with the first item (recruitment.py)
         return None
-    return _store(study, item, user, now)
+    return _store(study, item, user, now, timeout)
 
 
 def _pick(study, user, seat, patient, gold):
@@ -409,10 +415,11 @@ def _pick(study, user, seat, patient, gold):
     return instance(Item, row, fields=ITEM_FIELDS) if row else None
 
 
-def _store(study, item, user, now):
+def _store(study, item, user, now, timeout):
     """Steps 5 and 6: the shown order from the item's earlier orders (read under the item's
-    lock, so they are all there), then the assignment with its blinding tokens."""
-    expires = now + timedelta(minutes=study.assignment_timeout_minutes)
+    lock, so they are all there), then the assignment with its blinding tokens, open for
+    `timeout` minutes."""
+    expires = now + timedelta(minutes=timeout)
     whole_study = get_kind(study.kind).needs_study_pairs(item.data)  # more than two candidates
     if connection.vendor != "postgresql":  # serialized by _serialized's process-wide lock
         previous = [row["shown_order"] for row in PREVIOUS.rows(item_id=item.pk)]

@@ -14,6 +14,7 @@ from functools import cached_property
 from humeval.jsonl import error_reason, loads_line
 
 from .answers import InvalidAnswer, answer_value, shown, typed_answer
+from .comprehension import comprehension_flaw
 from .kinds import KINDS, all_kinds, get_kind
 from .kinds.base import (
     MAX_ID_CHARS,
@@ -34,8 +35,10 @@ COMMON_HEADER_KEYS = ("slug", "kind", "title", "instructions", "annotations_per_
 EXTRA_HEADER_KEYS = ("annotators", "researchers", "gold_rate", "min_seconds", "assignment_timeout_minutes",
                      "min_votes")
 # Participants from recruiting platforms (interfaces.md; docs/running-a-study.md).
+RECRUITMENT_KEYS = ("platform", "places", "screenout_code", "per_address", "hold_minutes", "quality_gate")
 PARTICIPANT_HEADER_KEYS = ("status", "consent", "completion_code", "completion_url", "max_items_per_participant",
-                           "pre_questions", "post_questions", "quality", "recruitment")
+                           "pre_questions", "post_questions", "quality", "recruitment",
+                           "comprehension")
 RECRUITMENT_PLATFORMS = ("prolific", "mturk", "link")
 STATUSES = ("draft", "open", "paused", "closed")
 QUESTION_TYPES = ("text", "choice", "number")
@@ -357,6 +360,11 @@ def _header_participants(study, header, error):
                 error(f"'{key}' {reason}")
             else:
                 header.extra[key] = study[key]
+    if "comprehension" in study:
+        if reason := comprehension_flaw(study["comprehension"], KEY_RE, MAX_ID_CHARS):
+            error(f"'comprehension' {reason}")
+        else:
+            header.extra["comprehension"] = study["comprehension"]
     if "recruitment" in study:
         _header_recruitment(study, header, error)
     if "quality" in study:
@@ -373,18 +381,23 @@ def _header_participants(study, header, error):
 
 
 def recruitment_flaw(value) -> str | None:
-    """Why a `recruitment` value is not {"platform", "places"?, "screenout_code"?}, or None
-    (the batch header and the Django admin check it here)."""
-    platform = value.get("platform") if isinstance(value, dict) else None
-    places, code = (value.get("places"), value.get("screenout_code")) if isinstance(value, dict) else (None, None)
-    if (isinstance(value, dict) and set(value) <= {"platform", "places", "screenout_code"}
-            and platform in RECRUITMENT_PLATFORMS
-            and (places is None or (is_int(places) and 1 <= places <= MAX_INT))
-            and (code is None or (isinstance(code, str) and CODE_RE.match(code)))):
+    """Why a `recruitment` value is not {"platform", "places"?, "screenout_code"?,
+    "per_address"?, "hold_minutes"?, "quality_gate"?}, or None (the batch header and the
+    Django admin check it here)."""
+    get = value.get if isinstance(value, dict) else (lambda key: None)
+    code, gate = get("screenout_code"), get("quality_gate")
+    counts_ok = all(get(key) is None or (is_int(get(key)) and 1 <= get(key) <= MAX_INT)
+                    for key in ("places", "per_address", "hold_minutes"))
+    if (isinstance(value, dict) and set(value) <= set(RECRUITMENT_KEYS)
+            and get("platform") in RECRUITMENT_PLATFORMS and counts_ok
+            and (code is None or (isinstance(code, str) and CODE_RE.match(code)))
+            and gate in (None, True, False)):
+        if gate and not code:  # the gate hands out the screen-out code: never nothing for the work done
+            return "'recruitment' with \"quality_gate\": true needs a \"screenout_code\""
         return None
-    return (f"'recruitment' must be {{\"platform\": one of {', '.join(RECRUITMENT_PLATFORMS)}, \"places\": "
-            f"integer from 1 to {MAX_INT} (optional), \"screenout_code\": 1-100 letters, digits, '-' or '_' "
-            "(optional)}")
+    return (f"'recruitment' must be {{\"platform\": one of {', '.join(RECRUITMENT_PLATFORMS)}, \"places\", "
+            f"\"per_address\", \"hold_minutes\": integers from 1 to {MAX_INT}, \"screenout_code\": 1-100 letters, "
+            "digits, '-' or '_', \"quality_gate\": true or false (all but platform optional)}")
 
 
 def _header_recruitment(study, header, error):

@@ -46,6 +46,9 @@ class Study(models.Model):
     quality = models.JSONField(default=dict, blank=True)  # {"min_gold_accuracy", "min_median_seconds"}
     # Items with "practice": true: [{"item_id", "data", "gold", "feedback"}]; never Item rows.
     practice_items = models.JSONField(default=list, blank=True)
+    # A comprehension check after the instructions (annotate/comprehension.py):
+    # [{"key", "question", "options", "answer"}]; two attempts, then the screen-out.
+    comprehension = models.JSONField(default=list, blank=True)
     # Bumped by database triggers (migration 0010) when the study's judgments, predictions or
     # items are updated in place or deleted, or an annotator renamed (new rows change the
     # counts instead): part of the report version (annotate/report_cache.py).
@@ -156,6 +159,11 @@ class Judgment(models.Model):
     seconds = models.FloatField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
     comment = models.TextField(blank=True, max_length=2000)  # the annotator's optional note on the item
+    # What the page saw on its free-text fields (comment, explanation): pastes into them and
+    # times the page lost focus while one was being written. A flag for the researcher,
+    # never a rejection; None: not reported (an API client, an older page).
+    pastes = models.PositiveIntegerField(null=True, blank=True)
+    focus_losses = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -228,6 +236,10 @@ class Participant(models.Model):
     place_taken_at = models.DateTimeField(null=True, blank=True)
     ended = models.CharField(max_length=16, blank=True, choices=[(e, e) for e in ENDINGS])
     ended_at = models.DateTimeField(null=True, blank=True)
+    # The address the participant entered from, as a keyed hash (annotate/entry_limits.py).
+    entry_address = models.CharField(max_length=64, blank=True)
+    comprehension_attempts = models.PositiveIntegerField(default=0)
+    comprehension_passed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
@@ -245,6 +257,26 @@ class Participant(models.Model):
         if self.declined_at:
             return RETURNED
         return self.ended or "in_progress"
+
+
+class EntryAddress(models.Model):
+    """New participants from one address in one study (annotate/entry_limits.py): the
+    current rate-limit window and what was admitted and refused, for the Recruitment
+    panel's bursts. `address` is a keyed hash, never the address itself."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="entry_addresses")
+    address = models.CharField(max_length=64)
+    window_start = models.DateTimeField()
+    in_window = models.PositiveIntegerField(default=0)  # admitted since window_start
+    admitted = models.PositiveIntegerField(default=0)
+    refused = models.PositiveIntegerField(default=0)
+    first_at = models.DateTimeField()
+    last_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "address"], name="entry_address_once")]
+
+
 class ReportCache(models.Model):
     """The built report of a study for one parameter set (docs/reports.md, "Cache"): the
     JSON and the dashboard fragment with its figures, and the data version they were built

@@ -7,8 +7,10 @@ session of the first visit. The study flow is a fixed sequence of steps; `next_s
 where a participant is, from what is stored on the Participant (so a reload or a new device
 resumes it):
 
-    consent -> instructions -> pre -> practice -> items -> post -> done
-                                                      `-> screenout (no item or place, nothing answered)
+    consent -> instructions -> comprehension -> pre -> practice -> items -> post -> done
+                                    |                          |-> screenout (no item or place, nothing answered)
+                                    `-> screenout (failed twice: annotate/comprehension.py)    `-> screenout
+                                                               (quality_gate: flagged at the end)
 
 A step with nothing to show (no consent text, no practice items, ...) is passed over.
 The same steps drive the preview (annotate/views/participant.py), which keeps its
@@ -25,15 +27,15 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Count
+from django.db.models import Count, Max
 from django.urls import reverse
 
-from .models import OPEN, SCREENED_OUT, Assignment, Item, Participant, Study
+from .models import OPEN, SCREENED_OUT, Assignment, Item, Judgment, Participant, Study
 from .recruitment import PLATFORM_PARAMS, holds_place, places_left, recruits
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # whole: no trailing newline or space
 PARTICIPANT_USERNAME = re.compile(r"^(prolific|mturk|link|pid):[A-Za-z0-9_-]{1,64}\Z")  # their users' names
-STEPS = ("consent", "instructions", "pre", "practice", "items", "post", "done")
+STEPS = ("consent", "instructions", "comprehension", "pre", "practice", "items", "post", "done")
 MAX_TEXT_ANSWER = 2000
 
 
@@ -71,7 +73,7 @@ def link_ids(query, platform: str) -> LinkIds:
     return LinkIds(platform, values[who], values[study], values[session])
 
 
-def join(study: Study, ids: LinkIds, browser_key: str = "") -> tuple[Participant, bool]:
+def join(study: Study, ids: LinkIds, browser_key: str = "", address: str = "") -> tuple[Participant, bool]:
     """(participant, created): creates the participant `ids` in `study`, bound to the
     platform session of this first visit (and, for `link`, to the browser), or returns the
     existing one. The user has no password and no role: the participant row is what lets
@@ -87,7 +89,8 @@ def join(study: Study, ids: LinkIds, browser_key: str = "") -> tuple[Participant
                     study=study, user=user,
                     defaults={"platform": ids.platform, "external_id": ids.external_id,
                               "platform_study_id": ids.study_id, "platform_session_id": ids.session_id,
-                              "browser_key": browser_key, "seed": secrets.randbelow(2**31)})
+                              "browser_key": browser_key, "entry_address": address,
+                              "seed": secrets.randbelow(2**31)})
         except IntegrityError:
             continue
     raise IntegrityError(f"could not create participant {ids.username}")
@@ -125,7 +128,7 @@ def items_left(study: Study, participant: Participant, answered: int) -> bool:
 
 def next_step(study: Study, state: dict, items_left=None) -> str:
     """The step to show: the first one not yet passed. `state` holds consented,
-    instructions_seen, pre_answers, practice_done, items_done, answered, post_answers,
+    instructions_seen, comprehension_passed, pre_answers, practice_done, items_done, answered, post_answers,
     finished, screened_out (from a Participant via `participant_state`, or the preview's
     session). `items_left()` says whether items remain (None: the preview's items_done).
     A participant whose items ended with no answer is screened out: no code for no work.
@@ -137,9 +140,11 @@ def next_step(study: Study, state: dict, items_left=None) -> str:
         return "screenout"
     if study.consent and not state.get("consented"):
         return "consent"
-    if (study.instructions and (study.pre_questions or study.practice_items)
+    if (study.instructions and (study.pre_questions or study.practice_items or study.comprehension)
             and not state.get("instructions_seen")):
         return "instructions"
+    if study.comprehension and not state.get("comprehension_passed"):
+        return "comprehension"
     if study.pre_questions and state.get("pre_answers") is None:
         return "pre"
     if state.get("practice_done", 0) < len(study.practice_items):
@@ -153,9 +158,21 @@ def next_step(study: Study, state: dict, items_left=None) -> str:
     return "done"
 
 
+def may_have_items(study: Study, seat: dict) -> bool:
+    """Whether a participant's row (`seat`: consented_at, instructions_seen_at,
+    comprehension_passed_at, pre_answers, practice_done) has passed every step before the
+    items: the engine hands out nothing before (page and API alike)."""
+    state = {"consented": seat["consented_at"] is not None,
+             "instructions_seen": seat["instructions_seen_at"] is not None,
+             "comprehension_passed": seat["comprehension_passed_at"] is not None,
+             "pre_answers": seat["pre_answers"], "practice_done": seat["practice_done"]}
+    return next_step(study, state, lambda: True) == "items"
+
+
 def participant_state(participant: Participant) -> dict:
     return {"consented": participant.consented_at is not None,
             "instructions_seen": participant.instructions_seen_at is not None,
+            "comprehension_passed": participant.comprehension_passed_at is not None,
             "pre_answers": participant.pre_answers, "practice_done": participant.practice_done,
             "post_answers": participant.post_answers, "finished": participant.finished_at is not None,
             "screened_out": participant.ended == SCREENED_OUT,
@@ -223,19 +240,22 @@ def flow_redirect(scope: str | None, study: Study, user) -> str | None:
 
 
 PARTICIPANT_COLUMNS = ("platform", "participant", "study_id", "session_id", "status", "items", "gold_accuracy",
-                       "median_seconds", "flagged", "reason", "started_at", "finished_at")
+                       "median_seconds", "flagged", "reason", "started_at", "finished_at", "pastes", "focus_losses")
 
 
 def participant_table(study: Study) -> tuple[list[str], list[list]]:
     """(header, rows) of participants.csv (interfaces.md): the spec's columns, then one
     column per pre question (`pre:<key>`) and post question (`post:<key>`) with the
     participant's answers. items = items completed (gold included, practice never);
-    flagged/reason from the study's quality thresholds (annotate/quality.py)."""
+    flagged/reason from the study's quality thresholds (annotate/quality.py); pastes and
+    focus_losses = totals over their items on free-text fields (empty: never reported), a
+    flag to look at, never a reason by itself."""
     from .quality import annotator_quality, flag_reasons
 
     quality = annotator_quality(study)
     completed = dict(Assignment.objects.filter(study=study).completed().values("annotator_id")
                      .annotate(n=Count("id")).values_list("annotator_id", "n"))
+    counts = free_text_counts(study)
     pre = [q["key"] for q in study.pre_questions]
     post = [q["key"] for q in study.post_questions]
     header = [*PARTICIPANT_COLUMNS, *(f"pre:{k}" for k in pre), *(f"post:{k}" for k in post)]
@@ -246,9 +266,22 @@ def participant_table(study: Study) -> tuple[list[str], list[list]]:
         rows.append([p.platform, p.external_id, p.platform_study_id, p.platform_session_id, p.status,
                      completed.get(p.user_id, 0), _number(q.get("gold_accuracy")), _number(q.get("median_seconds")),
                      "true" if reason else "false", reason, _when(p.started_at), _when(p.finished_at),
+                     *counts.get(p.user_id, ("", "")),
                      *((p.pre_answers or {}).get(k, "") for k in pre),
                      *((p.post_answers or {}).get(k, "") for k in post)])
     return header, rows
+
+
+def free_text_counts(study: Study) -> dict[int, tuple[int, int]]:
+    """{annotator id: (pastes, focus losses)} summed over their items (each item once: the
+    counts are stored on every judgment of the item), for those whose page reported them."""
+    per_item = (Judgment.objects.filter(study=study, pastes__isnull=False).values("annotator_id", "assignment_id")
+                .annotate(p=Max("pastes"), f=Max("focus_losses")).values_list("annotator_id", "p", "f"))
+    totals: dict[int, tuple[int, int]] = {}
+    for annotator, pastes, losses in per_item:
+        before = totals.get(annotator, (0, 0))
+        totals[annotator] = (before[0] + pastes, before[1] + (losses or 0))
+    return totals
 
 
 def _number(value) -> str:

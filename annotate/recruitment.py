@@ -7,8 +7,12 @@
   `recruiting_study` is the one lookup of a link: an unknown slug, a wrong key, a study
   that does not recruit or one in draft are all None (the same 404).
 - Places: `Study.places_taken` counts the participants holding one. A participant takes a
-  place with their first item (the engine calls `take_place` after it locked the item):
-  one UPDATE of the study row re-checks the limit on the row it updates, so two
+  place with their first item, at first only held: until their first answer their item
+  expires after `hold_minutes` (recruitment header, default HOLD_MINUTES; the study's item
+  timeout when shorter), and then the place goes back like any timed-out one. So entries
+  that never answer hold places only briefly (issue 31, item 6); new entries per address
+  are limited too (annotate/entry_limits.py). The engine calls `take_place` after it
+  locked the item: one UPDATE of the study row re-checks the limit on the row it updates, so two
   participants cannot both take the last place. They give it back when they return, time
   out (their item expired: annotate.assignment.reclaim_expired) or are screened out
   (`end`); completing keeps it. A timed-out participant who comes back takes a place
@@ -43,6 +47,7 @@ LINK_QUERY = {
 }
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"  # MTurk's assignmentId while a worker previews a HIT
 KEY_BYTES = 24  # 192 bits
+HOLD_MINUTES = 10  # a place is held this long for a participant's first answer (recruitment.hold_minutes)
 RETURN_INSTRUCTIONS = {
     "prolific": "Please return your submission on Prolific (\u201cReturn\u201d on the study's page), so that "
                 "your place goes to someone else.",
@@ -174,6 +179,20 @@ def end(study: Study, participants, ending: str, now) -> int:
         if held:
             Study.objects.filter(pk=study.pk).update(places_taken=Greatest(F("places_taken") - held, 0))
         return held
+
+
+def on_hold(study: Study) -> int:
+    """Places held by participants who have not answered an item yet (they go back when
+    the hold runs out)."""
+    from .models import Assignment
+
+    answered = Assignment.objects.filter(study=study).completed().values("annotator_id")
+    return Participant.objects.filter(HOLDS_PLACE, study=study).exclude(user__in=answered).count()
+
+
+def hold_minutes(study: Study) -> int:
+    """How long a participant's first item (and so their place) waits for their first answer."""
+    return (study.recruitment or {}).get("hold_minutes", HOLD_MINUTES)
 
 
 def places_left(study: Study) -> int:

@@ -119,6 +119,23 @@ def parse_seconds(raw):
     return seconds
 
 
+MAX_COUNT = 10000
+
+
+def parse_count(name, raw):
+    """A page's count of pastes or focus losses (`name`): None when not reported (an API
+    client, a page without free text), else a whole number from 0 to MAX_COUNT."""
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw) if not isinstance(raw, (bool, float)) else None
+    except (TypeError, ValueError):
+        value = None
+    if value is None or not 0 <= value <= MAX_COUNT:
+        raise SubmissionError({name: f"must be a whole number from 0 to {MAX_COUNT}"})
+    return value
+
+
 def parse_comment(raw):
     """The optional free-text comment on an item: stripped text, at most MAX_COMMENT_CHARS."""
     if raw is None:
@@ -196,8 +213,8 @@ STORE_PG = """WITH claim AS (
     WHERE id = %s AND completed_at IS NULL AND NOT skipped RETURNING item_id
 ), stored AS (
     INSERT INTO annotate_judgment (study_id, item_id, assignment_id, annotator_id, question, value, shown_order,
-                                   seconds, submitted_at, comment)
-    SELECT %s, claim.item_id, %s, %s, answer.question, answer.value, answer.shown_order, %s, %s, %s
+                                   seconds, submitted_at, comment, pastes, focus_losses)
+    SELECT %s, claim.item_id, %s, %s, answer.question, answer.value, answer.shown_order, %s, %s, %s, %s, %s
     FROM claim CROSS JOIN (VALUES {answers}) AS answer (question, value, shown_order)
 )
 UPDATE annotate_item SET n_completed = n_completed + 1 WHERE id IN (SELECT item_id FROM claim) RETURNING n_completed"""
@@ -226,7 +243,7 @@ def _store(assignment, judgments, now, seconds):
         answers = ", ".join(["(%s, %s, %s)"] * len(judgments))
         first = judgments[0]
         params = [now, seconds, assignment.pk, first.study_id, assignment.pk, first.annotator_id, seconds, now,
-                  first.comment]
+                  first.comment, first.pastes, first.focus_losses]
         for judgment in judgments:
             params += [judgment.question, judgment.value, judgment.shown_order]
         with connection.cursor() as cursor:
@@ -243,11 +260,13 @@ def _store(assignment, judgments, now, seconds):
         return assignment.item.n_completed + 1  # at least; what the annotator's page shows
 
 
-def submit(assignment_id, user, answers, seconds=None, now=None, comment=None, blinded=False, desk=None):
+def submit(assignment_id, user, answers, seconds=None, now=None, comment=None, blinded=False, desk=None,
+           pastes=None, focus_losses=None):
     """Stores the answers of one assignment. Returns (assignment, judgments, created);
     `created` is False when the assignment had already been submitted (nothing changed).
     `seconds` None falls back to the time since the item was handed out. `comment`, the
-    annotator's optional note, is stored on every judgment of the item. `blinded`:
+    annotator's optional note, is stored on every judgment of the item, and so are the
+    page's `pastes` and `focus_losses` on its free-text fields (parse_count). `blinded`:
     answers in the annotator's tokens (checked_answers). `desk`: the request's access
     decision, when it made one (see _read_for_submit)."""
     now = now or timezone.now()
@@ -261,10 +280,11 @@ def submit(assignment_id, user, answers, seconds=None, now=None, comment=None, b
     values = checked_answers(assignment, answers, blinded)
     comment = checked_comment(assignment.study, comment)
     seconds = stored_seconds(assignment, parse_seconds(seconds), now)
+    counts = {"pastes": parse_count("pastes", pastes), "focus_losses": parse_count("focus_losses", focus_losses)}
     judgments = [Judgment(study_id=assignment.study_id, item_id=assignment.item_id, assignment=assignment,
                           annotator_id=user.pk, question=qid, value=value,
                           shown_order=judgment_shown_order(assignment.shown_order, qid), seconds=seconds,
-                          submitted_at=now, comment=comment)
+                          submitted_at=now, comment=comment, **counts)
                  for qid, value in values.items()]
     n_completed = _store(assignment, judgments, now, seconds)
     if n_completed is None:  # a double submit (or a skip, or a reclaim) came first
@@ -376,6 +396,18 @@ def skip(assignment_id, user, reason, comment=None, seconds=None, now=None):
         return assignment, judgment, True
 
 
+def _extension_minutes(assignment, user) -> int:
+    """One study timeout; for a recruited participant still without an answer, only their
+    place's hold (annotate/recruitment.py), so extending cannot stretch the hold."""
+    from .recruitment import hold_minutes, recruits
+
+    study = assignment.study
+    if (assignment.participant and recruits(study)
+            and not Assignment.objects.filter(study=study, annotator=user).completed().exists()):
+        return min(study.assignment_timeout_minutes, hold_minutes(study))
+    return study.assignment_timeout_minutes
+
+
 def extend(assignment_id, user, now=None):
     """Moves an open assignment's expiry to one study timeout from now, at most
     MAX_EXTENSIONS times. Returns (assignment, extended): extended False when the limit
@@ -388,7 +420,7 @@ def extend(assignment_id, user, now=None):
             raise AssignmentGone(f"assignment {assignment_id} is not open")
         if assignment.extensions >= MAX_EXTENSIONS:
             return assignment, False
-        assignment.expires_at = now + timedelta(minutes=assignment.study.assignment_timeout_minutes)
+        assignment.expires_at = now + timedelta(minutes=_extension_minutes(assignment, user))
         assignment.extensions += 1
         assignment.save(update_fields=["expires_at", "extensions"])
         return assignment, True

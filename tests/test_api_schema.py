@@ -99,7 +99,7 @@ def test_enums_for_kind_state_and_format(schema):
 
 def test_answers_are_documented_as_question_keyed_values(schema):
     answers = schema["components"]["schemas"]["Answers"]
-    assert set(answers["properties"]) == {"seconds", "edit", "comment"}
+    assert set(answers["properties"]) == {"seconds", "edit", "comment", "pastes", "focus_losses"}
     assert answers["additionalProperties"]["oneOf"] == [{"type": "string"}, {"type": "integer"}]
 
 

@@ -338,13 +338,27 @@ def test_whole_flow_ends_at_the_completion_url():
     assert Judgment.objects.filter(annotator=p.user).count() == 3
 
 
-def test_nothing_is_served_before_consent():
+def test_nothing_is_served_before_consent_instructions_pre_and_practice():
+    """Issue 31, item 7: the flow's order holds on the server. Before each of consent,
+    instructions, pre questions and practice is passed, the API hands out nothing (204)
+    and the task page sends the participant back to the flow; then both serve the item."""
     study = flow_study()
     client = participant_client(study.slug)
-    assert client.post("/api/studies/pairwise-alignment/assignments/next/").status_code == 204
-    assert Assignment.objects.count() == 0
-    client.post("/p/pairwise-alignment/go/", {"step": "consent", "consent": "yes"})
-    assert client.post("/api/studies/pairwise-alignment/assignments/next/").status_code == 200
+    api = "/api/studies/pairwise-alignment/assignments/next/"
+    steps = [{"step": "consent", "consent": "yes"}, {"step": "instructions"}, {"step": "pre", "age": "34"},
+             {"step": "practice", "index": "1", "continue": "1"}]
+    for passed, form in enumerate(steps):
+        assert client.post(api).status_code == 204, passed
+        assert client.post("/annotate/pairwise-alignment/next/", HTTP_HX_REQUEST="true")["HX-Redirect"] \
+            == "/p/pairwise-alignment/go/", passed
+        page = client.get("/annotate/pairwise-alignment/")
+        assert (page.status_code, page["Location"]) == (302, "/p/pairwise-alignment/go/"), passed
+        assert Assignment.objects.count() == 0, passed
+        assert client.get("/p/pairwise-alignment/go/").context["step"] == form["step"], passed
+        client.post("/p/pairwise-alignment/go/", form)
+    assert Assignment.objects.count() == 1  # the last step's POST reserved the first item
+    assert client.post(api).status_code == 200
+    assert client.get("/annotate/pairwise-alignment/").status_code == 200
 
 
 def test_completion_redirect_keeps_a_query_the_url_has():
@@ -464,7 +478,7 @@ def test_failing_gold_is_flagged_and_left_out_of_the_report(admin_user_):
     text = api.get(f"/api/studies/{study.slug}/participants.csv").content.decode()
     rows = list(csv.DictReader(io.StringIO(text)))
     assert text.splitlines()[0] == ("platform,participant,study_id,session_id,status,items,gold_accuracy,"
-                                    "median_seconds,flagged,reason,started_at,finished_at")
+                                    "median_seconds,flagged,reason,started_at,finished_at,pastes,focus_losses")
     assert [(r["participant"], r["session_id"], r["status"], r["items"], r["gold_accuracy"], r["median_seconds"],
              r["flagged"], r["reason"]) for r in rows] == [
         ("good", "se-good", "in_progress", "4", "1", "6", "false", ""),

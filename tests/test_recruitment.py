@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import re
+import zlib
 from datetime import timedelta
 
 import pytest
@@ -44,8 +45,14 @@ def recruiting(places=None, quota=None, n_items=4, overlap=1, **fields):
     return study
 
 
+def address_of(pid):
+    """A client address of its own per participant id (the per-address limit is tested apart)."""
+    h = zlib.crc32(pid.encode())
+    return f"10.{h >> 16 & 255}.{h >> 8 & 255}.{h & 255}"
+
+
 def enter(study, pid, session=None, client=None):
-    client = client or Client()
+    client = client or Client(REMOTE_ADDR=address_of(pid))
     response = client.get(participant_link(study, prolific(pid, session)))
     assert response.status_code == 302 and response["Location"] == f"/p/{study.slug}/go/", response.status_code
     return client

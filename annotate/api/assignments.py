@@ -49,7 +49,7 @@ from annotate.submission import (
     submit,
 )
 
-CONTROL_KEYS = ("seconds", "edit", "comment")
+CONTROL_KEYS = ("seconds", "edit", "comment", "pastes", "focus_losses")
 GONE = OpenApiResponse(DetailSerializer, description="Not your assignment, or it expired and went back to the pool.")
 REFUSED = OpenApiResponse(DetailSerializer, description="Not signed in, or you may not annotate this study.")
 NO_STUDY = OpenApiResponse(DetailSerializer, description="No such study, or one you may not see.")
@@ -130,7 +130,9 @@ class AssignmentJudgmentsView(APIView):
                 code, created = status.HTTP_200_OK, False
             else:
                 assignment, judgments, created = submit(pk, request.user, answers, body.get("seconds"),
-                                                        comment=body.get("comment"), blinded=True)
+                                                        comment=body.get("comment"), blinded=True,
+                                                        pastes=body.get("pastes"),
+                                                        focus_losses=body.get("focus_losses"))
                 code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         except REFUSALS as exc:
             return refusal(exc)

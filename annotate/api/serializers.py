@@ -194,7 +194,11 @@ class StudyCreateSerializer(serializers.Serializer):
                                               '"max_fast_submits"}: numbers, all optional')
     recruitment = serializers.DictField(required=False,
                                         help_text='{"platform": "prolific" | "mturk" | "link", "places"?: int, '
-                                                  '"screenout_code"?: str}: participant links work only with it')
+                                                  '"screenout_code"?: str, "per_address"?: int, "hold_minutes"?: '
+                                                  'int, "quality_gate"?: bool}: participant links work only with it')
+    comprehension = serializers.ListField(child=serializers.DictField(), required=False,
+                                          help_text="[{key, question, options, answer}]: a check after the "
+                                                    "instructions; two attempts, then the screen-out code")
 
 
 class BatchResultSerializer(serializers.Serializer):
@@ -280,6 +284,11 @@ class AnswersSerializer(serializers.Serializer):
                                     help_text="Replace earlier answers (while the item is not complete).")
     comment = serializers.CharField(required=False, allow_blank=True, max_length=2000,
                                     help_text="Optional note on the item, stored with each of its judgments.")
+    pastes = serializers.IntegerField(required=False, min_value=0, max_value=10000,
+                                      help_text="Pastes into the item's free-text fields (a flag, never a rejection).")
+    focus_losses = serializers.IntegerField(required=False, min_value=0, max_value=10000,
+                                            help_text="Times the page lost focus while a free-text field was "
+                                                      "being written.")
 
 
 class AnswersSchema(OpenApiSerializerExtension):

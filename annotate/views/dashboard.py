@@ -12,10 +12,11 @@ from django.views.decorators.http import require_POST
 
 from annotate.access import study_for
 from annotate.assignment import release_expired
+from annotate.entry_limits import WINDOW_MINUTES, bursts, per_address
 from annotate.models import CLOSED, OPEN, PAUSED, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, AuditLog, Judgment
 from annotate.progress import study_progress
 from annotate.quality import flagged_annotators
-from annotate.recruitment import link_path, places_limit, recruits, rotate_key
+from annotate.recruitment import hold_minutes, link_path, on_hold, places_limit, recruits, rotate_key
 from annotate.report_cache import current_report, data_version, report_params, report_state, request_refresh
 from annotate.roles import is_admin
 
@@ -79,7 +80,8 @@ def recruitment_context(request, study, flagged):
             "platform": study.recruitment["platform"], "screenout_code": study.recruitment.get("screenout_code", ""),
             "places": limit, "taken": study.places_taken, "left": max(0, limit - study.places_taken),
             "funnel": counts, "median_minutes": round(statistics.median(minutes), 1) if minutes else None,
-            "n_minutes": len(minutes)}
+            "n_minutes": len(minutes), "on_hold": on_hold(study), "hold_minutes": hold_minutes(study),
+            "bursts": bursts(study), "per_address": per_address(study), "window_minutes": WINDOW_MINUTES}
 
 
 STATUS_ACTIONS = {"open": OPEN, "pause": PAUSED, "close": CLOSED}

@@ -26,6 +26,8 @@ from django_htmx.http import HttpResponseClientRedirect
 from annotate.access import SCOPE_KEY, may_read, participant_scope
 from annotate.assignment import _gold_drawn, next_for, release_expired
 from annotate.blinding import blinding_for
+from annotate.comprehension import ATTEMPTS, questions_shown, wrong_answers
+from annotate.entry_limits import WINDOW_MINUTES, address_hash, admit
 from annotate.kinds import get_kind, study_config
 from annotate.models import DRAFT, OPEN, RETURNED, SCREENED_OUT, Assignment, Item, Participant
 from annotate.ordering import item_order_key, item_order_of, shown_order_for
@@ -49,12 +51,14 @@ from annotate.recruitment import (
     screenout_redirect,
 )
 from annotate.rendering import render_markdown
+from annotate.screening import gated, screenout_reason
 from annotate.submission import SubmissionError, checked_answers
+from annotate.views.flow_store import PREVIEW_KEY, FlowStore
 from annotate.views.task import FIELD_PREFIX, item_context, task_context
 from evaluation.vocabulary import SKIP_REASONS
+from humeval.proxy import client_ip
 from humeval.security_headers import content_security_policy
 
-PREVIEW_KEY = "participant_preview"  # session: {slug: preview state}
 BROWSER_COOKIE = "humeval_entry_{}"  # a `link` participant's browser (signed; per study)
 COOKIE_SALT = "humeval.participant.browser"
 MTURK_ORIGINS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
@@ -116,9 +120,14 @@ def entry(request, slug, key):
     if existing is None:
         if study.status != OPEN:
             return with_platform_csp(render(request, "participant/closed.html", context), study)
+        address = address_hash(client_ip(request))
+        if not admit(study, address, timezone.now()):  # one link holder cannot take every place
+            return with_platform_csp(render(request, "participant/too_many.html", {
+                **context, "minutes": WINDOW_MINUTES, "return_instructions": RETURN_INSTRUCTIONS[platform]},
+                status=429), study)
         if platform == "link":
             new_token = secrets.token_urlsafe(16)
-        existing, created = join(study, ids, browser_hash(new_token) if new_token else "")
+        existing, created = join(study, ids, browser_hash(new_token) if new_token else "", address)
         if not created:
             new_token = ""
     if not same_session(existing, ids, browser_hash(new_token or token) if (new_token or token) else ""):
@@ -152,7 +161,7 @@ def flow(request, slug):
 
 
 def _flow(request, study, participant):
-    store = _Store(participant)
+    store = FlowStore(participant)
     if participant.declined_at or participant.ended == RETURNED:
         return _returned_page(request, study, store)
     step = participant_step(participant)
@@ -185,44 +194,6 @@ def _platform(study):
     return (study.recruitment or {}).get("platform", "link")
 
 
-class _Store:
-    """Where a flow's progress is kept: the Participant row, or (preview) the session."""
-
-    def __init__(self, participant=None, session=None, study=None):
-        self.participant, self.session = participant, session
-        self.slug = study.slug if study is not None else None
-        self.key = study.entry_key if study is not None else None
-
-    @property
-    def preview(self):
-        return self.participant is None
-
-    def state(self):
-        return self.session.get(PREVIEW_KEY, {}).get(self.slug, {}) if self.preview else None
-
-    def update(self, **values):
-        if self.participant is not None:
-            now = timezone.now()
-            fields = {"consented": ("consented_at", now), "declined": ("declined_at", now),
-                      "instructions_seen": ("instructions_seen_at", now), "finished": ("finished_at", now)}
-            for key, value in values.items():
-                name, stored = fields.get(key, (key, value))
-                setattr(self.participant, name, stored)
-            self.participant.save(update_fields=[fields.get(k, (k,))[0] for k in values])
-            return
-        previews = self.session.get(PREVIEW_KEY, {})
-        previews[self.slug] = {**previews.get(self.slug, {}), **values}
-        self.session[PREVIEW_KEY] = previews
-
-    def step(self, study):
-        if self.preview:
-            return next_step(study, self.state())
-        return participant_step(self.participant)
-
-    def practice_done(self):
-        return self.state().get("practice_done", 0) if self.preview else self.participant.practice_done
-
-
 def _urls(study, store):
     if store.preview:
         return {"action": reverse("participant-preview", kwargs={"slug": study.slug, "key": store.key})}
@@ -248,6 +219,10 @@ def _render_step(request, study, step, store, **extra):
         errors, values = extra.get("errors") or {}, extra.get("values") or {}
         context["questions"] = [dict(q, error=errors.get(q["key"]), value=values.get(q["key"]))
                                 for q in (study.pre_questions if step == "pre" else study.post_questions)]
+    elif step == "comprehension":
+        context.update(questions=questions_shown(study.comprehension), attempts=ATTEMPTS,
+                       attempts_used=store.comprehension_attempts(),
+                       instructions_html=render_markdown(study.instructions) if study.instructions else "")
     elif step == "practice":
         index = store.practice_done()
         _, assignment = _practice_assignment(study, index)
@@ -278,6 +253,14 @@ def _post_step(request, study, store, step):
         if errors:
             return _render_step(request, study, step, store, errors=errors, values=dict(post.items()))
         store.update(**{f"{step}_answers": answers})
+    elif step == "comprehension":
+        if not wrong_answers(study.comprehension, post):
+            store.update(comprehension_passed=True)
+        else:
+            attempts = store.comprehension_attempts() + 1
+            store.update(comprehension_attempts=attempts)
+            if attempts >= ATTEMPTS:  # Prolific: two attempts, then a screen-out (never a rejection)
+                return _screen_out_now(request, study, store)
     elif step == "practice":
         return _answer_practice(request, study, store)
     if not store.preview and step != "items" and store.step(study) == "items":
@@ -329,6 +312,8 @@ def _finish(request, study, store):
     without a URL, show the code and a link."""
     target = completion_redirect(study)
     first = not (store.state().get("finished") if store.preview else store.participant.finished_at)
+    if first and not store.preview and gated(study, store.participant):
+        return _screen_out_now(request, study, store)  # quality_gate: flagged, so the screen-out code
     if first:
         store.update(finished=True)
     if first and target and not store.preview:
@@ -338,8 +323,9 @@ def _finish(request, study, store):
 
 
 def _screen_out(request, study, store):
-    """No place or no item left for someone who answered nothing: "no places left" with
-    the screen-out code (or the platform's return instruction), never the completion code.
+    """No place or no item left for someone who answered nothing, a comprehension check
+    failed twice, or (quality_gate) a flagged participant at the end: the reason with the
+    screen-out code (or the platform's return instruction), never the completion code.
     The first visit records it (participants.csv `screened_out`) and gives back a place
     they held."""
     target = screenout_redirect(study)
@@ -348,9 +334,22 @@ def _screen_out(request, study, store):
         if target:
             return HttpResponseRedirect(target)
     return render(request, "participant/screenout.html", {
-        "study": study, "preview": store.preview, "target": target,
+        "study": study, "preview": store.preview, "target": target, "reason": screenout_reason(study, store),
         "screenout_code": (study.recruitment or {}).get("screenout_code", ""),
         "return_instructions": RETURN_INSTRUCTIONS[_platform(study)]})
+
+
+def _screen_out_now(request, study, store):
+    """Screens the participant out now (their place goes back) and sends them on: to the
+    platform with the screen-out code when the study has a URL, else to the page saying so."""
+    if store.preview:
+        store.update(screened_out=True)
+    elif store.participant.ended != SCREENED_OUT:
+        end(study, Participant.objects.filter(pk=store.participant.pk), SCREENED_OUT, timezone.now())
+        target = screenout_redirect(study)
+        if target:
+            return HttpResponseRedirect(target)
+    return redirect(_urls(study, store)["action"])
 
 
 def _return(request, study, store):
@@ -457,7 +456,7 @@ def preview(request, slug, key):
     progress lives in the session). `?restart=1` starts over; "Skip to the end" jumps past
     the items."""
     study = _preview_study(request, slug, key)
-    store = _Store(session=request.session, study=study)
+    store = FlowStore(session=request.session, study=study)
     if request.GET.get("restart"):
         request.session[PREVIEW_KEY] = {k: v for k, v in request.session.get(PREVIEW_KEY, {}).items() if k != slug}
         return redirect("participant-preview", slug=slug, key=key)

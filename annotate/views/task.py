@@ -188,7 +188,9 @@ def submit_item(request, slug, pk):
     answers = _answers_from(request.POST)
     try:  # with the desk, another study's assignment is not found (AssignmentGone)
         assignment, _, created = submit(pk, request.user, answers, request.POST.get("seconds"),
-                                        comment=request.POST.get("comment"), blinded=True, desk=desk)
+                                        comment=request.POST.get("comment"), blinded=True, desk=desk,
+                                        pastes=request.POST.get("pastes"),
+                                        focus_losses=request.POST.get("focus_losses"))
     except SubmissionError as exc:
         assignment = get_object_or_404(Assignment.objects.select_related("item"), pk=pk, annotator=request.user)
         context = item_context(study, assignment, values=answers, errors=exc.errors,

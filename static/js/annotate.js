@@ -12,6 +12,8 @@
 
   function startTimer() {
     visibleMs = 0;
+    pastes = 0;
+    focusLosses = 0;
     warned = false;
     since = document.visibilityState === "visible" ? performance.now() : null;
   }
@@ -27,6 +29,14 @@
     }
   });
   window.humevalTimer = { elapsedSeconds: elapsedSeconds };
+
+  /* ---- Free-text fields: pastes into them, and the page losing focus while one is being
+     written (stored with the judgment: a flag for the researcher, never a rejection) ---- */
+  let pastes = 0;
+  let focusLosses = 0;
+  function inFreeText(element) { return !!(element && element.closest && element.closest("#item-form textarea")); }
+  document.addEventListener("paste", function (event) { if (inFreeText(event.target)) pastes += 1; }, true);
+  window.addEventListener("blur", function () { if (inFreeText(document.activeElement)) focusLosses += 1; });
 
   /* ---- Questions ---- */
   function itemForm() { return document.getElementById("item-form") || document.getElementById("edit-form"); }
@@ -146,6 +156,10 @@
     }
     const seconds = elapsedSeconds();
     form.querySelector("input[name=seconds]").value = seconds.toFixed(2);
+    if (form.querySelector("textarea")) { // reported only where there is free text
+      form.querySelector("input[name=pastes]").value = String(pastes);
+      form.querySelector("input[name=focus_losses]").value = String(focusLosses);
+    }
     const minimum = parseFloat(form.dataset.minSeconds);
     if (form.dataset.mode !== "edit" && minimum > 0 && seconds < minimum && !warned) {
       event.preventDefault();
