@@ -14,14 +14,18 @@ Layout of DIR:
 - both: `README.md` (the dataset card) and `humeval_study.json` (the study's settings, so
   `import_study DIR` can read the release back as a new study).
 """
+import io
 import json
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils.dateparse import parse_datetime
 
 from .backup import STUDY_FIELDS, BackupError, _plain
-from .judgments_io import refresh_item_counters
+from .batch_format import BatchInvalid
+from .judgments_csv import write_judgments, write_predictions
+from .judgments_io import import_judgments, import_predictions
 from .models import Item, Judgment, Prediction, Study
 
 FORMATS = ("hf", "parquet")
@@ -164,43 +168,37 @@ def read_release(path):
 
 
 def import_release(path, *, replace=False):
-    """A release read back as a new study (pseudonyms become users without a password);
-    all or nothing, like import_study."""
+    """A release read back as a new study, all or nothing like import_study: the study and
+    its items from the release, then its judgments and predictions through the same doors as
+    any lab's files (`import_judgments`, `import_predictions`: the same checks, assignments
+    completed as theirs are; pseudonyms become users without a password)."""
     settings, tables = read_release(path)
-    user_model = get_user_model()
+    slug = settings.get("slug")
     with transaction.atomic():
-        existing = Study.objects.filter(slug=settings.get("slug")).first()
+        existing = Study.objects.filter(slug=slug).first()
         if existing is not None:
             if not replace:
                 raise BackupError(f"study {existing.slug!r} already exists (use --replace)")
             existing.delete()
         try:
             study = Study.objects.create(**{k: settings[k] for k in RELEASED_STUDY_FIELDS if k in settings})
-            items = {row["item_id"]: Item(study=study, item_id=row["item_id"], position=row["position"],
-                                          is_gold=row["is_gold"], data=json.loads(row["data"]),
-                                          meta=json.loads(row["meta"]), gold=json.loads(row["gold"]),
-                                          content_hash=row["content_hash"])
-                     for row in tables["items"]}
-            Item.objects.bulk_create(items.values())
-            users = {}
-            for row in tables["judgments"]:
-                if row["annotator"] not in users:
-                    user = user_model.objects.filter(username=row["annotator"]).first()
-                    if user is None:
-                        user = user_model(username=row["annotator"])
-                        user.set_unusable_password()
-                        user.save()
-                    users[row["annotator"]] = user
-            Judgment.objects.bulk_create([
-                Judgment(study=study, item=items[row["item_id"]], annotator=users[row["annotator"]],
-                         question=row["question"], value=row["value"], shown_order=row["shown_order"],
-                         seconds=row["seconds"], comment=row["comment"] or "",
-                         submitted_at=row["submitted_at"]) for row in tables["judgments"]])
-            Prediction.objects.bulk_create([
-                Prediction(study=study, item=items[row["item_id"]], evaluator=row["evaluator"],
-                           annotator=row["annotator"], question=row["question"], value=row["value"])
-                for row in tables["predictions"]])
+            Item.objects.bulk_create([
+                Item(study=study, item_id=row["item_id"], position=row["position"], is_gold=row["is_gold"],
+                     content_hash=row["content_hash"], data=json.loads(row["data"]), meta=json.loads(row["meta"]),
+                     gold=json.loads(row["gold"])) for row in tables["items"]])
+            judgments = io.StringIO()
+            write_judgments(({**row, "study": slug, "submitted_at": parse_datetime(row["submitted_at"] or "")}
+                             for row in tables["judgments"]), judgments, "jsonl")
+            predictions = io.StringIO()
+            write_predictions(({**row, "study": slug} for row in tables["predictions"]), predictions)
+            source = f"release:{Path(path).name}"
+            import_judgments(io.BytesIO(judgments.getvalue().encode("utf-8")), source=source)
+            if tables["predictions"]:
+                import_predictions(io.BytesIO(predictions.getvalue().encode("utf-8")), source=source,
+                                   only_study=slug)
+        except BatchInvalid as exc:
+            more = f" (and {exc.total - 5} more)" if exc.total > 5 else ""
+            raise BackupError("; ".join(exc.errors[:5]) + more) from None
         except (KeyError, TypeError, ValueError) as exc:
             raise BackupError(f"malformed release ({exc!r})") from None
-        refresh_item_counters([item.pk for item in items.values()])
     return study
