@@ -33,8 +33,9 @@ class _SafeUrlsExtension(Extension):
         md.treeprocessors.register(_DropUnsafeUrls(md), "humeval_safe_urls", 0)
 
 
-def render_markdown(text):
-    """Markdown -> safe HTML (marked safe for templates)."""
+def render_markdown(text, tables=False):
+    """Markdown -> safe HTML (marked safe for templates); `tables` adds pipe tables."""
     escaped = (text or "").replace("&", "&amp;").replace("<", "&lt;")
-    html = markdown.markdown(escaped, extensions=[_SafeUrlsExtension()], output_format="html")
+    extensions = [_SafeUrlsExtension(), *(["tables"] if tables else [])]
+    html = markdown.markdown(escaped, extensions=extensions, output_format="html")
     return mark_safe(html)  # noqa: S308 - every tag in `html` was produced by Markdown itself

@@ -2,13 +2,14 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from annotate.views import dashboard, home, item_actions, mine, participant, quality, task, upload
+from annotate.views import dashboard, home, item_actions, methods, mine, participant, quality, task, upload
 from humeval.login_guard import LoginForm
 
 urlpatterns = [
     path("studies/<slug:slug>/upload/", upload.upload_to_study, name="study-upload"),
     path("batches/upload/", upload.upload_new, name="batch-upload"),
     path("studies/<slug:slug>/", dashboard.dashboard, name="dashboard"),
+    path("studies/<slug:slug>/methods/", methods.methods, name="study-methods"),
     path("studies/<slug:slug>/progress/", dashboard.progress, name="dashboard-progress"),
     path("studies/<slug:slug>/report-panel/", dashboard.report_panel, name="dashboard-report"),
     path("studies/<slug:slug>/report-version/", dashboard.report_version, name="dashboard-report-version"),

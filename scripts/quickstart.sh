@@ -24,13 +24,14 @@ unset DATABASE_URL CELERY_BROKER_URL
 export DEBUG=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
 .venv/bin/python manage.py migrate --noinput -v 0
-.venv/bin/python manage.py demo
+.venv/bin/python manage.py demo --simulated
 
 cat <<'MSG'
 
 humeval is starting at http://127.0.0.1:8000/
   annotators: log in as annotator1 to judge items;
-  researcher: /studies/demo-alignment/ (dashboard, reports, downloads);
+  researcher: /studies/demo-four-systems-simulated/ (a full report of simulated judgments: ranking,
+              agreement, datasheet); the other demo studies are empty, ready to annotate;
   admin:      /batches/upload/ to load a batch, /admin/ for everything else.
 Stop with Ctrl-C. Data lives in var/humeval.sqlite3.
 MSG

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian machine: Debian packages (Chromium for the browser
-# tests, WordNet for METEOR/lemmatizing), PostgreSQL and Redis up, the venv; then the checks:
+# tests, WordNet for METEOR/lemmatizing, TeX Live to compile the datasheet's LaTeX), PostgreSQL
+# and Redis up, the venv; then the checks:
 #   migrations  makemigrations --check
 #   ruff        ruff check . (rules in pyproject.toml)
 #   mypy        mypy on evaluation/ (config in pyproject.toml)
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for pkg in chromium wordnet-base wordnet-sense-index; do
+for pkg in chromium wordnet-base wordnet-sense-index texlive-latex-recommended; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 # Node.js and npm only when the commands are absent: a machine may carry NodeSource's nodejs,

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from annotate.batch_format import BatchInvalid
 from annotate.demo_data import demo_batches
+from annotate.demo_simulated import create_simulated_study
 from annotate.importing import import_batch_bytes
 from annotate.roles import ADMINS, ANNOTATORS, RESEARCHERS
 
@@ -48,8 +49,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--force", action="store_true",
                             help="run without DEBUG=1 (the demo passwords are public)")
+        parser.add_argument("--simulated", action="store_true",
+                            help="also create the 4-system study with simulated judgments (a full report at once)")
 
-    def handle(self, *args, force=False, **options):
+    def handle(self, *args, force=False, simulated=False, **options):
         if not settings.DEBUG and not force:
             raise CommandError("refusing to create demo accounts with published passwords: this is not a "
                                "development instance (DEBUG=1); use --force to run anyway")
@@ -59,12 +62,17 @@ class Command(BaseCommand):
                 uploader = get_user_model().objects.filter(username="admin").first()
                 results = [import_batch_bytes(data, user=uploader, source=f"demo:{kind}")
                            for kind, data in demo_batches().items()]
+                simulated_study = create_simulated_study(uploader) if simulated else None
         except BatchInvalid as exc:  # a bug in demo_data, not a user error
             raise CommandError("demo data is invalid: " + "; ".join(exc.errors)) from None
         self.stdout.write("Demo studies:")
         for result in results:
             self.stdout.write(f"  {result.study.slug:<20} {result.study.kind:<20} "
                               f"{result.created} new, {result.skipped} unchanged items")
+        if simulated_study is not None:
+            study, created = simulated_study
+            self.stdout.write(f"  {study.slug:<20} {study.kind:<20} SIMULATED judgments: {created} new "
+                              f"({study.judgments.count()} in all)")
         self.stdout.write("Logins (username / password / role):")
         for username, password, role in logins:
             shown = password if password is not None else "(existing account, not changed)"

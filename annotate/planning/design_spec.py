@@ -1,0 +1,126 @@
+"""The design file of `manage.py design` (interfaces.md, "Commands and exports added
+2026-12-05"): read, checked whole, every problem named (unknown keys with "did you mean").
+"""
+import difflib
+import math
+from dataclasses import dataclass, field
+
+from annotate.kinds import UnknownKind, get_kind
+
+KEYS = ("kind", "systems", "items", "annotations_per_item", "annotators", "item_sd", "annotator_sd",
+        "position_bias", "pilot", "targets", "power", "simulations", "seed")
+TESTS = ("win_rate", "rank_separation", "alpha_width")
+TARGET_KEYS = {"win_rate": ("test", "system", "against"), "rank_separation": ("test", "a", "b"),
+               "alpha_width": ("test", "width")}
+PAIRWISE_KINDS = ("pairwise_alignment", "explanation_choice", "aspect_pairwise")
+MAX_SYSTEMS = 8
+
+
+class DesignInvalid(ValueError):
+    """A design file that cannot be simulated: `errors` lists every problem."""
+
+    def __init__(self, errors):
+        super().__init__("; ".join(errors))
+        self.errors = list(errors)
+
+
+@dataclass
+class Design:
+    kind: str
+    systems: dict[str, float]  # BT log strengths
+    items: int
+    annotations_per_item: int
+    annotators: int
+    item_sd: float = 0.0
+    annotator_sd: float = 0.0
+    position_bias: float = 0.0  # added to the log-odds of the option shown first
+    targets: list[dict] = field(default_factory=list)
+    power: float = 0.8
+    simulations: int = 1000
+    seed: int = 0
+    pilot: str | None = None
+    fitted: list[str] = field(default_factory=list)  # parameters taken from the pilot study
+
+
+def _unknown(key, allowed, where):
+    close = difflib.get_close_matches(key, allowed, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else f" (allowed: {', '.join(allowed)})"
+    return f"{where}unknown key {key!r}{hint}"
+
+
+def _number(obj, key, errors, minimum=None, integer=False, default=None):
+    value = obj.get(key, default)
+    ok = isinstance(value, int) if integer else isinstance(value, (int, float)) and math.isfinite(value)
+    if isinstance(value, bool) or not ok:
+        errors.append(f"{key!r} must be {'a whole number' if integer else 'a number'}, got {value!r}")
+        return default
+    if minimum is not None and value < minimum:
+        errors.append(f"{key!r} must be at least {minimum}, got {value!r}")
+    return value
+
+
+def _targets(raw, systems, errors):
+    if not isinstance(raw, list) or not raw:
+        errors.append("'targets' must be a non-empty list of {\"test\": ...} objects")
+        return []
+    out = []
+    for n, target in enumerate(raw):
+        where = f"targets[{n}]: "
+        if not isinstance(target, dict) or target.get("test") not in TESTS:
+            test = target.get("test") if isinstance(target, dict) else target
+            close = difflib.get_close_matches(str(test), TESTS, n=1)
+            errors.append(f"{where}'test' must be one of {', '.join(TESTS)}, got {test!r}"
+                          + (f" (did you mean {close[0]!r}?)" if close else ""))
+            continue
+        allowed = TARGET_KEYS[target["test"]]
+        errors.extend(_unknown(k, allowed, where) for k in target if k not in allowed)
+        for key in ("system", "against", "a", "b"):
+            if key in target and target[key] not in systems:
+                errors.append(f"{where}{key!r} names {target[key]!r}, which is not in 'systems'")
+        if target["test"] == "rank_separation" and ("a" not in target or "b" not in target or
+                                                    target.get("a") == target.get("b")):
+            errors.append(f"{where}rank_separation needs two different systems 'a' and 'b'")
+        out.append(dict(target))
+    return out
+
+
+def parse_design(obj) -> Design:
+    """A Design from the JSON object, or DesignInvalid naming every problem."""
+    if not isinstance(obj, dict):
+        raise DesignInvalid(["the design must be a JSON object"])
+    errors = [_unknown(k, KEYS, "") for k in obj if k not in KEYS]
+    kind = obj.get("kind", "pairwise_alignment")
+    try:
+        get_kind(kind)
+    except UnknownKind:
+        errors.append(f"'kind' {kind!r} is not a study kind")
+    else:
+        if kind not in PAIRWISE_KINDS:
+            errors.append(f"'kind' {kind!r}: design simulates the pairwise kinds ({', '.join(PAIRWISE_KINDS)})")
+    systems = obj.get("systems")
+    if obj.get("pilot") is None and (not isinstance(systems, dict) or not 2 <= len(systems) <= MAX_SYSTEMS
+                                     or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                and math.isfinite(v) for v in systems.values())):
+        errors.append(f"'systems' must map 2 to {MAX_SYSTEMS} system ids to strengths (numbers), got {systems!r}")
+        systems = {}
+    systems = dict(systems or {})
+    items = _number(obj, "items", errors, 1, integer=True, default=100)
+    overlap = _number(obj, "annotations_per_item", errors, 1, integer=True, default=3)
+    annotators = _number(obj, "annotators", errors, 1, integer=True, default=overlap)
+    if isinstance(overlap, int) and isinstance(annotators, int) and overlap > annotators:
+        errors.append(f"impossible design: 'annotations_per_item' ({overlap}) > 'annotators' ({annotators}): "
+                      "each annotator sees an item at most once")
+    design = Design(kind=kind, systems=systems, items=items, annotations_per_item=overlap, annotators=annotators,
+                    item_sd=_number(obj, "item_sd", errors, 0, default=0.0),
+                    annotator_sd=_number(obj, "annotator_sd", errors, 0, default=0.0),
+                    position_bias=_number(obj, "position_bias", errors, default=0.0),
+                    targets=_targets(obj.get("targets"), systems, errors) if systems or obj.get("pilot") is None
+                    else list(obj.get("targets") or []),
+                    power=_number(obj, "power", errors, 0, default=0.8),
+                    simulations=_number(obj, "simulations", errors, 1, integer=True, default=1000),
+                    seed=_number(obj, "seed", errors, 0, integer=True, default=0), pilot=obj.get("pilot"))
+    if isinstance(design.power, (int, float)) and not 0 < design.power < 1:
+        errors.append(f"'power' must be between 0 and 1, got {design.power!r}")
+    if errors:
+        raise DesignInvalid(errors)
+    return design
