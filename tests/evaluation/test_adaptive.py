@@ -17,9 +17,9 @@ from evaluation.adaptive import (
     next_pair_probabilities,
     pair_probabilities,
 )
-from evaluation.bootstrap import bootstrap_interval, resample_blocks
 from evaluation.adaptive_simulation import simulate, true_win_rates
-from evaluation.ranking import Comparisons, human_rows
+from evaluation.bootstrap import bootstrap_interval, resample_blocks
+from evaluation.ranking import Comparisons, human_rows, win_matrix
 
 # 3 systems, strengths (log 2, 0, 0): p_01 = p_02 = 2/3 (p(1-p) = 2/9), p_12 = 1/2 (1/4);
 # 9, 9 and 4 comparisons give pair weights 2, 2, 1:
@@ -91,8 +91,6 @@ def test_active_probabilities_hand_worked_from_comparisons():
             + [(0, 2, 1.0)] * 5 + [(0, 2, 0.0)] * 2 + [(0, 2, 0.5)]
             + [(1, 2, 1.0), (1, 2, 0.0), (1, 2, 0.5)])
     c = comparisons(rows)
-    from evaluation.ranking import win_matrix
-
     pi, theta = pair_probabilities(win_matrix(c)[None], min_per_pair=3, uniform_share=0.2)
     np.testing.assert_allclose(theta[0], HAND_THETA - HAND_THETA.mean(), atol=1e-10)
     n = np.array([[0.0, 8, 8], [8, 0, 3], [8, 3, 0]])
@@ -214,7 +212,8 @@ def test_ipw_interval_is_the_reports_item_bootstrap_done_naively():
         assert got[k]["win_rate"] == pytest.approx(est, abs=1e-12)
         assert got[k]["n_clusters"] == n_clusters
         np.testing.assert_allclose(got[k]["ci95"], interval.ci95, atol=1e-12)
-        assert got[k]["ci_method"] == "bootstrap over items (2000 resamples, seed 0; bias-corrected, expanded percentile)"
+        assert got[k]["ci_method"] == ("bootstrap over items (2000 resamples, seed 0; bias-corrected, "
+                                       "expanded percentile)")
 
 
 def test_bad_input_is_refused_with_a_clear_error():
