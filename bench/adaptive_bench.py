@@ -137,11 +137,12 @@ def main():
     est, plain, hits = ipw_figures(sims["adaptive"], theta, args.resamples)
     truth = true_win_rates(theta)
     se = est.std(axis=0, ddof=1) / math.sqrt(len(est))
-    print("\n| system | true win rate | IPW mean - truth (MC se) | plain mean - truth |")
-    print("| --- | --- | --- | --- |")
+    covered = hits.reshape(len(est), len(theta)).mean(axis=0)
+    print("\n| system | true win rate | IPW mean - truth (MC se) | plain mean - truth | IPW interval coverage |")
+    print("| --- | --- | --- | --- | --- |")
     for k in range(len(theta)):
         print(f"| s{k} | {truth[k]:.4f} | {est[:, k].mean() - truth[k]:+.4f} ({se[k]:.4f}) "
-              f"| {plain[:, k].mean() - truth[k]:+.4f} |")
+              f"| {plain[:, k].mean() - truth[k]:+.4f} | {covered[k]:.3f} |")
     print(f"\nIPW interval coverage {hits.mean():.3f} (n = {len(hits)}); "
           f"total {time.perf_counter() - start:.1f} s")
 
