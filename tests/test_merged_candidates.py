@@ -12,8 +12,18 @@ from django.core.management import CommandError, call_command
 from annotate.importing import import_batch_bytes
 from annotate.models import Item, Judgment, Study
 from annotate.report_data import study_report
-from evaluation.report.kinds import PAIRWISE_ALIGNMENT
-from tests.factories import add_judgments, api_client, blinding, complete_assignments, header, jsonl, make_user, write
+from evaluation.report.kinds import ASPECT_PAIRWISE, PAIRWISE_ALIGNMENT
+from tests.factories import (
+    add_judgments,
+    api_client,
+    aspects,
+    blinding,
+    complete_assignments,
+    header,
+    jsonl,
+    make_user,
+    write,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 
@@ -106,3 +116,15 @@ def test_a_bad_also_systems_is_refused_with_nothing_written(case, tmp_path):
         call_command("import_batch", str(write(tmp_path, BATCH[0], bad)), stdout=err, stderr=err)
     assert err.getvalue().splitlines() == [expected]
     assert (Study.objects.count(), Item.objects.count()) == (0, 0)
+
+
+def test_aspect_pairwise_refuses_also_systems_its_report_would_not_credit(tmp_path):
+    bad = aspects("p1")
+    bad["candidates"][1]["also_systems"] = ["plot-c"]
+    err = __import__("io").StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_batch", str(write(tmp_path, header("asp", ASPECT_PAIRWISE, aspects=[
+            {"key": "ending", "question": "Which ending is better?"}]), bad)), stdout=err, stderr=err)
+    assert err.getvalue().splitlines() == [
+        "line 2: 'also_systems' is not taken by aspect_pairwise items (its report does not credit merged candidates)"]
+    assert Study.objects.count() == 0

@@ -132,6 +132,7 @@ def also_systems(candidates: list[dict], error: Error) -> list | None:
 class TwoCandidateKind(StudyKind):
     allows_tie = True
     candidates_key = "candidates"
+    takes_merged = True  # a candidate may carry `also_systems` (its report credits them: report/merged.py)
 
     def choice_options(self, config: dict, item_data: dict) -> list:
         """The candidate ids, then `tie` when the study allows it."""
@@ -156,6 +157,9 @@ class TwoCandidateKind(StudyKind):
                 return False
             ids.append(cand["id"])
         also = also_systems(candidates, error)
+        if also and not self.takes_merged:
+            error(f"'also_systems' is not taken by {self.name} items (its report does not credit merged candidates)")
+            return False
         if also is None:
             return False
         n_shown = len(ids)
