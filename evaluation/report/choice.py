@@ -26,7 +26,7 @@ from .common import (
     share_detail,
 )
 from .correlations import item_correlations, system_correlations_of_slots, system_correlations_part
-from .coverage import metric_coverage, report_warnings
+from .coverage import item_picks, metric_coverage, report_warnings
 from .inputs import Judgments, ReportInput, codes_of
 from .ip_probe import ip_probe_keys
 from .merged import credit_merged, identical_outputs, merged_wins, with_merged
@@ -233,7 +233,8 @@ def units_note(inp: ReportInput, view: ReportInput) -> dict[str, Any]:
             "n_unpaired_judgments": int(getattr(view, "n_unpaired_rows", 0)),
             "note": ("items hold more than two candidates: majority, alignment, metric picks, item-level "
                      "correlations, agreement and annotator statistics read each (item, shown pair) as a unit; "
-                     "the per-system table and the ranking read the judgments and resample the items")}
+                     "the per-system table and the ranking read the judgments and resample the items; coverage "
+                     "counts items (every candidate scored), as the score job does")}
 
 
 def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: Future[dict[str, Any]],
@@ -252,7 +253,7 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"]),
                     "n": c["n"], "a_only": c["a_only"], "b_only": c["b_only"], "test": MCNEMAR, "n_clusters": c["n"]}
                    for c in compare_marks(by_metric)] if len(picks) >= 2 else []
-    coverage = metric_coverage(inp, picks)
+    coverage = metric_coverage(inp, picks) if real is inp else metric_coverage(real, item_picks(real, inp, picks))
     wins = merged_wins(inp, labels, system_wins(inp, labels), real)
     every = with_merged(real)  # merged candidates: each system they stand for as its own (report/merged.py)
     names = [str(s) for s in system_codes(every)[0].tolist()]
