@@ -62,7 +62,7 @@ def item_picks(real: ReportInput, view: ReportInput, picks: dict[str, np.ndarray
     (annotate.services.metric_coverage): a score metric scored an item when every candidate
     of it has a finite score, a predicted choice when one of its units has a pick."""
     n_cand = np.bincount(real.c_item, minlength=real.n_items)
-    unit_item = getattr(view, "unit_item")
+    unit_item = view.unit_item  # type: ignore[attr-defined]  # set by pair_view
     out = {}
     for name, pick in picks.items():
         rows = (real.s_metric == name) & np.isfinite(real.s_value)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.ranking import Comparisons
+from evaluation.vocabulary import TIE
 
 from .inputs import ReportInput, objects
 
@@ -73,11 +74,10 @@ def credit_merged(c: Comparisons, inp: ReportInput) -> Comparisons:
         for (i, cand), extra in merged.items():
             own = first if side == "first" else second
             rows = np.flatnonzero((item == i) & (own == code.get(cand, -1)))
-            for system in extra:
-                add.append((rows, code[system]))
-        for rows, system in add:
+            add += [(rows, code[system]) for system in extra]
+        for rows, system_code in add:
             item, credit = np.concatenate([item, item[rows]]), np.concatenate([credit, credit[rows]])
-            moved = np.full(len(rows), system, dtype=np.int64)
+            moved = np.full(len(rows), system_code, dtype=np.int64)
             if side == "first":
                 first, second = np.concatenate([first, moved]), np.concatenate([second, second[rows]])
             else:
@@ -94,10 +94,10 @@ def merged_wins(inp: ReportInput, labels: np.ndarray, wins_decided: tuple[dict[s
     if not merged:
         return wins_decided
     wins, decided = dict(wins_decided[0]), dict(wins_decided[1])
-    real = np.arange(inp.n_items) if unit_item is None else unit_item
-    for u in np.flatnonzero((labels != None) & (labels != "tie")).tolist():  # noqa: E711 (elementwise)
+    item_of = np.arange(inp.n_items) if unit_item is None else unit_item
+    for u in np.flatnonzero((labels != None) & (labels != TIE)).tolist():  # noqa: E711 (elementwise)
         for cand in inp.item_candidates(u):
-            for system in merged.get((int(real[u]), cand), ()):
+            for system in merged.get((int(item_of[u]), cand), ()):
                 decided[system] = decided.get(system, 0) + 1
                 if labels[u] == cand:
                     wins[system] = wins.get(system, 0) + 1
