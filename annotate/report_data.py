@@ -10,6 +10,7 @@ Annotators below the study's quality thresholds are found from the same judgment
 (annotate/quality.py) and their rows dropped here.
 """
 import numpy as np
+from django.db import connection
 
 from annotate.kinds import get_kind, study_config
 from annotate.kinds.base import NEEDS_EXPERT_SCORES, NEEDS_SUBMIT_TIMES
@@ -55,6 +56,20 @@ def _known_times(time):
     return time
 
 
+def merged_candidates(study, index):
+    """{(item index, candidate id): also_systems} of the study's merged candidates (one
+    shown output standing for several systems: evaluation/report/merged.py)."""
+    items = Item.objects.filter(study=study)
+    if connection.vendor == "postgresql":  # jsonb containment: only the items that have one
+        items = items.filter(data__contains={"candidates": [{"also_systems": []}]})
+    rows = [(pk, c) for pk, cands in items.values_list("pk", "data__candidates")
+            if isinstance(cands, list) for c in cands if isinstance(c, dict) and c.get("also_systems")]
+    known = index.known([pk for pk, _ in rows])
+    rows = [row for row, ok in zip(rows, known.tolist()) if ok]
+    positions = index([pk for pk, _ in rows]).tolist()
+    return {(pos, c["id"]): list(c["also_systems"]) for pos, (_, c) in zip(positions, rows)}
+
+
 def fetch_report_input(study, min_votes=None, include_flagged=False):
     """The ReportInput of `study`: items with their candidate ids, judgments, predictions
     and what its kind's report needs (StudyKind.report_needs, report_item_keys).
@@ -87,6 +102,7 @@ def fetch_report_input(study, min_votes=None, include_flagged=False):
         complete_items=Item.objects.complete_in(study).count(),
         min_votes=study_min_votes(study.config, min_votes),
         excluded_annotators=excluded,
+        merged=merged_candidates(study, index) if kind.candidates_key == "candidates" else None,
     )
 
 

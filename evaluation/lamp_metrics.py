@@ -13,11 +13,15 @@ github.com/LaMP-Benchmark/LaMP), per item and per corpus. Django-free.
 - Generation (LaMP-4..7): ROUGE-1 and ROUGE-L F1 (rouge-score, no stemming): the runtime's
   `rouge1` and `rougeL` metrics.
 
-Where humeval differs, and why: a prediction `float()` reads as NaN or infinity is taken
-as unparseable here (LaMP's mean would become NaN/inf for the whole corpus); a gold that is
-not a number scores None here (LaMP raises); LaMP's ROUGE is `evaluate`'s
-BootstrapAggregator mid (the median of 1,000 unseeded resampled means), ours the plain mean
-(within that bootstrap's noise of it).
+An empty gold label counts, as in LaMP: it maps to -1 (LaMP-1/2), so it is right only
+against an invalid prediction and adds a false positive to a valid predicted label.
+
+Where humeval differs, and why (docs/runtime.md, "LaMP's metrics"): a prediction `float()`
+reads as NaN or infinity is taken as unparseable here (the extreme farther from the gold);
+LaMP's code stops with an error on it (`evaluate`'s mae/mse call scikit-learn, which
+refuses NaN and infinity). A gold that is not a number (an empty one included) scores
+None here (LaMP raises). LaMP's ROUGE is `evaluate`'s BootstrapAggregator mid (the median
+of 1,000 unseeded bootstrap means: a different number on every run), ours the plain mean.
 
 Per-item values (one per item and system, stored as metric scores): accuracy 1/0, the
 absolute error for MAE and the squared error for RMSE (the report takes the root of their

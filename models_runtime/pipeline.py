@@ -27,7 +27,7 @@ from .job_files import write_lines
 from .jobs import ItemError, JobCancelled, JobKind, JobParamsError, prepare_job, run_job
 from .models import Job, JobItem
 from .plan_judges import PLAN_JUDGES
-from .plan_kinds import PLAN_KINDS
+from .plan_kinds import PLAN_KINDS, identical_outputs
 from .rag import lamp_retrieve
 from .records import load_records
 from .step import counting
@@ -261,7 +261,8 @@ def step_batch(job) -> dict:
     write_lines(str(output_path(p, PROMPTS_NAME)), prompts)
     Job.objects.filter(pk=job.pk).update(files=[BATCH_NAME, PROMPTS_NAME])
     return {"n_items": len(items), "item_ids": [i["item_id"] for i in items], "n_left_out": len(left_out),
-            "left_out": left_out, "failed": failed, "files": [BATCH_NAME, PROMPTS_NAME]}
+            "left_out": left_out, "failed": failed, "files": [BATCH_NAME, PROMPTS_NAME],
+            "identical_outputs": identical_outputs(items)}
 
 
 def step_import(job) -> dict:

@@ -189,6 +189,9 @@ def check_generation(check: Check, gen, where: str = "generation") -> dict:
         gen = {}
     check.keys(gen, where, GENERATION_KEYS)
     stop = gen.get("stop", [])
+    if isinstance(stop, list) and len(stop) > MAX_STOP:
+        check.add(f"{where}.stop", f"must be a list of at most {MAX_STOP} strings, got {len(stop)}")
+        stop = []
     if not (isinstance(stop, list) and len(stop) <= MAX_STOP
             and all(isinstance(s, str) and 0 < len(s) <= MAX_STOP_CHARS for s in stop)):
         check.add(f"{where}.stop", f"must be a list of at most {MAX_STOP} non-empty strings of at most "

@@ -198,8 +198,11 @@ def index_lamp(questions: str, outputs: str, task: str | None) -> Records:
             gold = golds.get(key)
             if key in spans:
                 why = f"id {key!r} appears twice"
-            elif not isinstance(gold, str) or not gold.strip():
+            elif not isinstance(gold, str):
                 why = f"no output for id {key!r} in {Path(outputs).name}"
+            elif not gold.strip():  # LaMP's metrics count it; annotators would compare against nothing
+                why = (f"empty output for id {key!r} in {Path(outputs).name} (a study compares the outputs with "
+                       "the user's own text)")
             else:
                 spans[key] = (start, stop)
         if why:

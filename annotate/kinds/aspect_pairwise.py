@@ -37,6 +37,7 @@ def aspects_flaw(aspects) -> str | None:
 
 
 class AspectPairwise(TwoCandidateKind):
+    takes_merged = False  # its per-aspect ranking (report/kinds/aspect_pairwise.py) reads shown ids only
     name = "aspect_pairwise"
     order = 4
     item_keys = ("premise", "candidates")

@@ -113,9 +113,26 @@ def ordered_candidates(item_data: dict, shown_order: dict) -> list[dict]:
     return [by_id[cid] for cid in order if cid in by_id]
 
 
+def also_systems(candidates: list[dict], error: Error) -> list | None:
+    """The ids in the candidates' optional `also_systems` (the other systems whose output
+    was identical: a merged candidate, shown once, credited to each in the report), in
+    order; None after an error (not a non-empty list of ids)."""
+    out = []
+    for n, cand in enumerate(candidates):
+        extra = cand.get("also_systems")
+        if extra is None:
+            continue
+        if not isinstance(extra, list) or not extra or not all(is_text(x) for x in extra):
+            error(f"candidate {n + 1}: 'also_systems' must be a non-empty list of system ids")
+            return None
+        out += extra
+    return out
+
+
 class TwoCandidateKind(StudyKind):
     allows_tie = True
     candidates_key = "candidates"
+    takes_merged = True  # a candidate may carry `also_systems` (its report credits them: report/merged.py)
 
     def choice_options(self, config: dict, item_data: dict) -> list:
         """The candidate ids, then `tie` when the study allows it."""
@@ -139,11 +156,25 @@ class TwoCandidateKind(StudyKind):
                 error(f"candidate {n + 1} must be an object with non-empty 'id' and 'text'")
                 return False
             ids.append(cand["id"])
+        also = also_systems(candidates, error)
+        if also and not self.takes_merged:
+            error(f"'also_systems' is not taken by {self.name} items (its report does not credit merged candidates)")
+            return False
+        if also is None:
+            return False
+        n_shown = len(ids)
+        ids += also
         ok = True
         for n, cid in enumerate(ids):
-            if cid in ids[:n]:
+            if cid in ids[:n] and n < n_shown:
                 error(f"candidates {ids.index(cid) + 1} and {n + 1} have the same id {shown(cid)}")
                 ok = False
+            elif cid in ids[:n]:
+                error(f"'also_systems' names {shown(cid)}, which is already a system of this item")
+                ok = False
+        if len(ids) > MAX_CANDIDATES:
+            error(f"candidates and their also_systems name {len(ids)} systems; at most {MAX_CANDIDATES}")
+            ok = False
         if len(ids) > MIN_CANDIDATES and "gold" in obj:
             error(f"'gold' needs an item with exactly 2 candidates (this one has {len(ids)}; "
                   "an annotator is shown two of them)")

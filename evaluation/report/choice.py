@@ -26,9 +26,10 @@ from .common import (
     share_detail,
 )
 from .correlations import item_correlations, system_correlations_of_slots, system_correlations_part
-from .coverage import metric_coverage, report_warnings
+from .coverage import item_picks, metric_coverage, report_warnings
 from .inputs import Judgments, ReportInput, codes_of
 from .ip_probe import ip_probe_keys
+from .merged import credit_merged, identical_outputs, merged_wins, with_merged
 from .pair_units import pair_view
 from .ranking import compared_slots, comparisons_of, correlations_ranking, human_part, ranking_part
 from .systems import system_codes, system_wins, systems_table
@@ -71,6 +72,9 @@ REPORT_SCHEMA = {
                                                               "of its system means against the strengths."},
     "units": {"type": "object", "description": "present when items hold more than two candidates: the "
                                                "(item, shown pair) units of the unit-level sections."},
+    "identical_outputs": {"type": "object", "description": "present when a candidate stands for several systems "
+                                                           "(identical outputs merged): n_items, pairs, per_pair "
+                                                           "('a|b' -> items), note."},
 }
 
 
@@ -229,7 +233,8 @@ def units_note(inp: ReportInput, view: ReportInput) -> dict[str, Any]:
             "n_unpaired_judgments": int(getattr(view, "n_unpaired_rows", 0)),
             "note": ("items hold more than two candidates: majority, alignment, metric picks, item-level "
                      "correlations, agreement and annotator statistics read each (item, shown pair) as a unit; "
-                     "the per-system table and the ranking read the judgments and resample the items")}
+                     "the per-system table and the ranking read the judgments and resample the items; coverage "
+                     "counts items (every candidate scored), as the score job does")}
 
 
 def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: Future[dict[str, Any]],
@@ -248,24 +253,26 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     comparisons = [{"a": c["a"], "b": c["b"], "p_value": clean(c["p_value"]), "p_holm": clean(c["p_holm"]),
                     "n": c["n"], "a_only": c["a_only"], "b_only": c["b_only"], "test": MCNEMAR, "n_clusters": c["n"]}
                    for c in compare_marks(by_metric)] if len(picks) >= 2 else []
-    coverage = metric_coverage(inp, picks)
-    wins = system_wins(inp, labels)
-    names = [str(s) for s in system_codes(real)[0].tolist()]
+    coverage = metric_coverage(inp, picks) if real is inp else metric_coverage(real, item_picks(real, inp, picks))
+    wins = merged_wins(inp, labels, system_wins(inp, labels), real)
+    every = with_merged(real)  # merged candidates: each system they stand for as its own (report/merged.py)
+    names = [str(s) for s in system_codes(every)[0].tolist()]
     real_rows = rows if real is inp else question_rows(Judgments.of(real, real.counted()), CHOICE)
     compared, n_unpaired = comparisons_of(real, real_rows, names)
-    same_items = compared_slots(real, compared) if len(compared) else None
-    real_extra = extra_of(real) if extra_of else None
-    real_scores = scores if real is inp else metric_scores(real, real_extra)
-    slots = slot_scores(real, real_scores, real_extra)
-    systems_keys = systems_table(real, wins, slots, same_items)
+    compared = credit_merged(compared, real)
+    same_items = compared_slots(every, compared) if len(compared) else None
+    real_extra = extra_of(every) if extra_of else None
+    real_scores = scores if every is inp else metric_scores(every, real_extra)
+    slots = slot_scores(every, real_scores, real_extra)
+    systems_keys = systems_table(every, wins, slots, same_items)
     for system, human in human_part(compared).items():
         systems_keys[system]["human"] = human
     ranked = ranking_part(compared, n_unpaired)
-    if real is inp:
+    if every is inp:
         systems = system_correlations_part(inp, list(systems_keys), wins, oriented(scores))
     else:  # items of more than two candidates: every slot of the real items, vectorized
         signed = {m: -v if m in LOWER_IS_BETTER else v for m, v in slots.items()}
-        systems = system_correlations_of_slots(real, list(systems_keys), wins, signed)
+        systems = system_correlations_of_slots(every, list(systems_keys), wins, signed)
     keys = {
         **majority_keys(result, inp.item_ids),
         "tie_majority": int(np.count_nonzero(labels == TIE)),
@@ -284,6 +291,8 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     }
     if systems is not None:
         keys["correlations_system"] = systems
+    if real.merged:
+        keys["identical_outputs"] = identical_outputs(real)
     keys.update(ip_probe_keys(inp, labels))  # a study of implicit-personalization probe answers
     return keys
 

@@ -10,6 +10,8 @@ Per metric, over the study's real (non-gold) items:
   or not a number (the judge's answer had no score in it; "N/A" choices are not counted);
 - `n_nonfinite`: the items with a score of +-inf (in `metric_scores` or a score prediction):
   not a finite number, so no score there (no pick, left out of correlations and means).
+Items of more than two candidates are counted as items too, not as (item, shown pair) units
+(`item_picks`: every candidate scored), so these counts are the score job's `coverage`.
 `warnings` flags an alignment that rests on fewer than MIN_ITEMS items, one whose 95% CI is
 degenerate (zero width), and every metric with unparsed items.
 """
@@ -51,6 +53,29 @@ def metric_coverage(inp: ReportInput, picks: dict[str, np.ndarray]) -> dict[str,
         out[name] = {"n_items": n_items, "n_scored": scored,
                      "n_unparsed": int(len(np.unique(inp.p_item[bad]))),
                      "n_nonfinite": len(nonfinite_items.get(name, ()))}
+    return out
+
+
+def item_picks(real: ReportInput, view: ReportInput, picks: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """`picks` of the (item, shown pair) units as one entry per real item (True = scored,
+    None = not), so that coverage counts items as the score job does
+    (annotate.services.metric_coverage): a score metric scored an item when every candidate
+    of it has a finite score, a predicted choice when one of its units has a pick."""
+    n_cand = np.bincount(real.c_item, minlength=real.n_items)
+    unit_item = view.unit_item  # type: ignore[attr-defined]  # set by pair_view
+    out = {}
+    for name, pick in picks.items():
+        rows = (real.s_metric == name) & np.isfinite(real.s_value)
+        scored = np.zeros(real.n_items, dtype=bool)
+        if rows.any():
+            pairs = set(zip(real.s_item[rows].tolist(), real.s_candidate[rows].tolist()))
+            per_item = np.bincount(np.array([i for i, _ in pairs], dtype=np.int64), minlength=real.n_items)
+            scored = (per_item >= n_cand) & (n_cand > 0)
+        else:
+            scored[unit_item[np.flatnonzero(pick != None)]] = True  # noqa: E711 (elementwise)
+        entry = np.full(real.n_items, None, dtype=object)
+        entry[scored & ~real.is_gold] = True
+        out[name] = entry
     return out
 
 

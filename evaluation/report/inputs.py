@@ -155,6 +155,8 @@ class ReportInput:
     min_votes: int = 2  # non-gold judgments an item needs for a majority (statistics.md)
     # Annotators whose judgments were left out (below the study's quality thresholds): {name: reason}.
     excluded_annotators: dict[str, str] | None = None
+    # Merged candidates (report/merged.py): {(item index, shown candidate id): [other system ids]}.
+    merged: dict[tuple[int, str], list[str]] | None = None
 
     def __post_init__(self) -> None:
         self.item_ids = objects(self.item_ids)

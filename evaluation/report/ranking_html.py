@@ -152,9 +152,23 @@ def systems_section(r: Report) -> str:
     """The Systems section of a pairwise report (kinds with a `ranking` key)."""
     if "ranking" not in r:
         return ""
-    return ('<section id="systems"><h2>Systems and ranking</h2>'
+    return ('<section id="systems"><h2>Systems and ranking</h2>' + identical_outputs_note(r)
             + system_table(r, r.get("systems") or {}, "Per-system table")
             + ranking_block(r, "fig-systems", "Ranking") + correlations_ranking_table(r) + "</section>")
+
+
+def identical_outputs_note(r: Report) -> str:
+    """How many items showed one output for several systems (identical outputs merged), per
+    system pair; empty when none did."""
+    same = r.get("identical_outputs") or {}
+    if not same.get("n_items"):
+        return ""
+    rows = [[pair.replace("|", " = "), n] for pair, n in same["per_pair"].items()]
+    return (f'<p id="identical-outputs">{num(same["n_items"])} items showed one output for several systems '
+            f'(identical outputs merged into one shown candidate; its judgments, majority and metric scores count '
+            f'for each system it stands for).</p>'
+            + table(["system pair", "items with identical outputs"], rows,
+                    f"Identical outputs per system pair (n = items; {num(same['pairs'])} pairs in all)."))
 
 
 def aspects_ranking_section(r: Report) -> str:

@@ -10,6 +10,8 @@ each metric's mean score with a 95% confidence interval, and its human win rate.
   and items without a majority are left out) and that show this system.
 - the metric means are over the same items as the system's human row (its items with a
   human comparison of it: report/ranking.py) when the study has any human comparison;
+  `n_scored` counts every item where the system has a score (the score job's rows) and
+  `n_note` says so when the mean's n is smaller;
   an interval is clipped to the metric's scale where it is known (vocabulary.METRIC_SCALES),
   else a note says when it reaches beyond the observed scores.
 """
@@ -94,6 +96,26 @@ def scale_note(entry: dict[str, Any], metric: str, values: np.ndarray) -> dict[s
     return entry
 
 
+def scored_items(values: np.ndarray, system_of: np.ndarray, n_systems: int) -> np.ndarray:
+    """Per system: the items where it has a score (human comparisons or not), an item
+    counted once: what the score job stored for it."""
+    has = np.zeros((len(values), n_systems), dtype=bool)
+    for k in range(values.shape[1]):
+        rows = np.flatnonzero(~np.isnan(values[:, k]) & (system_of[:, k] >= 0))
+        has[rows, system_of[rows, k]] = True
+    return has.sum(axis=0)
+
+
+def with_scored(entry: dict[str, Any], n_scored: int) -> dict[str, Any]:
+    """A metric mean with `n_scored` (the system's items with a score) and, when the mean
+    covers fewer (only the items of its human row count), `n_note` saying so."""
+    entry = dict(entry, n_scored=n_scored)
+    if entry["n"] < n_scored:
+        entry["n_note"] = (f"mean over the {entry['n']} items where a judgment compared this system (its human "
+                           f"row); {n_scored} items have a score")
+    return entry
+
+
 def systems_table(inp: ReportInput, wins_decided: tuple[dict[str, int], dict[str, int]],
                   scores: dict[str, np.ndarray], same_items: np.ndarray | None = None) -> dict[str, Any]:
     """{system: {"n_items", "metrics": {metric: {"mean", "ci95", "n", ...}}, "wins", "decided",
@@ -124,7 +146,8 @@ def systems_table(inp: ReportInput, wins_decided: tuple[dict[str, int], dict[str
         order = np.argsort(owner, kind="stable")
         bounds = np.searchsorted(owner[order], np.arange(len(systems) + 1))
         groups = [kept[order[bounds[s]:bounds[s + 1]]] for s in range(len(systems))]
-        metrics[metric] = [mean_ci(group) for group in groups]
+        metrics[metric] = [with_scored(mean_ci(group), int(n)) for group, n in
+                           zip(groups, scored_items(values, system_of, len(systems)))]
         if metric in ROOT_OF_MEAN:
             metrics[metric] = [root_of(entry) for entry in metrics[metric]]
             groups = [np.sqrt(np.maximum(group, 0.0)) for group in groups]

@@ -51,7 +51,9 @@ def record_task(record: dict, metric: str) -> str:
 
 
 def _usable(record) -> bool:
-    return record.get("output") is not None and bool(str(record.get("reference") or "").strip())
+    """A record LaMP scores: a prediction and a gold, an empty gold included (LaMP counts
+    it: label -1 for LaMP-1/2; for LaMP-3 it is not a number, scored None here)."""
+    return record.get("output") is not None and record.get("reference") is not None
 
 
 @register_metric("lamp_accuracy")

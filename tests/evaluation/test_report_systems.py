@@ -46,10 +46,10 @@ def test_systems_table_by_hand():
     assert (b["n_items"], b["wins"], b["decided"], b["win_rate"]) == (4, 1, 3, pytest.approx(1 / 3))
     method = {"ci_method": "t interval over items"}
     assert a["metrics"]["rougeL"] == {"mean": pytest.approx(0.4), "n": 4, "ci95": None, **method, "n_clusters": 4,
-                                      "ci_reason": "fewer than 5 clusters (4)"}
+                                      "ci_reason": "fewer than 5 clusters (4)", "n_scored": 4}
     assert b["metrics"]["rougeL"] == {"mean": pytest.approx(0.4), "n": 3, "ci95": None, **method, "n_clusters": 3,
-                                      "ci_reason": "fewer than 5 clusters (3)"}
+                                      "ci_reason": "fewer than 5 clusters (3)", "n_scored": 3}
     assert a["metrics"]["bleu"] == {"mean": 1.0, "ci95": None, "n": 1, **method, "n_clusters": 1,
-                                    "ci_reason": "one value"}
+                                    "ci_reason": "one value", "n_scored": 1}
     assert b["metrics"]["bleu"] == {"mean": None, "ci95": None, "n": 0, **method, "n_clusters": 0,
-                                    "ci_reason": "no values"}
+                                    "ci_reason": "no values", "n_scored": 0}

@@ -120,6 +120,13 @@ def test_types_and_bounds_of_every_number(fake_llm, files):
         "generation.budget: must be an integer from 1 to 100000, got True"]
 
 
+def test_a_stop_list_too_long_says_its_count_and_the_limit(fake_llm, files):
+    """Issue 31 item 5: the count and the limit, not a shortened echo of the list."""
+    bad = plan(generation={"max_tokens": 16, "temperature": 0.0, "stop": [f"s{n}" for n in range(40)]})
+    assert refused(bad, files) == ["generation.stop: must be a list of at most 16 strings, got 40"]
+    assert not Job.objects.exists()
+
+
 def test_systems_two_to_eight_with_distinct_valid_ids(fake_llm, files):
     one = plan(systems=[plan()["systems"][0]])
     assert refused(one, files) == ["systems: a pairwise_alignment study takes 2 to 8 systems (a list), got 1"]

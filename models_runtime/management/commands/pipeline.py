@@ -58,3 +58,9 @@ def left_out(command, job) -> None:
         command.stderr.write(f"warning: {batch['n_left_out']} of {total} questions were left out of the batch "
                              f"(first: {first['id']}: {first['why']}); all: steps.batch.left_out in the job's "
                              f"result (GET /api/jobs/{job.pk}/)")
+    same = batch.get("identical_outputs") or {}
+    if same.get("questions"):
+        pairs = ", ".join(f"{pair} {n}" for pair, n in same["per_pair"].items())
+        command.stderr.write(f"note: {same['questions']} questions kept with identical outputs shown once and "
+                             f"credited to each system ({same['pairs']} system pairs: {pairs}); "
+                             "steps.batch.identical_outputs in the job's result")
