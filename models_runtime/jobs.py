@@ -509,7 +509,7 @@ def _give_back(job: Job, now, send: bool) -> None:
     why = job_history.lost_worker(job, now)
     entry = {"error": why + ("; requeued" if uses_broker() else "; re-run to resume"), "attempt": job.attempts,
              "resumable": True}
-    Job.objects.filter(pk=job.pk).update(errors=list(job.errors or []) + [entry])
+    job_history.append(job.pk, entry)
     if uses_broker():
         reopen(job)
         job.refresh_from_db()
@@ -598,7 +598,7 @@ def _finish(job, result, seconds):
 
 def _note_error(job, entry):
     job.refresh_from_db()
-    Job.objects.filter(pk=job.pk).update(errors=list(job.errors or []) + [dict(entry, attempt=job.attempts)])
+    job_history.append(job.pk, dict(entry, attempt=job.attempts))
 
 
 def _fail(job, message, trace=None, seconds=None, resumable=True):
