@@ -225,14 +225,17 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CEL
 
 # Runtime jobs (docs/runtime.md "Jobs"): a running job beats every HUMEVAL_JOB_HEARTBEAT_SECONDS;
 # one silent for HUMEVAL_JOB_STALE_SECONDS lost its worker and is requeued (with a broker) or
-# marked failed (without) by `manage.py jobs --stale` or the beat task below. Files of jobs
+# marked failed (without) by `manage.py jobs --stale` or `celery beat` (below). Files of jobs
 # started from the web or the API (uploads, outputs) live in HUMEVAL_JOBS_DIR/<job id>/.
 HUMEVAL_JOB_HEARTBEAT_SECONDS = float(os.environ.get("HUMEVAL_JOB_HEARTBEAT_SECONDS", "10"))
 HUMEVAL_JOB_STALE_SECONDS = float(os.environ.get("HUMEVAL_JOB_STALE_SECONDS", "120"))
 HUMEVAL_JOBS_DIR = os.environ.get("HUMEVAL_JOBS_DIR", str(VAR_DIR / "jobs"))
+# The stale-job check runs inside `celery beat` (models_runtime/beat.py), never as a
+# message in the jobs' queue: it must run when no worker is alive.
 CELERY_BEAT_SCHEDULE = {"humeval-requeue-stale-jobs": {
     "task": "models_runtime.requeue_stale_jobs",
     "schedule": float(os.environ.get("HUMEVAL_STALE_CHECK_SECONDS", "60"))}}
+CELERY_BEAT_SCHEDULER = "models_runtime.beat:StaleCheckScheduler"
 
 # API tokens expire this many days after they are issued (0 = never); see docs/access.md.
 HUMEVAL_TOKEN_TTL_DAYS = int(os.environ.get("HUMEVAL_TOKEN_TTL_DAYS", "30"))

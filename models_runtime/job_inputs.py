@@ -26,7 +26,7 @@ class LinesInvalid(JobParamsError):
     def __init__(self, errors: list[str], total: int):
         more = f" (and {total - len(errors)} more)" if total > len(errors) else ""
         super().__init__("; ".join(errors) + more)
-        self.errors = errors
+        self.errors, self.total = errors, total
 
 
 def json_rows(path: str) -> Iterator[tuple[int, object, str | None]]:

@@ -44,7 +44,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from . import step
+from . import job_history, step
 from .backends.config import ModelNotAvailable
 from .metrics.registry import UnknownMetric
 from .models import Job, JobItem
@@ -332,6 +332,11 @@ def run_job(job_id: int, on_progress=None, worker: str | None = None) -> Job:
         logger.info("job %d %s is running on %s (fresh heartbeat): not run again by %s", job.pk, job.kind,
                     job.worker, worker)
         return job
+    if job.state == Job.RUNNING and job.worker != worker[:200]:  # a redelivered message of a lost worker
+        job_history.append(job.pk, {"error": f"{job_history.lost_worker(job, now)}; resumed by {worker}",
+                                    "attempt": job.attempts, "resumable": True})
+        logger.warning("job %d %s: attempt %d lost its worker %s; resumed by %s", job.pk, job.kind, job.attempts,
+                       job.worker or "?", worker)
     Job.objects.filter(pk=job.pk, started_at__isnull=True).update(started_at=now)
     job.refresh_from_db()
     with Heartbeat(job.pk, on_step=getattr(on_progress, "show_step", None)):
@@ -372,8 +377,9 @@ def run_job_chunks(job: Job, began: float, worker: str, on_progress) -> Job:
         result = kind.finish(job) if kind.finish else None
     except JobCancelled as exc:
         Job.objects.filter(pk=job.pk).update(state=Job.CANCELLED, cancel_requested=False, finished_at=timezone.now())
-        if str(exc):
-            _note_error(job, {"error": str(exc), "resumable": True})
+        job.refresh_from_db()
+        _note_error(job, {"error": str(exc) or f"cancelled on request at {job.done}/{job.total} items",
+                          "resumable": True})
         logger.info("job %d %s cancelled (%d/%d items done)", job.pk, job.kind, job.done, job.total)
         _stopped(job, kind)
     except FATAL_ERRORS as exc:
@@ -500,11 +506,10 @@ def requeue_stale_jobs(stale_seconds: float | None = None) -> list[int]:
 
 def _give_back(job: Job, now, send: bool) -> None:
     """A lost worker's job: queued again (with a broker; sent only if `send`), else failed."""
-    since = job.heartbeat_at or job.updated_at
-    why = f"no heartbeat from worker {job.worker or '?'} for {(now - since).total_seconds():.0f} s: the worker was lost"
+    why = job_history.lost_worker(job, now)
     entry = {"error": why + ("; requeued" if uses_broker() else "; re-run to resume"), "attempt": job.attempts,
              "resumable": True}
-    Job.objects.filter(pk=job.pk).update(errors=list(job.errors or []) + [entry])
+    job_history.append(job.pk, entry)
     if uses_broker():
         reopen(job)
         job.refresh_from_db()
@@ -593,7 +598,7 @@ def _finish(job, result, seconds):
 
 def _note_error(job, entry):
     job.refresh_from_db()
-    Job.objects.filter(pk=job.pk).update(errors=list(job.errors or []) + [dict(entry, attempt=job.attempts)])
+    job_history.append(job.pk, dict(entry, attempt=job.attempts))
 
 
 def _fail(job, message, trace=None, seconds=None, resumable=True):

@@ -16,7 +16,6 @@ where it stopped. The chain is one unit: cancelling any of its jobs cancels it (
 chain is requeued once, through the pipeline. The running pipeline shows each step's job,
 state and progress in its `result`, and the step's own count (generations) in `step`.
 """
-import time
 from pathlib import Path
 
 from annotate import services
@@ -30,7 +29,7 @@ from .plan_judges import PLAN_JUDGES
 from .plan_kinds import PLAN_KINDS, identical_outputs
 from .rag import lamp_retrieve
 from .records import load_records
-from .step import counting
+from .step import Step, counting, listener
 
 STEPS = ["generate", "batch", "import", "score"]
 BATCH_NAME, PROMPTS_NAME = "batch.jsonl", "prompts.jsonl"
@@ -135,29 +134,37 @@ def dry_run(params, n: int = 2) -> dict:
 class StepProgress:
     """A step's job reporting to its pipeline: the step's job, state and items in the
     pipeline's `result`, and the count inside its chunk (generations) in the pipeline's
-    `step` (written at most once a second)."""
+    `step`. That count goes to the pipeline's own heartbeat, which writes it with its next
+    beat: written here it would lock the pipeline's row inside the step's chunk transaction
+    until the chunk commits, and the pipeline's heartbeat would wait behind it (issue 31:
+    a running chain looked lost and could be requeued while it ran)."""
 
     def __init__(self, job, step, child):
-        self.job, self.step, self.child, self.written = job, step, child, 0.0
+        self.job, self.step, self.child = job, step, child
+        self.show = listener()  # the pipeline's heartbeat (None when nothing beats)
 
-    def note(self, state=None, inner=None):
+    def note(self, state=None):
+        """Outside any chunk transaction: before, between and after the step's chunks."""
         self.job.refresh_from_db(fields=["result"])
         steps = dict((self.job.result or {}).get("steps") or {})
         steps[self.step] = {"job": self.child.pk, "state": state or self.child.state, "done": self.child.done,
                             "total": self.child.total}
-        unit = f"{inner['unit']} (step {self.step})" if inner else f"items (step {self.step})"
-        count = inner or {"done": self.child.done, "total": self.child.total}
-        Job.objects.filter(pk=self.job.pk).update(result={"steps": steps},
-                                                  step={"done": count["done"], "total": count["total"], "unit": unit})
+        Job.objects.filter(pk=self.job.pk).update(result={"steps": steps}, step={
+            "done": self.child.done, "total": self.child.total, "unit": f"items (step {self.step})"})
 
     def __call__(self, done, total):
         self.child.done, self.child.total = done, total
         self.note(state=Job.RUNNING)
 
     def show_step(self, current):
-        if time.monotonic() - self.written >= 1.0 or current.done == current.total:
-            self.written = time.monotonic()
-            self.note(state=Job.RUNNING, inner=current.as_json())
+        if self.show is not None:
+            shown = Step(current.total, f"{current.unit} (step {self.step})")
+            shown.done = current.done
+            self.show(shown)
+
+    def close(self):
+        if self.show is not None:
+            self.show(None)
 
 
 def run_step_job(job, step, kind, params) -> Job:
@@ -167,7 +174,10 @@ def run_step_job(job, step, kind, params) -> Job:
     Job.objects.filter(pk=child.pk).update(parent=job)
     progress = StepProgress(job, step, child)
     progress.note()
-    child = run_job(child.pk, on_progress=progress)
+    try:
+        child = run_job(child.pk, on_progress=progress)
+    finally:
+        progress.close()
     progress.child = child
     progress.note()
     if child.state == Job.CANCELLED:

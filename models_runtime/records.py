@@ -219,12 +219,12 @@ def index_lamp(questions: str, outputs: str, task: str | None) -> Records:
 
 def index_jsonl(path: str, task: str | None) -> Records:
     """Check our JSONL records (`line N: ...`) and index them by line."""
-    from .rag import LAMP_HINT, record_errors
+    from .rag import LAMP_HINT, is_lamp_file, record_errors
 
     name, spans, errors, total, offset, seen = Path(path).name, {}, [], 0, 0, set()
     with open(path, "rb") as handle:
         head = handle.read(4096).lstrip()
-        if head.startswith(b"[") or (head.startswith(b"{") and b'"golds"' in head):
+        if is_lamp_file(head):
             raise JobParamsError(f"{name}: {LAMP_HINT}")
         handle.seek(0)
         for number, raw in enumerate(handle, start=1):

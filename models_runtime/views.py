@@ -14,6 +14,7 @@ from .jobs import job_errors
 from .models import Job
 
 JOBS_SHOWN = 20
+HISTORY_SHOWN = 5  # the last endings of a job's attempts
 
 
 def ago(seconds: float | None) -> str:
@@ -31,7 +32,8 @@ def job_row(job: Job, now) -> dict:
     errors = redact(job_errors(job, limit=3))
     return {
         "job": job, "percent": round(100 * job.done / job.total) if job.total else (100 if job.state == "done" else 0),
-        "errors": [e for e in errors if "item" not in e][-1:] + [e for e in errors if "item" in e],
+        # the job's history (why each unfinished attempt ended: job_history.py), then item errors
+        "errors": [e for e in errors if "item" not in e][-HISTORY_SHOWN:] + [e for e in errors if "item" in e],
         "heartbeat_age": ago((now - job.heartbeat_at).total_seconds()) if job.heartbeat_at else None,
         "downloads": [name for name in job.files or [] if job_file_path(job, name).is_file()],
     }

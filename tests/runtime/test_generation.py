@@ -125,7 +125,7 @@ def test_generate_rag_reports_bad_input_and_unknown_models(cache_file, tmp_path)
     with pytest.raises(CommandError) as err:
         call_command("generate", *base, "--input", str(bad), "--models", "smollm2", stdout=StringIO())
     message = str(err.value)
-    for part in ['line 1: missing "output"', "line 2: not valid JSON", "line 3: duplicate id 'a'",
+    for part in ['line 1: missing "output"', "line 2: not JSON", "line 3: duplicate id 'a'",
                  'line 3: missing "input" text', 'line 3: "profile" must be a list']:
         assert part in message
     good = write_lamp(tmp_path)

@@ -5,6 +5,7 @@ import json
 import re
 import time
 from datetime import timedelta
+from html import unescape
 from io import StringIO
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from models_runtime.jobs import (
     job_dir,
     prepare_job,
     register_job_kind,
+    requeue_job,
     requeue_stale_jobs,
     run_job,
 )
@@ -231,7 +233,8 @@ def test_cancel_stops_between_chunks_and_requeue_resumes():
     job = Job.objects.create(kind="test-cancel", params={})
     run_job(job.pk)
     job.refresh_from_db()
-    assert (job.state, job.done, job.total, job.cancel_requested, job.errors) == ("cancelled", 1, 3, False, [])
+    assert (job.state, job.done, job.total, job.cancel_requested, job.errors) == (
+        "cancelled", 1, 3, False, [{"error": "cancelled on request at 1/3 items", "attempt": 1, "resumable": True}])
     out = StringIO()
     call_command("jobs", "requeue", str(job.pk), stdout=out)  # no broker: runs here, from item b
     assert out.getvalue() == f"job {job.pk}: done (3/3 items done)\n"
@@ -299,7 +302,7 @@ def test_dashboard_jobs_panel_lists_the_study_jobs(client, settings):
             f'{from_cli.pk} progress" aria-valuemin="0" aria-valuemax="100" aria-valuenow="33">') in html
     assert '<small class="job-step">generations: 5/32 in the current chunk</small>' in html
     assert 'aria-valuenow="50"' in html and "<td>2h ago</td>" in html
-    assert '<div class="job-error">ConnectionError: refused</div>' in html and "T</" not in html
+    assert '<div class="job-error">attempt 1: ConnectionError: refused</div>' in html and "T</" not in html
     assert (f'<a href="/api/jobs/{failed.pk}/files/input.jsonl" download="input.jsonl">input.jsonl</a>' in html
             and "batch.jsonl" not in html)  # not written yet: no link
     client.force_login(annotator)
@@ -343,3 +346,28 @@ def test_model_loading_is_quiet_off_a_terminal():
     out = StringIO()
     assert list(tqdm(range(3), desc="Converting and de-quantizing GGUF tensors...", file=out)) == [0, 1, 2]
     assert out.getvalue() == ""
+
+
+@pytest.mark.django_db
+def test_each_ended_attempt_is_in_the_jobs_history_shown_by_the_command_and_the_page(client):
+    """Issue 31, item 4: a lost worker, a cancel and an error each leave why their attempt
+    ended; `manage.py jobs show ID` and the study's jobs page list them by attempt."""
+    study = make_study()
+    job = _running(kind="test-cancel", beat_seconds_ago=300, params={"study": study.slug})
+    assert requeue_stale_jobs(120) == [job.pk]  # attempt 1: lost worker (no broker: failed)
+    requeue_job(Job.objects.get(pk=job.pk))  # attempt 2 runs here and cancels itself after item a
+    Job.objects.filter(pk=job.pk).update(kind="test-three", params={"study": study.slug, "chunk_size": "x"})
+    requeue_job(Job.objects.get(pk=job.pk))  # attempt 3: a bad param fails it
+    job.refresh_from_db()
+    lost = "no heartbeat from worker node-1:42 for 300 s: the worker was lost; re-run to resume"
+    bad = "chunk_size must be an integer from 1 to 10000, got 'x'"
+    out = StringIO()
+    call_command("jobs", "show", str(job.pk), stdout=out)
+    assert out.getvalue().splitlines()[2:] == [
+        f"attempt 1: {lost}", "attempt 2: cancelled on request at 1/3 items", f"attempt 3: {bad}",
+        "now: failed, 1/3 items, 3 attempt(s)"]
+    ensure_roles()
+    client.force_login(make_user("hist-res", "researchers"))
+    html = client.get(f"/studies/{study.slug}/jobs/").content.decode()
+    assert [unescape(e) for e in re.findall(r'<div class="job-error">(.*?)</div>', html)] == [
+        f"attempt 1: {lost}", "attempt 2: cancelled on request at 1/3 items", f"attempt 3: {bad}"]

@@ -13,7 +13,7 @@ from django.test import Client
 
 from annotate.models import Item, Study
 from models_runtime import jobs
-from models_runtime.jobs import JobKind, cancel_job, requeue_stale_jobs
+from models_runtime.jobs import Heartbeat, JobKind, cancel_job, requeue_stale_jobs
 from models_runtime.models import Job
 from models_runtime.pipeline import StepProgress
 from tests.factories import make_user
@@ -230,18 +230,26 @@ def test_a_server_answering_html_fails_with_the_model_and_url(fake_llm, plan_fil
 
 
 def test_the_generate_step_reports_its_generations_while_it_runs(fake_llm, plan_file, monkeypatch):
-    seen = []
-    real_note = StepProgress.note
+    """The count inside the generate step goes to the pipeline's own heartbeat (which writes
+    it with its next beat, outside the step's chunk transaction: issue 31, item 2)."""
+    notes, shown = [], []
+    real_note, real_listen = StepProgress.note, Heartbeat._listen
 
-    def note(self, state=None, inner=None):
-        seen.append((self.step, state, inner))
-        real_note(self, state, inner)
+    def note(self, state=None):
+        notes.append((self.step, state))
+        real_note(self, state)
+
+    def listen(self, current):
+        shown.append((Job.objects.get(pk=self.job_id).kind, current.as_json() if current else None))
+        real_listen(self, current)
     monkeypatch.setattr(StepProgress, "note", note)
+    monkeypatch.setattr(Heartbeat, "_listen", listen)
     run_plan(plan_file())
-    generations = [inner for step, state, inner in seen if step == "generate" and inner]
-    assert generations[-1] == {"done": 4, "total": 4, "unit": "generations"}
-    assert all(state == "running" for step, state, inner in seen if inner)
-    assert ("generate", "running", None) in seen  # its item count, labelled running, not queued
+    told = [count for kind, count in shown if kind == "pipeline"]
+    counts = [count for count in told if count is not None]
+    assert counts[-1] == {"done": 4, "total": 4, "unit": "generations (step generate)"} and told[-1] is None
+    assert [count["done"] for count in counts] == sorted(count["done"] for count in counts)
+    assert ("generate", "running") in notes  # its item count, labelled running, not queued
     assert Job.objects.get(kind="pipeline").step == {}
 
 

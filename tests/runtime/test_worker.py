@@ -7,16 +7,19 @@ database, on its own queue in Redis DB 15 (CELERY_TEST_BROKER_URL), with a 5 s v
 timeout so the unacknowledged message of the killed worker is redelivered quickly.
 """
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 
 from annotate.models import Prediction
 from models_runtime.jobs import stale_jobs, submit_job
@@ -131,9 +134,22 @@ def test_killed_worker_resumes_without_redoing_items(groups_back, transactional_
     job.refresh_from_db()
     logs_text = "".join((tmp_path / f"worker{n}.log").read_text() for n in (1, 2))
     assert job.state == "done", logs_text
-    assert (job.result, job.errors, job.finished_at is not None) == (
+    assert (job.result, job.finished_at is not None) == (
         {"study": study.slug, "metrics": ["rouge1"], "n_scores": 2 * N_ITEMS, "unparsed": {"rouge1": 0},
-         "coverage": {"rouge1": {"n_items": N_ITEMS, "n_scored": N_ITEMS, "n_unparsed": 0}}}, [], True)
+         "coverage": {"rouge1": {"n_items": N_ITEMS, "n_scored": N_ITEMS, "n_unparsed": 0}}}, True)
+    # Issue 31, item 4: the redelivered message's worker records why attempt 1 ended, and
+    # `manage.py jobs show` lists it; both workers log the job's INFO lines (run with -l warning).
+    (lost,) = job.errors
+    assert (lost["attempt"], lost["resumable"]) == (1, True)
+    assert re.fullmatch(rf"no heartbeat from worker {re.escape(dead.worker)} for \d+ s: the worker was lost; "
+                        rf"resumed by {re.escape(job.worker)}", lost["error"]), lost
+    out = StringIO()
+    call_command("jobs", "show", str(job.pk), stdout=out)
+    assert out.getvalue().splitlines()[2:] == [f"attempt 1: {lost['error']}", "now: done, 30/30 items, 2 attempt(s)"]
+    first, second = ((tmp_path / f"worker{n}.log").read_text() for n in (1, 2))
+    assert f"INFO models_runtime.jobs job {job.pk} score started on {dead.worker}: 0/30 items done" in first
+    assert f"INFO models_runtime.jobs job {job.pk} score resumed on {job.worker}: {killed_at}/30 items done" in second
+    assert f"INFO models_runtime.jobs job {job.pk} score finished: done, 30/30 items, 0 failed" in second
     # Each item finished exactly once: one checkpoint per key, the F() counter matches,
     # and the scores exist once per (item, candidate).
     keys = list(JobItem.objects.filter(job=job).values_list("key", flat=True))

@@ -3,9 +3,11 @@
     manage.py jobs [--study SLUG] [--state STATE] [--limit N]   list (newest first)
     manage.py jobs requeue ID        a failed, cancelled or stale job back to work
     manage.py jobs cancel ID         stop a job (a running one between two chunks)
+    manage.py jobs show ID           the job's line and its history: why each attempt
+                                     that did not finish ended (lost worker, error, cancel)
     manage.py jobs --stale [--stale-seconds N]
                                      requeue the running jobs whose heartbeat stopped
-                                     (the Celery beat task does the same every minute)
+                                     (celery beat does the same every minute)
 
 The list has one line per job: id, kind, state, progress (done/total), study, age (since
 it was created) and heartbeat (since the last one), in s/m/h/d.
@@ -13,6 +15,7 @@ it was created) and heartbeat (since the last one), in s/m/h/d.
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from models_runtime.job_history import history_lines
 from models_runtime.jobs import JobParamsError, cancel_job, requeue_job, requeue_stale_jobs
 from models_runtime.models import Job
 from models_runtime.views import ago
@@ -32,7 +35,7 @@ class Command(BaseCommand):
     help = "List runtime jobs; requeue, cancel, or requeue the stale ones (--stale)."
 
     def add_arguments(self, parser):
-        parser.add_argument("action", nargs="?", choices=["list", "requeue", "cancel"], default="list")
+        parser.add_argument("action", nargs="?", choices=["list", "requeue", "cancel", "show"], default="list")
         parser.add_argument("job_id", nargs="?", type=int)
         parser.add_argument("--study", default=None)
         parser.add_argument("--state", choices=[s for s, _ in Job.STATES], default=None)
@@ -55,6 +58,12 @@ class Command(BaseCommand):
         job = Job.objects.filter(pk=opts["job_id"]).first()
         if job is None:
             raise CommandError(f"no job {opts['job_id']}")
+        if opts["action"] == "show":
+            self.stdout.write(" ".join(c.ljust(w) for c, w in zip(COLUMNS, WIDTHS)).rstrip())
+            self.stdout.write(job_line(job, timezone.now()))
+            for line in history_lines(job):
+                self.stdout.write(line)
+            return
         try:
             job = requeue_job(job) if opts["action"] == "requeue" else cancel_job(job)
         except JobParamsError as exc:
