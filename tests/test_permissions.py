@@ -111,6 +111,8 @@ TABLE = {
                                  Probe("GET", by_role(403, 404, 404, 200), scoped)],
     "dashboard": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
                   Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
+    "study-methods": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
+                      Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
     "dashboard-progress": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
                            Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
     "dashboard-report": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
