@@ -15,6 +15,7 @@ holding both) by simulated annealing; restarts until every r_s and every c_pair 
 given (N, k, b, seed).
 """
 import math
+
 import numpy as np
 
 from evaluation.answer_checks import check_tuple_size
