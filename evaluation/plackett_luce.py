@@ -19,8 +19,9 @@ closed form: for every subset T of G (t = |T| >= 1) and every c in T, the choice
 T + B with weight 1 / (t * C(g, t)) (T is the part of G not yet placed, uniform over the
 t-subsets; c is placed next, uniform over T). A group of 8 gives 2^8 subsets, not 8!.
 
-Sufficient statistics (per item, summed over its rankings): won[c] (choice weight of c),
-n[A] (choice weight from each set A), beats[c, a] (weight of c picked from a set holding a).
+Sufficient statistics (per item, summed over its rankings): the weight of each choice cell
+(set A, system c picked from it), from which won[c] (choice weight of c), n[A] (choice
+weight from A) and beats[c, a] (weight of c picked from a set holding a) follow.
 The maximum exists and is unique exactly when the graph c -> a (beats[c, a] > 0) is
 strongly connected (Hunter 2004), else the ranking is null with
 evaluation.ranking.undefined_reason. Newton's method as evaluation.ranking.fit_batch: the
@@ -71,14 +72,22 @@ Order = Sequence[Sequence[int]]  # one ranking: groups of system codes, best fir
 @dataclass(frozen=True)
 class Rankings:
     """One row per ranking judgment: `item` (int cluster code), `orders[j]` its groups of
-    system codes (into `systems`), best first; a group of two or more is a tie."""
+    system codes (into `systems`), best first; a group of two or more is a tie. Rankings
+    without ties, all of one length, may come as an int array (J, k) instead (no Python
+    loop over them)."""
 
     systems: list[str]
     item: np.ndarray
-    orders: list[Order]
+    orders: list[Order] | np.ndarray
 
     def __len__(self) -> int:
         return len(self.item)
+
+    def groups(self) -> list[Order]:
+        """`orders` as lists of groups."""
+        if isinstance(self.orders, np.ndarray):
+            return [[[c] for c in row] for row in self.orders.tolist()]
+        return self.orders
 
 
 def choice_template(group_sizes: tuple[int, ...]) -> list[tuple[tuple[int, ...], int, int, int]]:
@@ -109,56 +118,70 @@ def choice_template(group_sizes: tuple[int, ...]) -> list[tuple[tuple[int, ...],
 
 @dataclass(frozen=True)
 class ChoiceStats:
-    """Per item (rows in item-code order) integer statistics times `scale`: columns
-    [won (S) | n per set (M) | beats (S * S)]; `sets` (M, S) bool membership."""
+    """Per item (rows in item-code order) the weight, times `scale`, of each Luce choice
+    cell (a set, the system picked from it): `table` (items, cells) int; `cell_set`,
+    `cell_chosen` (cells,); `sets` (M, S) bool membership. `stats` turns summed rows into
+    the model's statistics."""
 
     table: np.ndarray
+    cell_set: np.ndarray
+    cell_chosen: np.ndarray
     sets: np.ndarray
     scale: int
     items: np.ndarray  # the item code of each row
 
+    def stats(self, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(won (B, S), n per set (B, M), beats (B, S, S)) of cell sums (B, cells), divided
+        by `scale`: won[c] = sum over c's cells, n[A] = sum over A's cells, beats[c, a] =
+        sum over c's cells whose set holds a (a != c)."""
+        m, s = self.sets.shape
+        cells = len(self.cell_set)
+        to_won = np.zeros((cells, s))
+        to_won[np.arange(cells), self.cell_chosen] = 1.0
+        to_n = np.zeros((cells, m))
+        to_n[np.arange(cells), self.cell_set] = 1.0
+        to_beats = (to_won[:, :, None] * self.sets[self.cell_set][:, None, :]).reshape(cells, s * s)
+        to_beats[:, np.arange(s) * (s + 1)] = 0.0  # no system beats itself
+        x = sums / self.scale
+        return x @ to_won, x @ to_n, (x @ to_beats).reshape(-1, s, s)
+
 
 def choice_stats(r: Rankings) -> ChoiceStats:
-    """The items' sufficient statistics (module docstring), built per ranking shape with
-    NumPy (one template of choices per shape)."""
+    """The items' choice cells (module docstring), built per ranking shape with NumPy (one
+    template of choices per shape)."""
     s = len(r.systems)
-    shapes: dict[tuple[int, ...], list[int]] = {}
-    for j, order in enumerate(r.orders):
-        shapes.setdefault(tuple(len(g) for g in order), []).append(j)
-    templates = {shape: choice_template(shape) for shape in shapes}
+    placed_of: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}  # shape: (judgments, placed systems)
+    if isinstance(r.orders, np.ndarray):
+        placed_of[(1,) * r.orders.shape[1]] = (np.arange(len(r.orders)), r.orders.astype(np.int64))
+    else:
+        shapes: dict[tuple[int, ...], list[int]] = {}
+        for j, order in enumerate(r.orders):
+            shapes.setdefault(tuple(len(g) for g in order), []).append(j)
+        for shape, members in shapes.items():
+            placed = [[c for g in r.orders[j] for c in g] for j in members]
+            placed_of[shape] = (np.asarray(members), np.array(placed, dtype=np.int64))
+    templates = {shape: choice_template(shape) for shape in placed_of}
     scale = math.lcm(1, *[den for t in templates.values() for *_, den in t])
     items, item_row = np.unique(np.asarray(r.item, dtype=np.int64), return_inverse=True)
     item_row = item_row.ravel()
-    won: list[tuple[np.ndarray, np.ndarray, int]] = []  # (item rows, system, weight)
-    beats: list[tuple[np.ndarray, np.ndarray, int]] = []  # (item rows, chosen * S + other, weight)
-    chosen_from: list[tuple[np.ndarray, np.ndarray, int]] = []  # (item rows, set key, weight)
-    for shape, judgments in shapes.items():
-        placed = np.array([[c for g in r.orders[j] for c in g] for j in judgments], dtype=np.int64)
-        row = item_row[np.asarray(judgments)]
+    rows, keys, chosen, weights = [], [], [], []
+    for shape, (judgments, systems) in placed_of.items():
+        row = item_row[judgments]
         for positions, picked, num, den in templates[shape]:
-            weight = num * (scale // den)
-            members, chosen = placed[:, list(positions)], placed[:, picked]
-            won.append((row, chosen, weight))
-            key = _set_keys(members, s)
-            for p in range(members.shape[1]):
-                other = members[:, p] != chosen
-                beats.append((row[other], chosen[other] * s + members[other, p], weight))
-            chosen_from.append((row, key, weight))
-    keys = np.concatenate([k for _, k, _ in chosen_from]) if chosen_from else np.zeros(0, np.int64)
-    uniq, codes = np.unique(keys, return_inverse=True)
-    codes = codes.ravel().astype(np.int64)
-    m = len(uniq)
-    sets = np.array([[(int(k) >> a) & 1 for a in range(s)] for k in uniq], dtype=bool).reshape(m, s)
-    table = np.zeros((len(items), s + m + s * s), dtype=np.int64)
-    for row, system, weight in won:
-        np.add.at(table, (row, system), weight)
-    start = 0
-    for row, _, weight in chosen_from:
-        np.add.at(table, (row, s + codes[start:start + len(row)]), weight)
-        start += len(row)
-    for row, cell, weight in beats:
-        np.add.at(table, (row, s + m + cell), weight)
-    return ChoiceStats(table, sets, scale, items)
+            rows.append(row)
+            keys.append(_set_keys(systems[:, list(positions)], s))
+            chosen.append(systems[:, picked])
+            weights.append(np.full(len(row), num * (scale // den), dtype=np.int64))
+    if not rows:
+        return ChoiceStats(np.zeros((len(items), 0), np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                           np.zeros((0, s), bool), scale, items)
+    set_keys, set_code = np.unique(np.concatenate(keys), return_inverse=True)
+    sets = np.array([[(int(k) >> a) & 1 for a in range(s)] for k in set_keys], dtype=bool).reshape(-1, s)
+    cell_keys, cell = np.unique(set_code.ravel().astype(np.int64) * s + np.concatenate(chosen), return_inverse=True)
+    width = len(cell_keys)
+    table = np.bincount(np.concatenate(rows) * width + cell.ravel(), weights=np.concatenate(weights),
+                        minlength=len(items) * width).reshape(len(items), width)
+    return ChoiceStats(np.rint(table).astype(np.int64), cell_keys // s, cell_keys % s, sets, scale, items)
 
 
 def _set_keys(members: np.ndarray, s: int) -> np.ndarray:
@@ -166,11 +189,6 @@ def _set_keys(members: np.ndarray, s: int) -> np.ndarray:
     if s <= 62:
         return np.left_shift(np.int64(1), members).sum(axis=1)
     return np.array([sum(1 << int(a) for a in row) for row in members], dtype=object)
-
-
-def _split(sums: np.ndarray, s: int, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(won (B, S), n per set (B, M), beats (B, S, S)) of statistics rows (B, S + M + S * S)."""
-    return sums[:, :s], sums[:, s:s + m], sums[:, s + m:].reshape(-1, s, s)
 
 
 def _choice_probabilities(theta: np.ndarray, sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -233,8 +251,8 @@ def strengths(r: Rankings) -> np.ndarray | None:
     [0.549306, -0.549306]
     """
     cs = choice_stats(r)
-    s, m = len(r.systems), len(cs.sets)
-    won, n, beats = _split(cs.table.sum(axis=0, keepdims=True) / cs.scale, s, m)
+    s = len(r.systems)
+    won, n, beats = cs.stats(cs.table.sum(axis=0, keepdims=True))
     if undefined_reason(beats[0], r.systems) is not None:
         return None
     return fit_batch(won, n, cs.sets, np.zeros((1, s)))[0]
@@ -245,8 +263,8 @@ def plackett_luce(r: Rankings, resamples: int = RESAMPLES, seed: int = 0) -> dic
     "n_clusters", "dropped_resamples", "ci_reason"?}} or None, "reason"?, "detail": {...}}:
     the `ranking` kind's report entry (module docstring; the shape of the pairwise kinds')."""
     cs = choice_stats(r)
-    s, m = len(r.systems), len(cs.sets)
-    won, n, beats = _split(cs.table.sum(axis=0, keepdims=True) / cs.scale, s, m)
+    s = len(r.systems)
+    won, n, beats = cs.stats(cs.table.sum(axis=0, keepdims=True))
     n_clusters = len(cs.items)
     detail: dict[str, Any] = {"model": MODEL, "n_rankings": len(r), "n_clusters": n_clusters,
                               "resamples": resamples, "seed": seed,
@@ -258,7 +276,7 @@ def plackett_luce(r: Rankings, resamples: int = RESAMPLES, seed: int = 0) -> dic
 
     def draw() -> np.ndarray:
         mult, profiles = distinct_rows(cs.table)
-        won_r, n_r, beats_r = _split(resampled_sums(mult, profiles, resamples, seed) / cs.scale, s, m)
+        won_r, n_r, beats_r = cs.stats(resampled_sums(mult, profiles, resamples, seed))
         defined = reach(beats_r > 0).all(axis=(1, 2))
         out = np.full((resamples, s), np.nan)
         if defined.any():
@@ -278,7 +296,7 @@ def implied_comparisons(r: Rankings) -> Comparisons:
     ([2, 2, 0], [0, 1, 1], [1.0, 1.0, 0.5])
     """
     item, first, second, credit = [], [], [], []
-    for it, order in zip(np.asarray(r.item).tolist(), r.orders):
+    for it, order in zip(np.asarray(r.item).tolist(), r.groups()):
         placed = [(c, g) for g, group in enumerate(order) for c in group]
         for (a, ga), (b, gb) in combinations(placed, 2):
             item.append(it)
@@ -334,10 +352,10 @@ def kendall_w(r: Rankings, resamples: int = RESAMPLES, seed: int = 0) -> dict[st
     "n_items_undefined", "tie_corrected", "ci95", "ci_method", "ci_reason"?}: W per item
     (`kendall_w_of_item`), its mean with the report's bootstrap interval over items."""
     by_item: dict[int, list[Order]] = {}
-    for it, order in zip(np.asarray(r.item).tolist(), r.orders):
+    for it, order in zip(np.asarray(r.item).tolist(), r.groups()):
         by_item.setdefault(int(it), []).append(order)
     values, labels, n_rankings, undefined = [], [], 0, 0
-    ties = any(len(g) > 1 for o in r.orders for g in o)
+    ties = any(len(g) > 1 for o in r.groups() for g in o)
     for it, orders in by_item.items():
         if len(orders) < 2:
             continue

@@ -15,8 +15,9 @@ HAND = [((A, B, C), A, C), ((A, B, D), B, D), ((A, C, D), A, D), ((B, C, D), C, 
 
 
 def hand_data(annotators=None):
-    return BestWorst(list("abcd"), np.arange(6), np.asarray(annotators if annotators is not None else np.zeros(6, int)),
-                     [list(s) for s, _, _ in HAND], np.array([b for _, b, _ in HAND]), np.array([w for _, _, w in HAND]))
+    who = np.asarray(annotators if annotators is not None else np.zeros(6, int))
+    return BestWorst(list("abcd"), np.arange(6), who, [list(s) for s, _, _ in HAND],
+                     np.array([b for _, b, _ in HAND]), np.array([w for _, _, w in HAND]))
 
 
 def test_counting_scores_hand_worked():
@@ -97,7 +98,7 @@ def test_split_half_equals_naive_scipy():
     rng = np.random.default_rng(3)
     strength = np.array([1.0, 0.4, 0.0, -0.5, -1.0])
     judgments = []
-    for j in range(240):
+    for _ in range(240):
         shown = rng.choice(5, 4, replace=False)
         noise = strength[shown] + rng.gumbel(size=4)
         judgments.append((int(rng.integers(9)), shown.tolist(), int(shown[np.argmax(noise)]),

@@ -87,7 +87,7 @@ def test_template_weights_sum_to_one_choice_per_position():
     """A group of g among the rest: for each part size t, the weights sum to 1 (one choice)."""
     template = choice_template((1, 3, 1))
     by_size = {}
-    for positions, picked, num, den in template:
+    for positions, _, num, den in template:
         by_size.setdefault(len(positions), 0.0)
         by_size[len(positions)] += num / den
     assert by_size == pytest.approx({5: 1.0, 4: 1.0, 3: 1.0, 2: 1.0})
