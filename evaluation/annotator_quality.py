@@ -86,7 +86,21 @@ def flag_reasons(row: dict[str, Any], thresholds: dict[str, Any]) -> str:
         n_fast = sum(s < under for s in row.get("item_seconds", ()))
         if n_fast > limit:
             reasons.append(f"{n_fast} items under {under:g} s > {limit:g}")
+    flips = flip_reason(row.get("flip_rate"), thresholds.get("max_flip_rate"))  # test-retest, >= 5 repeats
+    if flips:
+        reasons.append(flips)
     return "; ".join(reasons)
+
+
+def flip_reason(flip_rate: float | None, max_flip_rate: float | None) -> str:
+    """The quality flag of one annotator's flip rate: "" when none.
+
+    >>> flip_reason(0.4, 0.25), flip_reason(0.2, 0.25), flip_reason(0.4, None)
+    ('flip rate 0.40 > 0.25', '', '')
+    """
+    if max_flip_rate is None or flip_rate is None or not flip_rate > max_flip_rate:
+        return ""
+    return f"flip rate {flip_rate:.2f} > {max_flip_rate:g}"
 
 
 def flagged(quality: dict[str, dict[str, Any]], thresholds: dict[str, Any]) -> dict[str, str]:

@@ -40,6 +40,7 @@ Input: one row per comparison, i.e. per non-gold judgment of a choice question: 
   Kendall-Babington Smith zeta = 1 - 24 d / (n^3 - n) (odd n) or 1 - 24 d / (n^3 - 4n)
   (even n); null for n < 3.
 """
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -220,17 +221,7 @@ def item_profiles(c: Comparisons) -> tuple[np.ndarray, np.ndarray]:
     n_cells = len(cell_codes)
     table = np.bincount(item.ravel() * n_cells + cell.ravel(), minlength=len(item_codes) * n_cells
                         ).reshape(len(item_codes), n_cells)
-    keys = table @ np.random.default_rng(12345).integers(1, 2**62, n_cells)  # wraps mod 2^64: a row hash
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
-    if not (table[first][inverse] == table).all():  # a hash collision: sort the rows themselves
-        _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
-        inverse = inverse.ravel()
-    order = np.argsort(first, kind="stable")  # profiles in order of their first item
-    renumber = np.empty_like(order)
-    renumber[order] = np.arange(len(order))
-    mult = np.bincount(renumber[inverse], minlength=len(order))
-    profiles = table[first[order]].astype(float)
+    mult, profiles = distinct_rows(table)
     pair, out = cell_codes // 3, cell_codes % 3
     a, b = pair // s, pair % s
     credit_lo = np.array([1.0, 0.5, 0.0])[out]
@@ -240,25 +231,52 @@ def item_profiles(c: Comparisons) -> tuple[np.ndarray, np.ndarray]:
     return mult, (profiles @ to_w).reshape(-1, s, s)
 
 
+def distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mult (P,), the distinct rows (P, D) as floats) of an integer table (C, D), numbered
+    in order of their first row: the items' profiles (module docstring, step 1).
+
+    >>> mult, rows = distinct_rows(np.array([[1, 0], [0, 2], [1, 0]]))
+    >>> mult.tolist(), rows.tolist()
+    ([2, 1], [[1.0, 0.0], [0.0, 2.0]])
+    """
+    keys = table @ np.random.default_rng(12345).integers(1, 2**62, table.shape[1])  # wraps mod 2^64: a row hash
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    if not (table[first][inverse] == table).all():  # a hash collision: sort the rows themselves
+        _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+    order = np.argsort(first, kind="stable")  # profiles in order of their first row
+    renumber = np.empty_like(order)
+    renumber[order] = np.arange(len(order))
+    return np.bincount(renumber[inverse], minlength=len(order)), table[first[order]].astype(float)
+
+
+def resampled_sums(mult: np.ndarray, profiles: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
+    """(resamples, D): sum_p counts[r, p] * profiles[p] with counts = the item bootstrap's
+    `rank_bootstrap.draw_counts(mult, resamples, seed)` (module docstring, steps 2-3),
+    the profiles as sparse rows, summed a chunk of resamples at a time in compiled code."""
+    from evaluation.rank_bootstrap import reduce_draws, weighted_profiles  # numba: "Heavy imports"
+
+    d = profiles.shape[1]
+    nonzero = profiles != 0
+    indptr = np.r_[0, np.cumsum(nonzero.sum(axis=1))].astype(np.int64)
+    columns, values = np.nonzero(nonzero)[1].astype(np.int64), profiles[nonzero]
+
+    def weigh(counts: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(counts), d))
+        weighted_profiles(counts, indptr, columns, values, out)
+        return out
+
+    return reduce_draws(mult, resamples, weigh, seed)
+
+
 def resample_strengths(c: Comparisons, theta: np.ndarray, resamples: int = RESAMPLES,
                        seed: int = 0) -> np.ndarray:
     """Strengths of each resample (R, S), NaN rows where dropped: steps 1-3 of the module
     docstring."""
-    from evaluation.rank_bootstrap import reduce_draws, weighted_profiles  # numba: "Heavy imports"
-
     s = len(c.systems)
     mult, profile_w = item_profiles(c)
-    flat = profile_w.reshape(len(mult), s * s)
-    nonzero = flat != 0
-    indptr = np.r_[0, np.cumsum(nonzero.sum(axis=1))].astype(np.int64)
-    columns, values = np.nonzero(nonzero)[1].astype(np.int64), flat[nonzero]
-
-    def weigh(counts: np.ndarray) -> np.ndarray:
-        out = np.zeros((len(counts), s * s))
-        weighted_profiles(counts, indptr, columns, values, out)
-        return out
-
-    w = reduce_draws(mult, resamples, weigh, seed).reshape(resamples, s, s)
+    w = resampled_sums(mult, profile_w.reshape(len(mult), s * s), resamples, seed).reshape(resamples, s, s)
     defined = reach(w > 0).all(axis=(1, 2))
     out = np.full((resamples, s), np.nan)
     if defined.any():
@@ -279,12 +297,22 @@ def ranking(c: Comparisons, resamples: int = RESAMPLES, seed: int = 0) -> dict[s
     if reason is not None:
         return {"ranking": None, "reason": reason, "detail": detail}
     theta = fit_batch(w[None], np.zeros((1, len(w))))[0]
+    return strength_table(c.systems, theta, n_clusters, lambda: resample_strengths(c, theta, resamples, seed),
+                          resamples, detail)
+
+
+def strength_table(systems: list[str], theta: np.ndarray, n_clusters: int, draw: Callable[[], np.ndarray],
+                   resamples: int, detail: dict[str, Any]) -> dict[str, Any]:
+    """{"ranking": {system: entry}, "detail": detail} from fitted strengths `theta` and
+    `draw()`, the (resamples, S) strengths of the item resamples (NaN rows dropped), called
+    only when an interval may be given: steps 4-5 of the module docstring. Every model
+    fitted to items' judgments (Bradley-Terry, Plackett-Luce) reports its strengths so."""
     rank = ranks_of(theta)
     refusal = interval_refusal(n_clusters)
     samples, dropped = np.full((0, len(theta)), np.nan), 0
     kept = np.zeros(0, dtype=bool)
     if refusal is None:
-        samples = resample_strengths(c, theta, resamples, seed)
+        samples = draw()
         kept = ~np.isnan(samples[:, 0])
         dropped = int(resamples - kept.sum())
         refusal = interval_refusal(n_clusters, dropped, resamples)
@@ -293,7 +321,7 @@ def ranking(c: Comparisons, resamples: int = RESAMPLES, seed: int = 0) -> dict[s
         detail["ci_reason"] = refusal
     sample_ranks = ranks_of(samples[kept]) if refusal is None else None
     out = {}
-    for k, system in enumerate(c.systems):
+    for k, system in enumerate(systems):
         entry: dict[str, Any] = {"strength": float(theta[k]), "ci95": None, "rank": int(rank[k]), "rank_ci95": None,
                                  "ci_method": detail["ci_method"], "n_clusters": n_clusters,
                                  "dropped_resamples": dropped}
