@@ -6,7 +6,7 @@
   the users the study lists in `researchers`; a study listing nobody is open to every
   member of `researchers`. Admins read every study (they load batches and start jobs).
 - see (list it, open its pages, learn that it exists): annotate or read.
-- participants (annotate/participation.py) annotate the one study they joined through a
+- participants (annotate/participants/participation.py) annotate the one study they joined through a
   participant link, and their session is scoped to it: `ParticipantScopeMiddleware`
   below answers 404 to every other path (other studies, home, dashboard, admin, API).
 Superusers pass everything. A study a user may not see answers 404 everywhere, exactly
@@ -18,7 +18,7 @@ through `Study.objects.visible_to / annotatable_by / readable_by` (or the helper
 never through groups directly. The rules are written once (`annotate_rule`, `read_rule`);
 `access_flags` turns them into SQL expressions (group membership included), so that a
 request's one access decision is made by the statement that reads its study or its
-assignment (`study_for`, annotate.assignment.desk_for, the submit path).
+assignment (`study_for`, annotate.desk.assignment.desk_for, the submit path).
 """
 from __future__ import annotations
 
@@ -31,13 +31,13 @@ from django.db import models
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, Value
 from django.http import Http404, HttpRequest, HttpResponse
 
-from . import roles
-from .prepared import Prepared, columns, instance
+from annotate import roles
+from annotate.prepared import Prepared, columns, instance
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-    from .models import Study
+    from annotate.models import Study
 
     User = AbstractBaseUser | AnonymousUser
 
@@ -50,7 +50,7 @@ class NotAllowed(Exception):
 
 # The rules, once. `member(role)` says whether the user is in the role's group: a bool when
 # the caller knows it (annotate.roles.has_role), or an SQL expression (annotate.roles.member)
-# when the decision is one compiled statement (annotate.assignment.desk_for). `study` names
+# when the decision is one compiled statement (annotate.desk.assignment.desk_for). `study` names
 # the outer query's study id ("pk" for Study querysets, "study_id" for Assignment ones).
 
 def _listed_or_open(study_model: type, field: str, user_id, member, study: str) -> Q:
@@ -68,7 +68,7 @@ def _listed_or_open(study_model: type, field: str, user_id, member, study: str) 
 
 def _joined(user_id, study: str) -> Q:
     """Studies the user joined through a participant link (and did not decline)."""
-    from .models import Participant
+    from annotate.models import Participant
 
     return Q(Exists(Participant.objects.filter(study=OuterRef(study), user=user_id, declined_at__isnull=True)))
 
@@ -134,7 +134,7 @@ def may_read_results(user: User, slug: str | None = None) -> bool:
     """Whether `user` may read results about study `slug` (e.g. a runtime job's output).
     Results tied to no study (or to one that no longer exists) are open to every
     researcher and admin, as before per-study lists existed."""
-    from .models import Study
+    from annotate.models import Study
 
     study = Study.objects.filter(slug=slug).first() if isinstance(slug, str) else None
     return may_read(user, study) if study is not None else roles.is_researcher(user)
@@ -145,7 +145,7 @@ def access_flags(user_id, superuser: bool, study: str = "pk") -> dict:
     above (group membership included) decided by the statement that reads the study."""
     if superuser:
         return {"may_annotate": Value(True), "may_read": Value(True)}
-    from .models import Study
+    from annotate.models import Study
 
     member = partial(roles.member, user_id)
     return {"may_annotate": ExpressionWrapper(annotate_rule(Study, user_id, member, study), BooleanField()),
@@ -165,7 +165,7 @@ def refuse(study: Study | None, may_annotate: bool, may_read: bool, purpose: str
 
 
 def _study_statement(slug, user_id, superuser):
-    from .models import Study
+    from annotate.models import Study
 
     flags = access_flags(user_id, superuser)
     return Study.objects.filter(slug=slug).order_by().annotate(**flags).values(*columns(Study), *flags)
@@ -177,7 +177,7 @@ STUDY = Prepared(_study_statement)
 def study_for(user: User, slug: str, purpose: str | None = None) -> Study:
     """The study `slug` for a request by `user` that needs `purpose` (see `refuse`), read and
     decided in one statement (compiled once: annotate.prepared)."""
-    from .models import Study
+    from annotate.models import Study
 
     if not user.is_authenticated or not isinstance(slug, str):
         raise Http404("No such study.")
@@ -201,7 +201,7 @@ def scoped_path_allowed(slug: str, path: str) -> bool:
     API's next item of this study, submit/skip/extend of this study's assignments, and
     /login/ and /logout/ (a researcher who opened a participant link can sign in again).
     Nothing else."""
-    from .models import Assignment
+    from annotate.models import Assignment
 
     if path.startswith(("/p/", "/static/")) or path in (f"/api/studies/{slug}/assignments/next/", "/login/",
                                                         "/logout/"):

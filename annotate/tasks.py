@@ -1,8 +1,8 @@
 """Celery tasks of annotate: the background refresh of a cached report
-(annotate/report_cache.py). Without a broker Celery runs it eagerly, in process."""
+(annotate/reports/cache.py). Without a broker Celery runs it eagerly, in process."""
 from celery import shared_task
 
-from annotate.report_cache import REFRESH_TASK, refresh
+from annotate.reports.cache import REFRESH_TASK, refresh
 
 
 @shared_task(name=REFRESH_TASK, acks_late=True, reject_on_worker_lost=True)

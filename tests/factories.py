@@ -14,7 +14,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotate.models import Assignment, Item, Judgment, Prediction, Study
-from annotate.recruitment import new_entry_key
+from annotate.participants.recruitment import new_entry_key
 from annotate.roles import ROLES
 from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 
@@ -51,8 +51,8 @@ def api_client(user=None):
 
 
 def blinding(assignment_id):
-    """The token mapping of an assignment (annotate.blinding), made if it has none yet."""
-    from annotate.blinding import blinding_for
+    """The token mapping of an assignment (annotate.desk.blinding), made if it has none yet."""
+    from annotate.desk.blinding import blinding_for
 
     return blinding_for(Assignment.objects.select_related("study", "item").get(pk=assignment_id))
 
@@ -132,8 +132,8 @@ def add_items(study, rows):
 
 
 def add_metric_scores(study, items):
-    """The Prediction rows of the items' `metric_scores` (annotate.importing.metric_predictions)."""
-    from annotate.importing import metric_predictions
+    """The Prediction rows of the items' `metric_scores` (annotate.studies.importing.metric_predictions)."""
+    from annotate.studies.importing import metric_predictions
 
     rows = metric_predictions(study, [(item.pk, item.data, item.data["metric_scores"]) for item in items
                                       if item.data.get("metric_scores")])

@@ -6,10 +6,9 @@ evidence, matches and reasons; never the score) and answers `choice` and `useful
 (header `usefulness_scale`, default 1-5).
 Report: evaluation.report.kinds.explanation_choice.
 """
+from annotate.kinds.base import NEEDS_EXPERT_SCORES, SCALE_SCHEMA, check_scale, is_number, scale_of
+from annotate.kinds.two_candidate import ReferenceChoiceKind, ordered_candidates
 from evaluation.vocabulary import USEFULNESS_QUESTION
-
-from .base import NEEDS_EXPERT_SCORES, SCALE_SCHEMA, check_scale, is_number, scale_of
-from .two_candidate import ReferenceChoiceKind, ordered_candidates
 
 DEFAULT_USEFULNESS_SCALE = (1, 5)
 CHOICE_TEXT = "Judging from the explanations, which response is better?"
@@ -118,7 +117,7 @@ class ExplanationChoice(ReferenceChoiceKind):
         return item
 
     def demo_batch(self):
-        from annotate.demo_data import explanation_batch
+        from annotate.studies.demo_data import explanation_batch
 
         return explanation_batch(self.demo_slug)
 

@@ -15,16 +15,13 @@ splits on a third of 3-annotator items.
 More than two: the pair of systems shown least often so far in the whole study, then the
 pair least shown on this item, then a seeded draw; the pair's A/B order the same way
 (fewer in the study, then on the item, then a seeded coin). The study's counts come from
-the engine (annotate/assignment.py reads them under the study's row lock, so concurrent
+the engine (annotate/desk/assignment.py reads them under the study's row lock, so concurrent
 assignments cannot pick from stale counts).
 """
 from collections import Counter
 from itertools import combinations
 
-from annotate.answers import shown
-from evaluation.vocabulary import CHOICE_QUESTION, TIE
-
-from .base import (
+from annotate.kinds.base import (
     CANDIDATES_KEY,
     MAX_ID_CHARS,
     QUESTION_IDS,
@@ -35,6 +32,8 @@ from .base import (
     id_flaw,
     is_text,
 )
+from annotate.studies.answers import shown
+from evaluation.vocabulary import CHOICE_QUESTION, TIE
 
 MIN_CANDIDATES, MAX_CANDIDATES = 2, 8
 

@@ -3,8 +3,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.backup import write_study
 from annotate.models import Study
+from annotate.studies.backup import write_study
 
 
 class Command(BaseCommand):

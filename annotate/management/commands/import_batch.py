@@ -1,9 +1,8 @@
 """manage.py import_batch PATH: load a batch JSONL file (studies.md), all or nothing."""
 from django.core.management.base import BaseCommand
 
-from annotate.importing import import_batch
-
-from ._io import run_import
+from annotate.management.commands._io import run_import
+from annotate.studies.importing import import_batch
 
 
 def _import(handle, **kwargs):

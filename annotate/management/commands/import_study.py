@@ -3,7 +3,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.backup import BackupError, import_study
+from annotate.studies.backup import BackupError, import_study
 
 
 class Command(BaseCommand):
