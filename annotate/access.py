@@ -27,99 +27,23 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import PermissionDenied
-from django.db import models
-from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, Value
+from django.db.models import BooleanField, ExpressionWrapper, Value
 from django.http import Http404, HttpRequest, HttpResponse
 
 from annotate import roles
+from annotate.access_rules import annotate_rule, read_rule
+from annotate.models import Assignment, Study
 from annotate.prepared import Prepared, columns, instance
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-    from annotate.models import Study
-
     User = AbstractBaseUser | AnonymousUser
 
-NOWHERE = Q(pk__in=[])  # matches no study
 
 
 class NotAllowed(Exception):
     """The user may not annotate this study."""
-
-
-# The rules, once. `member(role)` says whether the user is in the role's group: a bool when
-# the caller knows it (annotate.roles.has_role), or an SQL expression (annotate.roles.member)
-# when the decision is one compiled statement (annotate.desk.assignment.desk_for). `study` names
-# the outer query's study id ("pk" for Study querysets, "study_id" for Assignment ones).
-
-def _listed_or_open(study_model: type, field: str, user_id, member, study: str) -> Q:
-    """Studies that list the user in the M2M `field`, plus (for members of the role's
-    group) studies whose list is empty."""
-    m2m = study_model._meta.get_field(field)
-    rows = m2m.remote_field.through.objects
-    study_of_row = m2m.m2m_field_name()
-    listed = Q(Exists(rows.filter(**{study_of_row: OuterRef(study), m2m.m2m_reverse_field_name(): user_id})))
-    if member is False:
-        return listed
-    open_list = ~Q(Exists(rows.filter(**{study_of_row: OuterRef(study)})))
-    return listed | (open_list if member is True else Q(member) & open_list)
-
-
-def _joined(user_id, study: str) -> Q:
-    """Studies the user joined through a participant link (and did not decline)."""
-    from annotate.models import Participant
-
-    return Q(Exists(Participant.objects.filter(study=OuterRef(study), user=user_id, declined_at__isnull=True)))
-
-
-def annotate_rule(study_model: type, user_id, member, study: str = "pk") -> Q:
-    """Who may annotate (not for anonymous users or superusers: callers decide those)."""
-    listed = _listed_or_open(study_model, "annotators", user_id, member(roles.ANNOTATORS), study)
-    return listed | _joined(user_id, study)
-
-
-def read_rule(study_model: type, user_id, member, study: str = "pk") -> Q:
-    """Who may read results (not for anonymous users or superusers: callers decide those)."""
-    admin = member(roles.ADMINS)
-    if admin is True:
-        return Q()
-    rule = _listed_or_open(study_model, "researchers", user_id, member(roles.RESEARCHERS), study)
-    return rule if admin is False else rule | Q(admin)
-
-
-class StudyQuerySet(models.QuerySet):
-    """Study.objects: visibility filters. No DISTINCT joins (EXISTS subqueries), so the
-    result can be counted, ordered and locked like any queryset."""
-
-    def _annotate_q(self, user: User) -> Q:
-        if not user.is_authenticated:
-            return NOWHERE
-        if user.is_superuser:
-            return Q()
-        return annotate_rule(self.model, user.pk, lambda role: roles.has_role(user, role))
-
-    def _read_q(self, user: User) -> Q:
-        if not user.is_authenticated:
-            return NOWHERE
-        if user.is_superuser:
-            return Q()
-        return read_rule(self.model, user.pk, lambda role: roles.has_role(user, role))
-
-    def annotatable_by(self, user: User) -> StudyQuerySet:
-        """Studies `user` may annotate (be served items of, submit and edit answers in)."""
-        return self.filter(self._annotate_q(user))
-
-    def readable_by(self, user: User) -> StudyQuerySet:
-        """Studies whose results `user` may read: report, judgments, dashboard, quality."""
-        return self.filter(self._read_q(user))
-
-    def visible_to(self, user: User) -> StudyQuerySet:
-        """Studies `user` may know about: annotatable or readable."""
-        annotate, read = self._annotate_q(user), self._read_q(user)
-        if not annotate or not read:  # Q() = every study
-            return self.all()
-        return self.filter(annotate | read)
 
 
 def may_annotate(user: User, study: Study) -> bool:
@@ -134,8 +58,6 @@ def may_read_results(user: User, slug: str | None = None) -> bool:
     """Whether `user` may read results about study `slug` (e.g. a runtime job's output).
     Results tied to no study (or to one that no longer exists) are open to every
     researcher and admin, as before per-study lists existed."""
-    from annotate.models import Study
-
     study = Study.objects.filter(slug=slug).first() if isinstance(slug, str) else None
     return may_read(user, study) if study is not None else roles.is_researcher(user)
 
@@ -145,8 +67,6 @@ def access_flags(user_id, superuser: bool, study: str = "pk") -> dict:
     above (group membership included) decided by the statement that reads the study."""
     if superuser:
         return {"may_annotate": Value(True), "may_read": Value(True)}
-    from annotate.models import Study
-
     member = partial(roles.member, user_id)
     return {"may_annotate": ExpressionWrapper(annotate_rule(Study, user_id, member, study), BooleanField()),
             "may_read": ExpressionWrapper(read_rule(Study, user_id, member, study), BooleanField())}
@@ -165,8 +85,6 @@ def refuse(study: Study | None, may_annotate: bool, may_read: bool, purpose: str
 
 
 def _study_statement(slug, user_id, superuser):
-    from annotate.models import Study
-
     flags = access_flags(user_id, superuser)
     return Study.objects.filter(slug=slug).order_by().annotate(**flags).values(*columns(Study), *flags)
 
@@ -177,8 +95,6 @@ STUDY = Prepared(_study_statement)
 def study_for(user: User, slug: str, purpose: str | None = None) -> Study:
     """The study `slug` for a request by `user` that needs `purpose` (see `refuse`), read and
     decided in one statement (compiled once: annotate.prepared)."""
-    from annotate.models import Study
-
     if not user.is_authenticated or not isinstance(slug, str):
         raise Http404("No such study.")
     superuser = bool(user.is_superuser)  # their statement names no user: None is no parameter
@@ -201,8 +117,6 @@ def scoped_path_allowed(slug: str, path: str) -> bool:
     API's next item of this study, submit/skip/extend of this study's assignments, and
     /login/ and /logout/ (a researcher who opened a participant link can sign in again).
     Nothing else."""
-    from annotate.models import Assignment
-
     if path.startswith(("/p/", "/static/")) or path in (f"/api/studies/{slug}/assignments/next/", "/login/",
                                                         "/logout/"):
         return True

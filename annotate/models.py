@@ -2,9 +2,9 @@
 from django.conf import settings
 from django.db import models
 
-from annotate.access import StudyQuerySet
-from annotate.desk.progress import AssignmentQuerySet, ItemQuerySet
+from annotate.access_rules import StudyQuerySet
 from annotate.kinds import kind_choices
+from annotate.querysets import AssignmentQuerySet, ItemQuerySet
 
 DRAFT, OPEN, PAUSED, CLOSED = "draft", "open", "paused", "closed"
 RETURNED, SCREENED_OUT, TIMED_OUT = "returned", "screened_out", "timed_out"  # Participant.ended

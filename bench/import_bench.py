@@ -49,8 +49,8 @@ def run(n_items, dsn):
     from django.core.management import call_command
 
     from annotate.models import Batch, Item, Study
-    from annotate.studies.batch_format import canonical_hash
     from annotate.studies.importing import import_batch_path
+    from annotate.studies.json_lines import canonical_hash
 
     call_command("migrate", verbosity=0, skip_checks=True)
     with tempfile.TemporaryDirectory() as tmp:

@@ -184,8 +184,9 @@ def demo_template(kind):
     """(header config, [ItemRow]) of the demo batch of `kind`, parsed by the importer's reader."""
     import io
 
-    from annotate.studies.batch_format import iter_items, iter_lines, read_header
+    from annotate.studies.batch_format import iter_items, read_header
     from annotate.studies.demo_data import demo_batches
+    from annotate.studies.json_lines import iter_lines
 
     lines = iter_lines(io.BytesIO(demo_batches()[kind]))
     _, header, errors = read_header(lines)

@@ -24,6 +24,32 @@ MAX_RECORD_BYTES = 64 << 20  # one question (with its profile) at most
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
+LAMP_HINT = ("this is a LaMP file (a JSON array of questions, or an outputs file with \"golds\"), not JSONL "
+             "records: run it through a plan with \"input\": {\"format\": \"lamp\", \"questions\": ..., "
+             "\"outputs\": ...} (manage.py pipeline, docs/runtime.md), or convert it to one "
+             "{\"id\", \"input\", \"profile\", \"output\"} object a line")
+
+
+def record_errors(record, seen) -> list[str]:
+    """Why one JSONL record cannot be used (none: []); `seen`: the ids read so far."""
+    if not isinstance(record, dict):
+        return ["expected a JSON object"]
+    errors = []
+    rid = record.get("id")
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool) or str(rid) == "":
+        errors.append("missing \"id\"")
+    elif str(rid) in seen:
+        errors.append(f"duplicate id {rid!r}")
+    if not isinstance(record.get("input"), str) or not record["input"].strip():
+        errors.append("missing \"input\" text")
+    profile = record.get("profile")
+    if not isinstance(profile, list) or not all(isinstance(p, dict) for p in profile):
+        errors.append("\"profile\" must be a list of objects")
+    if not isinstance(record.get("output"), str) or not record["output"].strip():
+        errors.append("missing \"output\" (the expected output is the batch's reference)")
+    return errors
+
+
 def _decode_value(text: str, what: str):
     """json.loads with the bounds of a hostile upload: nesting and huge numbers are
     refused with a reason (never a RecursionError or a 500)."""
@@ -216,8 +242,6 @@ def index_lamp(questions: str, outputs: str, task: str | None) -> Records:
 
 def index_jsonl(path: str, task: str | None) -> Records:
     """Check our JSONL records (`line N: ...`) and index them by line."""
-    from .rag import LAMP_HINT, record_errors
-
     name, spans, errors, total, offset, seen = Path(path).name, {}, [], 0, 0, set()
     with open(path, "rb") as handle:
         head = handle.read(4096).lstrip()

@@ -67,14 +67,15 @@ from django.utils import timezone
 
 from annotate.access import NotAllowed, access_flags, refuse
 from annotate.access import may_read as reads_results
-from annotate.desk.blinding import blinding_for, build_mapping, secret
+from annotate.desk.blinding import blinding_for, build_mapping
 from annotate.desk.ordering import item_order_key, item_order_of, seeded_rng, shown_order_for
-from annotate.desk.progress import open_q
 from annotate.kinds import assignment_item, get_kind, study_config
 from annotate.kinds.two_candidate import pair_counts
 from annotate.models import OPEN, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, Item, Participant, Study
 from annotate.participants.recruitment import HOLDS_PLACE, end, holds_place, recruits, take_place
 from annotate.prepared import Prepared, columns, instance
+from annotate.querysets import open_q
+from annotate.secrets import secret
 
 log = logging.getLogger(__name__)
 RECLAIM_LIMIT = 500  # expired assignments reclaimed per call, to bound one request's work

@@ -18,20 +18,14 @@ exports and reports keep the real ids.
 import hashlib
 import hmac
 
-from django.conf import settings
-
 from annotate.kinds import assignment_item, get_kind, study_config
 from annotate.models import Assignment
+from annotate.secrets import secret
 from annotate.studies.answers import OPTION_REFUSED, is_empty
 from evaluation.vocabulary import TIE
 
 TOKEN_HEX = 12  # 48 bits; hex digits, so a token never spells a word such as "gold"
 ITEM, OPTION, QUESTION = "i", "o", "q"  # token prefixes
-
-
-def secret(purpose: str) -> bytes:
-    """A key for one purpose, derived from SECRET_KEY (the blinding tokens, the gold draw)."""
-    return hmac.new(settings.SECRET_KEY.encode(), f"humeval:{purpose}".encode(), hashlib.sha256).digest()
 
 
 def make_token(assignment_pk: int, role: str, real) -> str:

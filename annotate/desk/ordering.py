@@ -10,9 +10,9 @@ import random
 
 from django.db.models import BigIntegerField, ExpressionWrapper, F, Value
 
-from annotate.desk.blinding import secret
 from annotate.kinds import get_kind, study_config
 from annotate.kinds.base import CANDIDATES_KEY, PAIR_ORDER_KEY  # noqa: F401  (the keys of Assignment.shown_order)
+from annotate.secrets import secret
 
 
 def seeded_rng(*parts):

@@ -32,7 +32,7 @@ from annotate.kinds import assignment_item, get_kind, study_config
 from annotate.models import CLOSED, PAUSED, Assignment, AuditLog, Item, Judgment, Participant, Study
 from annotate.prepared import Prepared, columns, instance
 from annotate.studies.answers import SKIP, InvalidAnswer, answer_value, is_empty
-from annotate.studies.batch_format import unstorable_text
+from annotate.studies.json_lines import unstorable_text
 from evaluation.vocabulary import SKIP_QUESTION
 
 EDIT_ACTION = "judgment.edit"

@@ -21,7 +21,6 @@ import math
 import re
 import secrets
 from dataclasses import dataclass
-from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -29,7 +28,7 @@ from django.db.models import Count
 from django.urls import reverse
 
 from annotate.models import OPEN, SCREENED_OUT, Assignment, Item, Participant, Study
-from annotate.participants.recruitment import PLATFORM_PARAMS, holds_place, places_left, recruits
+from annotate.participants.recruitment import PLATFORM_PARAMS, code_redirect, holds_place, places_left, recruits
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # whole: no trailing newline or space
 PARTICIPANT_USERNAME = re.compile(r"^(prolific|mturk|link|pid):[A-Za-z0-9_-]{1,64}\Z")  # their users' names
@@ -198,15 +197,6 @@ def question_answers(questions: list, post) -> tuple[dict, dict]:
 def completion_redirect(study: Study) -> str | None:
     """`<completion_url>?cc=<completion_code>` (added to any query the URL has), or None."""
     return code_redirect(study.completion_url, study.completion_code)
-
-
-def code_redirect(url: str, code: str) -> str | None:
-    """`<url>?cc=<code>` (added to any query the URL has), or None without a URL."""
-    if not url:
-        return None
-    parts = urlsplit(url)
-    query = "&".join(q for q in (parts.query, urlencode({"cc": code})) if q)
-    return urlunsplit(parts._replace(query=query))
 
 
 def flow_redirect(scope: str | None, study: Study, user) -> str | None:

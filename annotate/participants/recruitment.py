@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import math
 import secrets
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from django.db import connection, transaction
 from django.db.models import F, Q
@@ -80,11 +81,18 @@ def link_path(study: Study) -> str:
     return f"/p/{study.slug}/{study.entry_key}/{LINK_QUERY[study.recruitment['platform']]}"
 
 
+def code_redirect(url: str, code: str) -> str | None:
+    """`<url>?cc=<code>` (added to any query the URL has), or None without a URL."""
+    if not url:
+        return None
+    parts = urlsplit(url)
+    query = "&".join(q for q in (parts.query, urlencode({"cc": code})) if q)
+    return urlunsplit(parts._replace(query=query))
+
+
 def screenout_redirect(study: Study) -> str | None:
     """`<completion_url>?cc=<screenout_code>` when the study has both (Prolific takes a
     screen-out code at the completion URL), else None."""
-    from annotate.participants.participation import code_redirect
-
     code = (study.recruitment or {}).get("screenout_code")
     return code_redirect(study.completion_url, code) if code else None
 

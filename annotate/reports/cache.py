@@ -11,7 +11,8 @@
 - The cache is a table (`ReportCache`, one row per study and parameter set), so web
   processes and Celery workers share it and it survives restarts.
 - A stale entry is refreshed by the Celery task `annotate.refresh_report` (run in process
-  when no broker is configured); at most one refresh per entry is in flight.
+  when no broker is configured, within the cap of humeval/background.py); at most one
+  refresh per entry is in flight.
 """
 import hashlib
 import json
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from celery import shared_task
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
@@ -28,9 +30,10 @@ from django.utils import timezone
 
 from annotate.models import Item, Judgment, Prediction, ReportCache, Study
 from annotate.reports.data import fetch_report_input, study_min_votes
+from humeval import background
 
 logger = logging.getLogger(__name__)
-REFRESH_TASK = "annotate.refresh_report"  # sent by name (annotate/tasks.py)
+REFRESH_TASK = "annotate.refresh_report"  # the task below (annotate/tasks.py registers it)
 BUILD_TIMEOUT = timedelta(minutes=10)  # a refresh claimed longer ago is presumed lost
 
 
@@ -152,10 +155,9 @@ def request_refresh(study: Study, params: dict[str, Any]) -> bool:
         Q(building_since__isnull=True) | Q(building_since__lt=now - BUILD_TIMEOUT)).update(building_since=now)
     if not claimed:
         return False
-    from annotate.tasks import refresh_report_task
-
-    if not uses_broker():
-        refresh_report_task.delay(study.pk, key)
+    if not uses_broker():  # here, but within the process's cap on background work
+        with background.slot():
+            refresh_report_task.delay(study.pk, key)
         return True
 
     def send() -> None:
@@ -183,6 +185,12 @@ def refresh(study_id: int, key: str) -> str:
         return build(study, params).built
     finally:
         ReportCache.objects.filter(study=study, params=key).update(building_since=None)
+
+
+@shared_task(name=REFRESH_TASK, acks_late=True, reject_on_worker_lost=True)
+def refresh_report_task(study_id: int, key: str) -> str:
+    """The Celery task (annotate/tasks.py registers it): `refresh`."""
+    return refresh(study_id, key)
 
 
 def current_report(study: Study, params: dict[str, Any], read: tuple[str, ...] = ("fragment",),

@@ -24,10 +24,10 @@ from annotate.studies.batch_format import (
     ErrorList,
     Header,
     iter_items,
-    iter_lines,
     read_header,
 )
 from annotate.studies.bulk_copy import copy_rows
+from annotate.studies.json_lines import iter_lines
 
 log = logging.getLogger(__name__)
 CHUNK = 5000

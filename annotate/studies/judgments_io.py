@@ -23,7 +23,8 @@ from annotate.kinds.base import CANDIDATES_KEY, MAX_SHOWN_ORDER_CHARS
 from annotate.models import Assignment, AuditLog, Item, Judgment, Prediction, Study
 from annotate.participants.participation import PARTICIPANT_USERNAME
 from annotate.studies.answers import SKIP, InvalidAnswer, answer_value
-from annotate.studies.batch_format import BatchInvalid, ErrorList, unstorable_text
+from annotate.studies.batch_format import BatchInvalid, ErrorList
+from annotate.studies.json_lines import unstorable_text
 from annotate.studies.judgments_csv import (
     JUDGMENT_COLUMNS,
     JUDGMENT_OPTIONAL_COLUMNS,

@@ -18,6 +18,7 @@ from pathlib import Path
 from evaluation.vocabulary import DEFAULT_MODEL
 
 from ..jobs import JobParamsError
+from ..plan_checks import resolve_file
 from ..plan_judges import PlanJudge, register_plan_judge
 from .job import validate_ip_params
 
@@ -48,8 +49,6 @@ def plan_models(plan: dict) -> list[str]:
 def ip_params(plan: dict, files) -> dict:
     """The `ip` job's params from a plan. `files`: the plan's directory, or {uploaded name:
     path} (plans.resolve_file)."""
-    from ..plans import resolve_file
-
     if not isinstance(plan, dict):
         raise JobParamsError("a plan is a JSON object")
     section = plan.get("ip") if plan.get("ip") is not None else {}
@@ -74,15 +73,3 @@ def probe_plan_params(plan: dict, plan_path: str) -> dict:
         raise JobParamsError("a plan is a JSON object")
     _unknown(plan, PLAN_KEYS, "the plan")
     return ip_params(plan, Path(plan_path).resolve().parent)
-
-
-def step_ip(job) -> dict:
-    """The pipeline step of the plan judge `ip`: the probe's own job, run here."""
-    from ..pipeline import run_step_job
-
-    child = run_step_job(job, "ip", "ip", dict(job.params["ip"], server_paths=True))
-    result = child.result or {}
-    return {"job": child.pk, "effects": [{k: e[k] for k in ("model", "cues", "score", "delta", "ci95", "p_value",
-                                                              "n_questions", "n_samples")}
-                                         for e in result.get("effects", [])],
-            "files": result.get("files", {}), "human_study": result.get("human_study")}
