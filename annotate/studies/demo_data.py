@@ -322,13 +322,6 @@ def story_batch(slug):
     return [head] + items
 
 
-def demo_slugs():
-    """{kind: the slug of its demo study}, every registered kind."""
-    from annotate.kinds import all_kinds
-
-    return {kind.name: kind.demo_slug for kind in all_kinds()}
-
-
 def demo_batches():
     """{kind: batch file bytes} of every registered kind's demo study."""
     from annotate.kinds import all_kinds

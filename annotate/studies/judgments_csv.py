@@ -180,11 +180,3 @@ def iter_judgments(rows, fmt="csv"):
             buffer.seek(0)
             buffer.truncate()
     yield buffer.getvalue()
-
-
-def write_predictions(rows, out):
-    """Write prediction dicts (keys = PREDICTION_COLUMNS) as CSV."""
-    writer = SafeWriter(out)
-    writer.writerow(PREDICTION_COLUMNS)
-    for row in rows:
-        writer.writerow([row[c] for c in PREDICTION_COLUMNS])
