@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import BooleanField, ExpressionWrapper, Value
@@ -38,7 +38,7 @@ from annotate.prepared import Prepared, columns, instance
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-    User = AbstractBaseUser | AnonymousUser
+    User: TypeAlias = AbstractBaseUser | AnonymousUser
 
 
 
@@ -101,6 +101,7 @@ def study_for(user: User, slug: str, purpose: str | None = None) -> Study:
     row = STUDY.first(slug=slug, user_id=None if superuser else user.pk, superuser=superuser)
     study = instance(Study, row) if row else None
     refuse(study, bool(row and row["may_annotate"]), bool(row and row["may_read"]), purpose)
+    assert study is not None  # refuse() raised 404 for a missing study
     return study
 
 
@@ -123,7 +124,7 @@ def scoped_path_allowed(slug: str, path: str) -> bool:
     if path.startswith(f"/annotate/{slug}/"):
         return not path.startswith((f"/annotate/{slug}/quality/", f"/annotate/{slug}/mine/"))
     match = _ASSIGNMENT_API.match(path)
-    return bool(match) and Assignment.objects.filter(pk=int(match.group(1)), study__slug=slug).exists()
+    return match is not None and Assignment.objects.filter(pk=int(match.group(1)), study__slug=slug).exists()
 
 
 def participant_scope(request: HttpRequest) -> str | None:
@@ -132,7 +133,7 @@ def participant_scope(request: HttpRequest) -> str | None:
     scope = session.get(SCOPE_KEY) if session is not None else None
     if not isinstance(scope, dict):
         return None
-    if scope.get("user") != getattr(request.user, "pk", None):  # someone else signed in since
+    if session is not None and scope.get("user") != getattr(request.user, "pk", None):  # someone else signed in
         del session[SCOPE_KEY]
         return None
     return scope.get("study")

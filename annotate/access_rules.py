@@ -5,7 +5,7 @@ models are reached through `study_model`, never imported.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
@@ -15,7 +15,7 @@ from annotate import roles
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-    User = AbstractBaseUser | AnonymousUser
+    User: TypeAlias = AbstractBaseUser | AnonymousUser
 
 NOWHERE = Q(pk__in=[])  # matches no study
 
@@ -25,7 +25,7 @@ NOWHERE = Q(pk__in=[])  # matches no study
 # when the decision is one compiled statement (annotate.desk.assignment.desk_for). `study` names
 # the outer query's study id ("pk" for Study querysets, "study_id" for Assignment ones).
 
-def _listed_or_open(study_model: type, field: str, user_id, member, study: str) -> Q:
+def _listed_or_open(study_model: Any, field: str, user_id, member, study: str) -> Q:
     """Studies that list the user in the M2M `field`, plus (for members of the role's
     group) studies whose list is empty."""
     m2m = study_model._meta.get_field(field)
@@ -38,19 +38,19 @@ def _listed_or_open(study_model: type, field: str, user_id, member, study: str) 
     return listed | (open_list if member is True else Q(member) & open_list)
 
 
-def _joined(study_model: type, user_id, study: str) -> Q:
+def _joined(study_model: Any, user_id, study: str) -> Q:
     """Studies the user joined through a participant link (and did not decline)."""
     Participant = study_model._meta.get_field("participants").related_model  # noqa: N806
     return Q(Exists(Participant.objects.filter(study=OuterRef(study), user=user_id, declined_at__isnull=True)))
 
 
-def annotate_rule(study_model: type, user_id, member, study: str = "pk") -> Q:
+def annotate_rule(study_model: Any, user_id, member, study: str = "pk") -> Q:
     """Who may annotate (not for anonymous users or superusers: callers decide those)."""
     listed = _listed_or_open(study_model, "annotators", user_id, member(roles.ANNOTATORS), study)
     return listed | _joined(study_model, user_id, study)
 
 
-def read_rule(study_model: type, user_id, member, study: str = "pk") -> Q:
+def read_rule(study_model: Any, user_id, member, study: str = "pk") -> Q:
     """Who may read results (not for anonymous users or superusers: callers decide those)."""
     admin = member(roles.ADMINS)
     if admin is True:

@@ -140,6 +140,7 @@ def items_for_scoring(slug: str, keys: Sequence[str]) -> list[ScoringItem]:
     kind = get_kind(Study.objects.get(slug=slug).kind) if found else None
     out = []
     for key in keys:
+        assert kind is not None  # every key was found
         targets = kind.score_targets(found[key].data)
         first = targets[0] if targets else ScoreTarget("", "")
         out.append(ScoringItem(key=key, item_id=found[key].item_id, input=first.source, reference=first.reference,
@@ -215,7 +216,8 @@ def metric_coverage(slug: str, evaluators: Iterable[str]) -> dict[str, dict[str,
     evaluators = list(evaluators)
     n_items = Item.objects.filter(study__slug=slug, is_gold=False).count()
     rows = Prediction.objects.filter(study__slug=slug, evaluator__in=evaluators, annotator="", item__is_gold=False)
-    has, empty = {e: set() for e in evaluators}, {e: set() for e in evaluators}
+    has: dict[str, set[int]] = {e: set() for e in evaluators}
+    empty: dict[str, set[int]] = {e: set() for e in evaluators}
     for evaluator, item, value in rows.values_list("evaluator", "item_id", "value"):
         (empty if value == "" else has)[evaluator].add(item)
     return {e: {"n_items": n_items, "n_scored": len(has[e] - empty[e]), "n_unparsed": len(empty[e])}

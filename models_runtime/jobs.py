@@ -59,6 +59,8 @@ RUN_JOB_TASK = "models_runtime.run_job"  # the Celery task name (tasks.py); sent
 class JobParamsError(ValueError):
     """Bad job parameters: reported to the user, the job is not started."""
 
+    errors: list[str]  # one line per problem, where a caller lists them (plans.PlanInvalid, uploads)
+
 
 class ItemError:
     """A per-item failure returned by process_chunk (the item is done, with an error)."""

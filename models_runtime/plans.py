@@ -122,7 +122,7 @@ def check_systems(check: Check, systems, kind: str | None) -> list[dict]:
         check.add("systems", f"a {kind or 'plan'} study takes {low} to {high} systems (a list), got {got}")
         return []
     out = [check_system(check, s, n) for n, s in enumerate(systems)]
-    ids = [s.get("id") for s in systems if isinstance(s, dict) and isinstance(s.get("id"), str)]
+    ids: list[str] = [s["id"] for s in systems if isinstance(s, dict) and isinstance(s.get("id"), str)]
     for sid in sorted({i for i in ids if ids.count(i) > 1}):
         check.add("systems", f"two systems are named {sid!r}: ids must differ (they are the candidate ids)")
     return [s for s in out if s]
@@ -251,6 +251,7 @@ def validate_plan(plan, files, workdir) -> dict:
         check_batch(check, header, systems, task or "")
     if check.errors:
         raise PlanInvalid(check.errors)
+    assert header is not None  # a missing study is an error above
     params = {"study": header["slug"], "study_header": header, "input": spec, "systems": systems,
               "generation": generation, "metrics": metrics, "judges": judges,
               "judge_model": plan.get("judge_model") or None, "device": device or None,

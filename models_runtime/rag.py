@@ -9,6 +9,7 @@ a resumed job writes the same file without generating again.
 """
 import os
 from pathlib import Path
+from typing import Any
 
 from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 
@@ -24,7 +25,7 @@ from .retrieval import RETRIEVERS, retrieve
 from .step import counting
 
 DEFAULT_DISCRIMINATIVE_METRICS = ["rouge1", "rougeL", "bleu", "meteor"]
-_records_cache = {}
+_records_cache: dict[Any, Any] = {}
 def load_records(path):
     """Records by id in file order, each read from disk when used (records.py)."""
     return _records_of(path, index_jsonl)

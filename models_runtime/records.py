@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from evaluation.lamp_metrics import canonical_task
 
@@ -84,7 +85,8 @@ class _ArrayReader:
 
     def skip_space(self) -> None:
         while True:
-            end = _SPACE.match(self.buf, self.pos).end()
+            match = _SPACE.match(self.buf, self.pos)
+            end = match.end() if match else self.pos  # [ \t\n\r]* always matches
             self.at, self.pos = self.at + end - self.pos, end
             if self.pos < len(self.buf) or self.eof:
                 return
@@ -119,7 +121,7 @@ class _ArrayReader:
         return start, self.at, value
 
 
-def iter_json_array(path: str, what: str) -> Iterator[tuple[int, int, object]]:
+def iter_json_array(path: str, what: str) -> Iterator[tuple[int, int, Any]]:
     """(start byte, end byte, value) of each element of the JSON array in `path`, read a
     block at a time (one element in memory). JobParamsError naming the element and why."""
     with open(path, "rb") as handle:
@@ -216,7 +218,7 @@ def index_lamp(questions: str, outputs: str, task: str | None) -> Records:
     if task and file_task and task != file_task:
         raise JobParamsError(f"input.task is {task} but {Path(outputs).name} says \"task\": {file_task}: "
                              "fix the plan or give the other task's files")
-    name, spans, errors, total = Path(questions).name, {}, [], 0
+    name, spans, errors, total = Path(questions).name, {}, list[str](), 0
     for n, (start, stop, q) in enumerate(iter_json_array(questions, name)):
         why = question_error(q)
         if why is None:
@@ -242,7 +244,7 @@ def index_lamp(questions: str, outputs: str, task: str | None) -> Records:
 
 def index_jsonl(path: str, task: str | None) -> Records:
     """Check our JSONL records (`line N: ...`) and index them by line."""
-    name, spans, errors, total, offset, seen = Path(path).name, {}, [], 0, 0, set()
+    name, spans, errors, total, offset, seen = Path(path).name, {}, list[str](), 0, 0, set[str]()
     with open(path, "rb") as handle:
         head = handle.read(4096).lstrip()
         if head.startswith(b"[") or (head.startswith(b"{") and b'"golds"' in head):

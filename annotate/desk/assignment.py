@@ -339,6 +339,7 @@ def next_for(user, slug: str | None = None, desk: Desk | None = None, now=None) 
         try:
             with _serialized():
                 if desk is None:
+                    assert slug is not None  # without a desk, the caller names the study
                     desk = desk_for(user, slug, now, lock=True)
                     if desk.study is None or not desk.may_annotate:
                         return desk, None

@@ -48,6 +48,7 @@ def annotator_progress(study: Study, user: AbstractBaseUser, now: datetime | Non
     quota = study.max_items_per_participant
     row = PROGRESS.first(study_id=study.pk, overlap=study.annotations_per_item, user_id=user.pk,
                          now=now or timezone.now(), quota=quota is not None)
+    assert row is not None  # one row: the user's own
     done, open_ = row["done"], row["open"]
     remaining = row["free"] + open_
     if quota is not None and row["participant"]:

@@ -6,6 +6,8 @@ evidence, matches and reasons; never the score) and answers `choice` and `useful
 (header `usefulness_scale`, default 1-5).
 Report: evaluation.report.kinds.explanation_choice.
 """
+from typing import Any
+
 from annotate.kinds.base import NEEDS_EXPERT_SCORES, SCALE_SCHEMA, check_scale, is_number, scale_of
 from annotate.kinds.two_candidate import ReferenceChoiceKind, ordered_candidates
 from evaluation.vocabulary import USEFULNESS_QUESTION
@@ -27,7 +29,7 @@ def public_explanation(explanation) -> dict:
     """The parts of an ExPerT explanation object an annotator may see (no scores).
     Aspects become {aspect, description, evidence: [..]}; matches keep their reasons."""
     explanation = explanation if isinstance(explanation, dict) else {}
-    out = {}
+    out: dict[str, Any] = {}
     for key in ("aspects_reference", "aspects_generated"):
         aspects = []
         for a in _as_list(explanation.get(key)):

@@ -120,7 +120,7 @@ class TwoCandidateKind(StudyKind):
         """The candidate ids, then `tie` when the study allows it."""
         return [c["id"] for c in item_data["candidates"]] + ([TIE] if config.get("allow_tie") else [])
 
-    def reserved_ids(self, config: dict) -> set:
+    def reserved_ids(self, config: dict) -> frozenset:
         """Ids a candidate may not take: they would read as a question id or `tie`."""
         return RESERVED_IDS | QUESTION_IDS | {q["id"] for q in self.questions(config, {"candidates": []})}
 
@@ -196,7 +196,7 @@ class ReferenceChoiceKind(TwoCandidateKind):
     """Candidates for a user's request judged against the user's own text (`reference`) by
     one `choice` question (`choice_text`): ExPerT's alignment study and, with explanations,
     its explainability study. A subclass checks its own item keys in `check_extra`."""
-    item_keys = ("input", "reference", "candidates")
+    item_keys: tuple = ("input", "reference", "candidates")
     optional_item_keys = ("metric_scores",)
     bare_gold_question = CHOICE_QUESTION
     choice_text = ""

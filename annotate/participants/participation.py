@@ -21,6 +21,7 @@ import math
 import re
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -167,11 +168,12 @@ def participant_step(participant: Participant) -> str:
     return next_step(participant.study, state, lambda: items_left(participant.study, participant, state["answered"]))
 
 
-def question_answers(questions: list, post) -> tuple[dict, dict]:
+def question_answers(questions: list, post) -> tuple[dict[str, Any], dict[str, str]]:
     """({key: answer}, {key: error}) for the pre/post `questions` from a form `post`.
     Every question must be answered; choice answers must be one of the options, number
     answers finite numbers (stored as floats), text at most 2000 characters."""
-    answers, errors = {}, {}
+    answers: dict[str, Any] = {}
+    errors: dict[str, str] = {}
     for q in questions:
         raw = (post.get(q["key"]) or "").strip()
         if not raw:

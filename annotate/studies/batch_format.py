@@ -97,8 +97,8 @@ class Header:
     randomize_order: bool = True
     allow_tie: bool = False
     config: dict = field(default_factory=dict)
-    annotators: list = None  # usernames, None = open to the annotators group
-    researchers: list = None  # usernames, None = open to the researchers group
+    annotators: list | None = None  # usernames, None = open to the annotators group
+    researchers: list | None = None  # usernames, None = open to the researchers group
     extra: dict = field(default_factory=dict)  # gold_rate, min_seconds, ..., the participant keys
     given: frozenset = frozenset()  # header keys present in the file
 

@@ -41,7 +41,7 @@ def _unknown(keys, known, where) -> None:
 
 def plan_models(plan: dict) -> list[str]:
     """The distinct models of the plan's systems, in order (the embedded model without any)."""
-    systems = plan.get("systems") if isinstance(plan.get("systems"), list) else []
+    systems: list = plan["systems"] if isinstance(plan.get("systems"), list) else []
     models = [s["model"] for s in systems if isinstance(s, dict) and isinstance(s.get("model"), str) and s["model"]]
     return list(dict.fromkeys(models)) or [DEFAULT_MODEL]
 
@@ -55,7 +55,7 @@ def ip_params(plan: dict, files) -> dict:
     if not isinstance(section, dict):
         raise JobParamsError('"ip" must be an object')
     _unknown(section, SECTION_KEYS, "ip")
-    study = plan.get("study") if isinstance(plan.get("study"), dict) else {}
+    study: dict = plan["study"] if isinstance(plan.get("study"), dict) else {}
     params = {key: section[key] for key in ("samples", "generation") if key in section}  # else the job's defaults
     params.update(models=section.get("models") or plan_models(plan), human_study=section.get("study"),
                   judge_model=section.get("judge_model") or plan.get("judge_model") or DEFAULT_MODEL,
