@@ -9,6 +9,7 @@ assignments API. Every request here is counted in bench/cycle_bench.py: 7 transa
 
 May import: annotate.models, annotate.kinds, annotate.access, annotate.roles,
 annotate.prepared, annotate.secrets, annotate.api (plumbing), the studies room (answer
-values, text checks) and participants.recruitment (whether an assignment holds a
-participant's place). Never reports.
+values, text checks), participants.recruitment (whether an assignment holds a
+participant's place) and participants.participation (the task page sends a participant
+back to their flow). Never reports.
 """

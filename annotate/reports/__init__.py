@@ -6,7 +6,7 @@ on every write, annotator quality, the researcher dashboard, the quality page an
 report API. The statistics themselves are evaluation/ (Django-free).
 
 May import: annotate.models, annotate.kinds, annotate.access, annotate.roles,
-annotate.executor, evaluation, and for the dashboard the desk (progress, expiry) and
+humeval.background, evaluation, and for the dashboard the desk (progress, expiry) and
 participants (recruitment) rooms. Nothing imports reports except the dashboard's URLs,
 the API URLs, participants (quality flags) and management commands.
 """

@@ -7,6 +7,7 @@ study API. The models themselves live in annotate/models.py and the study kinds 
 annotate/kinds/ (both shared by every room).
 
 May import: annotate.models, annotate.kinds, annotate.access, annotate.roles,
-annotate.prepared, annotate.api (plumbing), evaluation. Never the desk, participants or
-reports rooms, except that recruitment's entry keys are made where a study is created.
+annotate.prepared, annotate.api (plumbing), evaluation. Never the desk or reports rooms;
+from participants only recruitment's entry keys (made where a study is created) and the
+participant username pattern (judgments import).
 """
