@@ -35,7 +35,7 @@ class Concurrency:
         return counted
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # leaves the database as it found it
 def test_twenty_simultaneous_refresh_requests_never_run_more_than_the_cap(settings, monkeypatch):
     settings.HUMEVAL_BACKGROUND_THREADS = 3
     study = pairwise_study()
