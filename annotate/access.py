@@ -6,7 +6,7 @@
   the users the study lists in `researchers`; a study listing nobody is open to every
   member of `researchers`. Admins read every study (they load batches and start jobs).
 - see (list it, open its pages, learn that it exists): annotate or read.
-- participants (annotate/participation.py) annotate the one study they joined through a
+- participants (annotate/participants/participation.py) annotate the one study they joined through a
   participant link, and their session is scoped to it: `ParticipantScopeMiddleware`
   below answers 404 to every other path (other studies, home, dashboard, admin, API).
 Superusers pass everything. A study a user may not see answers 404 everywhere, exactly
@@ -18,108 +18,32 @@ through `Study.objects.visible_to / annotatable_by / readable_by` (or the helper
 never through groups directly. The rules are written once (`annotate_rule`, `read_rule`);
 `access_flags` turns them into SQL expressions (group membership included), so that a
 request's one access decision is made by the statement that reads its study or its
-assignment (`study_for`, annotate.assignment.desk_for, the submit path).
+assignment (`study_for`, annotate.desk.assignment.desk_for, the submit path).
 """
 from __future__ import annotations
 
 import re
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from django.core.exceptions import PermissionDenied
-from django.db import models
-from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, Value
+from django.db.models import BooleanField, ExpressionWrapper, Value
 from django.http import Http404, HttpRequest, HttpResponse
 
-from . import roles
-from .prepared import Prepared, columns, instance
+from annotate import roles
+from annotate.access_rules import annotate_rule, read_rule
+from annotate.models import Assignment, Study
+from annotate.prepared import Prepared, columns, instance
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-    from .models import Study
+    User: TypeAlias = AbstractBaseUser | AnonymousUser
 
-    User = AbstractBaseUser | AnonymousUser
-
-NOWHERE = Q(pk__in=[])  # matches no study
 
 
 class NotAllowed(Exception):
     """The user may not annotate this study."""
-
-
-# The rules, once. `member(role)` says whether the user is in the role's group: a bool when
-# the caller knows it (annotate.roles.has_role), or an SQL expression (annotate.roles.member)
-# when the decision is one compiled statement (annotate.assignment.desk_for). `study` names
-# the outer query's study id ("pk" for Study querysets, "study_id" for Assignment ones).
-
-def _listed_or_open(study_model: type, field: str, user_id, member, study: str) -> Q:
-    """Studies that list the user in the M2M `field`, plus (for members of the role's
-    group) studies whose list is empty."""
-    m2m = study_model._meta.get_field(field)
-    rows = m2m.remote_field.through.objects
-    study_of_row = m2m.m2m_field_name()
-    listed = Q(Exists(rows.filter(**{study_of_row: OuterRef(study), m2m.m2m_reverse_field_name(): user_id})))
-    if member is False:
-        return listed
-    open_list = ~Q(Exists(rows.filter(**{study_of_row: OuterRef(study)})))
-    return listed | (open_list if member is True else Q(member) & open_list)
-
-
-def _joined(user_id, study: str) -> Q:
-    """Studies the user joined through a participant link (and did not decline)."""
-    from .models import Participant
-
-    return Q(Exists(Participant.objects.filter(study=OuterRef(study), user=user_id, declined_at__isnull=True)))
-
-
-def annotate_rule(study_model: type, user_id, member, study: str = "pk") -> Q:
-    """Who may annotate (not for anonymous users or superusers: callers decide those)."""
-    listed = _listed_or_open(study_model, "annotators", user_id, member(roles.ANNOTATORS), study)
-    return listed | _joined(user_id, study)
-
-
-def read_rule(study_model: type, user_id, member, study: str = "pk") -> Q:
-    """Who may read results (not for anonymous users or superusers: callers decide those)."""
-    admin = member(roles.ADMINS)
-    if admin is True:
-        return Q()
-    rule = _listed_or_open(study_model, "researchers", user_id, member(roles.RESEARCHERS), study)
-    return rule if admin is False else rule | Q(admin)
-
-
-class StudyQuerySet(models.QuerySet):
-    """Study.objects: visibility filters. No DISTINCT joins (EXISTS subqueries), so the
-    result can be counted, ordered and locked like any queryset."""
-
-    def _annotate_q(self, user: User) -> Q:
-        if not user.is_authenticated:
-            return NOWHERE
-        if user.is_superuser:
-            return Q()
-        return annotate_rule(self.model, user.pk, lambda role: roles.has_role(user, role))
-
-    def _read_q(self, user: User) -> Q:
-        if not user.is_authenticated:
-            return NOWHERE
-        if user.is_superuser:
-            return Q()
-        return read_rule(self.model, user.pk, lambda role: roles.has_role(user, role))
-
-    def annotatable_by(self, user: User) -> StudyQuerySet:
-        """Studies `user` may annotate (be served items of, submit and edit answers in)."""
-        return self.filter(self._annotate_q(user))
-
-    def readable_by(self, user: User) -> StudyQuerySet:
-        """Studies whose results `user` may read: report, judgments, dashboard, quality."""
-        return self.filter(self._read_q(user))
-
-    def visible_to(self, user: User) -> StudyQuerySet:
-        """Studies `user` may know about: annotatable or readable."""
-        annotate, read = self._annotate_q(user), self._read_q(user)
-        if not annotate or not read:  # Q() = every study
-            return self.all()
-        return self.filter(annotate | read)
 
 
 def may_annotate(user: User, study: Study) -> bool:
@@ -133,8 +57,6 @@ def may_read(user: User, study: Study) -> bool:
 def may_read_study(user: User, slug: object) -> bool:
     """Whether study `slug` exists and `user` may read it: a missing slug and a study they
     may not read are one answer, so a page that 404s on False is no slug oracle."""
-    from .models import Study
-
     study = Study.objects.filter(slug=slug).first() if isinstance(slug, str) and slug else None
     return study is not None and may_read(user, study)
 
@@ -154,8 +76,6 @@ def access_flags(user_id, superuser: bool, study: str = "pk") -> dict:
     above (group membership included) decided by the statement that reads the study."""
     if superuser:
         return {"may_annotate": Value(True), "may_read": Value(True)}
-    from .models import Study
-
     member = partial(roles.member, user_id)
     return {"may_annotate": ExpressionWrapper(annotate_rule(Study, user_id, member, study), BooleanField()),
             "may_read": ExpressionWrapper(read_rule(Study, user_id, member, study), BooleanField())}
@@ -174,8 +94,6 @@ def refuse(study: Study | None, may_annotate: bool, may_read: bool, purpose: str
 
 
 def _study_statement(slug, user_id, superuser):
-    from .models import Study
-
     flags = access_flags(user_id, superuser)
     return Study.objects.filter(slug=slug).order_by().annotate(**flags).values(*columns(Study), *flags)
 
@@ -186,14 +104,13 @@ STUDY = Prepared(_study_statement)
 def study_for(user: User, slug: str, purpose: str | None = None) -> Study:
     """The study `slug` for a request by `user` that needs `purpose` (see `refuse`), read and
     decided in one statement (compiled once: annotate.prepared)."""
-    from .models import Study
-
     if not user.is_authenticated or not isinstance(slug, str):
         raise Http404("No such study.")
     superuser = bool(user.is_superuser)  # their statement names no user: None is no parameter
     row = STUDY.first(slug=slug, user_id=None if superuser else user.pk, superuser=superuser)
     study = instance(Study, row) if row else None
     refuse(study, bool(row and row["may_annotate"]), bool(row and row["may_read"]), purpose)
+    assert study is not None  # refuse() raised 404 for a missing study
     return study
 
 
@@ -210,15 +127,13 @@ def scoped_path_allowed(slug: str, path: str) -> bool:
     API's next item of this study, submit/skip/extend of this study's assignments, and
     /login/ and /logout/ (a researcher who opened a participant link can sign in again).
     Nothing else."""
-    from .models import Assignment
-
     if path.startswith(("/p/", "/static/")) or path in (f"/api/studies/{slug}/assignments/next/", "/login/",
                                                         "/logout/"):
         return True
     if path.startswith(f"/annotate/{slug}/"):
         return not path.startswith((f"/annotate/{slug}/quality/", f"/annotate/{slug}/mine/"))
     match = _ASSIGNMENT_API.match(path)
-    return bool(match) and Assignment.objects.filter(pk=int(match.group(1)), study__slug=slug).exists()
+    return match is not None and Assignment.objects.filter(pk=int(match.group(1)), study__slug=slug).exists()
 
 
 def participant_scope(request: HttpRequest) -> str | None:
@@ -227,7 +142,7 @@ def participant_scope(request: HttpRequest) -> str | None:
     scope = session.get(SCOPE_KEY) if session is not None else None
     if not isinstance(scope, dict):
         return None
-    if scope.get("user") != getattr(request.user, "pk", None):  # someone else signed in since
+    if session is not None and scope.get("user") != getattr(request.user, "pk", None):  # someone else signed in
         del session[SCOPE_KEY]
         return None
     return scope.get("study")

@@ -2,7 +2,7 @@
 from django import forms
 from django.contrib import admin
 
-from .models import Assignment, AuditLog, Batch, Item, Judgment, Participant, Prediction, Study
+from annotate.models import Assignment, AuditLog, Batch, Item, Judgment, Participant, Prediction, Study
 
 
 class StudyForm(forms.ModelForm):
@@ -11,8 +11,8 @@ class StudyForm(forms.ModelForm):
         fields = "__all__"  # noqa: DJ007 - the admin edits every field
 
     def clean_recruitment(self):
-        """The header's check of `recruitment` (annotate.batch_format.recruitment_flaw)."""
-        from .batch_format import recruitment_flaw
+        """The header's check of `recruitment` (annotate.studies.batch_format.recruitment_flaw)."""
+        from annotate.studies.batch_format import recruitment_flaw
 
         value = self.cleaned_data.get("recruitment")
         if value not in (None, {}) and (reason := recruitment_flaw(value)):
@@ -20,9 +20,9 @@ class StudyForm(forms.ModelForm):
         return value or None
 
     def clean_comprehension(self):
-        """The header's check of `comprehension` (annotate.comprehension.comprehension_flaw)."""
-        from .batch_format import KEY_RE, MAX_ID_CHARS
-        from .comprehension import comprehension_flaw
+        """The header's check of `comprehension` (annotate.participants.comprehension.comprehension_flaw)."""
+        from annotate.participants.comprehension import comprehension_flaw
+        from annotate.studies.batch_format import KEY_RE, MAX_ID_CHARS
 
         value = self.cleaned_data.get("comprehension")
         if value and (reason := comprehension_flaw(value, KEY_RE, MAX_ID_CHARS)):
@@ -42,8 +42,8 @@ class StudyAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         """`recruitment` set here draws the link's key as a batch header does
-        (annotate/recruitment.py); a study that lists annotators still takes no link."""
-        from .recruitment import new_entry_key
+        (annotate/participants/recruitment.py); a study that lists annotators still takes no link."""
+        from annotate.participants.recruitment import new_entry_key
 
         if obj.recruitment and not obj.entry_key:
             obj.entry_key = new_entry_key()

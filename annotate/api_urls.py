@@ -2,22 +2,22 @@
 token rotation."""
 from django.urls import path
 
-from annotate.api.assignments import (
+from annotate.api.tokens import RotateTokenView
+from annotate.desk.api import (
     AssignmentExtendView,
     AssignmentJudgmentsView,
     AssignmentSkipView,
     NextAssignmentView,
 )
-from annotate.api.participants import ParticipantsCsvView
-from annotate.api.reports import StudyReportVersionView, StudyReportView
-from annotate.api.studies import (
-                                  BatchUploadView,
-                                  JudgmentsExportView,
-                                  PredictionsUploadView,
-                                  StudyDetailView,
-                                  StudyListView,
+from annotate.participants.api import ParticipantsCsvView
+from annotate.reports.api import StudyReportVersionView, StudyReportView
+from annotate.studies.api import (
+    BatchUploadView,
+    JudgmentsExportView,
+    PredictionsUploadView,
+    StudyDetailView,
+    StudyListView,
 )
-from annotate.api.tokens import RotateTokenView
 
 urlpatterns = [
     path("studies/", StudyListView.as_view(), name="api-studies"),

@@ -15,10 +15,10 @@ def _sqlite_with_tables(using):
 
 def drop_sqlite_report_triggers(sender, using="default", apps=None, **kwargs):
     """Before `migrate` on SQLite: a table copy must not meet a trigger naming its table
-    (annotate/report_triggers.py)."""
+    (annotate/reports/triggers.py)."""
     from django.apps import apps as global_apps
 
-    from . import report_triggers
+    from annotate.reports import triggers as report_triggers
 
     connection = _sqlite_with_tables(using)
     if connection is not None:
@@ -30,7 +30,7 @@ def install_sqlite_report_triggers(sender, using="default", apps=None, **kwargs)
     """After `migrate` on SQLite: the triggers again, for the tables as they are now."""
     from django.apps import apps as global_apps
 
-    from . import report_triggers
+    from annotate.reports import triggers as report_triggers
 
     connection = _sqlite_with_tables(using)
     if connection is not None:

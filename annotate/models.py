@@ -2,9 +2,9 @@
 from django.conf import settings
 from django.db import models
 
-from .access import StudyQuerySet
-from .kinds import kind_choices
-from .progress import AssignmentQuerySet, ItemQuerySet
+from annotate.access_rules import StudyQuerySet
+from annotate.kinds import kind_choices
+from annotate.querysets import AssignmentQuerySet, ItemQuerySet
 
 DRAFT, OPEN, PAUSED, CLOSED = "draft", "open", "paused", "closed"
 RETURNED, SCREENED_OUT, TIMED_OUT = "returned", "screened_out", "timed_out"  # Participant.ended
@@ -51,9 +51,9 @@ class Study(models.Model):
     comprehension = models.JSONField(default=list, blank=True)
     # Bumped by database triggers (migration 0010) when the study's judgments, predictions or
     # items are updated in place or deleted, or an annotator renamed (new rows change the
-    # counts instead): part of the report version (annotate/report_cache.py).
+    # counts instead): part of the report version (annotate/reports/cache.py).
     report_revision = models.PositiveBigIntegerField(default=0, editable=False)
-    # Launch-safe recruitment (annotate/recruitment.py): {"platform", "places"?,
+    # Launch-safe recruitment (annotate/participants/recruitment.py): {"platform", "places"?,
     # "screenout_code"?} when participant links are on (None: they answer 404); the
     # unguessable key of the link; how many places participants hold now.
     recruitment = models.JSONField(null=True, blank=True)
@@ -123,7 +123,7 @@ class Assignment(models.Model):
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
     # {question id: [option ids in shown order]}; similarity pairs: {"pair_order": [...], pair id: ["0","1"]}
     shown_order = models.JSONField(default=dict)
-    # The annotator's opaque tokens (annotate/blinding.py): {"item": handle, "options":
+    # The annotator's opaque tokens (annotate/desk/blinding.py): {"item": handle, "options":
     # {token: candidate id}, "questions": {token: pair id}}; made once, when handed out.
     blind = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -212,7 +212,7 @@ class AuditLog(models.Model):
 class Participant(models.Model):
     """Someone sent by a recruiting platform (Prolific, MTurk, a generic link) into one
     study: their user `<platform>:<id>`, the platform's ids, where they are in the study
-    flow (annotate/participation.py) and their answers to the pre/post questions."""
+    flow (annotate/participants/participation.py) and their answers to the pre/post questions."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="participations")
@@ -220,7 +220,7 @@ class Participant(models.Model):
     external_id = models.CharField(max_length=64)  # PROLIFIC_PID / workerId / pid
     platform_study_id = models.CharField(max_length=64, blank=True)  # STUDY_ID / hitId
     platform_session_id = models.CharField(max_length=64, blank=True)  # SESSION_ID / assignmentId
-    seed = models.BigIntegerField(default=0)  # this participant's item order (annotate/ordering.py)
+    seed = models.BigIntegerField(default=0)  # this participant's item order (annotate/desk/ordering.py)
     started_at = models.DateTimeField(auto_now_add=True)
     consented_at = models.DateTimeField(null=True, blank=True)
     declined_at = models.DateTimeField(null=True, blank=True)

@@ -1,6 +1,6 @@
 """Querysets compiled once: the statements of the annotator's hot endpoints (next item,
 submit) are written with the ORM, so each rule keeps its one definition (who may annotate
-in annotate/access.py, free and open in annotate/progress.py), but are compiled to SQL
+in annotate/access.py, free and open in annotate/desk/progress.py), but are compiled to SQL
 only once per database connection. Building and compiling a queryset costs Python ~10x
 the database's own time for these small statements (issue 27).
 

@@ -27,10 +27,6 @@ def is_researcher(user):
     return has_role(user, ADMINS, RESEARCHERS)
 
 
-def is_annotator(user):
-    return has_role(user, ANNOTATORS)
-
-
 def member(user_id, role):
     """`has_role` for one group as an SQL expression (superusers not included: callers
     decide those), for decisions made inside one compiled statement."""

@@ -11,15 +11,14 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from annotate.access import may_read_results, may_read_study
+from annotate.api.permissions import IsAdminRole
+from annotate.api.serializers import DetailSerializer, IsoDateTimeField, json_as
+from annotate.kinds import get_kind, study_config
+from annotate.kinds.base import CANDIDATES_KEY, ScoreTarget
+from annotate.models import Item, Judgment, Prediction, Study
+from annotate.roles import is_admin, is_researcher
 from evaluation.vocabulary import TIE
-
-from .access import may_read_results, may_read_study
-from .api.permissions import IsAdminRole
-from .api.serializers import DetailSerializer, IsoDateTimeField, json_as
-from .kinds import get_kind, study_config
-from .kinds.base import CANDIDATES_KEY, ScoreTarget
-from .models import Item, Judgment, Prediction, Study
-from .roles import is_admin, is_researcher
 
 __all__ = [
     "IsAdminRole", "is_admin", "is_researcher", "may_read_results", "may_read_study",
@@ -141,6 +140,7 @@ def items_for_scoring(slug: str, keys: Sequence[str]) -> list[ScoringItem]:
     kind = get_kind(Study.objects.get(slug=slug).kind) if found else None
     out = []
     for key in keys:
+        assert kind is not None  # every key was found
         targets = kind.score_targets(found[key].data)
         first = targets[0] if targets else ScoreTarget("", "")
         out.append(ScoringItem(key=key, item_id=found[key].item_id, input=first.source, reference=first.reference,
@@ -216,7 +216,8 @@ def metric_coverage(slug: str, evaluators: Iterable[str]) -> dict[str, dict[str,
     evaluators = list(evaluators)
     n_items = Item.objects.filter(study__slug=slug, is_gold=False).count()
     rows = Prediction.objects.filter(study__slug=slug, evaluator__in=evaluators, annotator="", item__is_gold=False)
-    has, empty = {e: set() for e in evaluators}, {e: set() for e in evaluators}
+    has: dict[str, set[int]] = {e: set() for e in evaluators}
+    empty: dict[str, set[int]] = {e: set() for e in evaluators}
     for evaluator, item, value in rows.values_list("evaluator", "item_id", "value"):
         (empty if value == "" else has)[evaluator].add(item)
     return {e: {"n_items": n_items, "n_scored": len(has[e] - empty[e]), "n_unparsed": len(empty[e])}
@@ -247,7 +248,7 @@ def batch_errors(lines: list[dict]) -> list[str]:
     import io
     import json
 
-    from .importing import batch_errors as check
+    from annotate.studies.importing import batch_errors as check
 
     data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
     return check(io.BytesIO(data))
@@ -255,7 +256,7 @@ def batch_errors(lines: list[dict]) -> list[str]:
 
 def batch_header_keys() -> tuple[str, ...]:
     """The keys a batch header's `study` object may hold."""
-    from .batch_format import HEADER_KEYS
+    from annotate.studies.batch_format import HEADER_KEYS
 
     return tuple(HEADER_KEYS)
 
@@ -264,8 +265,8 @@ def import_batch_file(path: str, *, expected_slug: str | None = None) -> dict:
     """Import a batch file written by the runtime (all or nothing; items already in the
     study with the same content are skipped, so a re-run imports nothing twice).
     -> {"study", "created", "skipped"}; BatchRefused with the importer's errors."""
-    from .batch_format import BatchInvalid
-    from .importing import import_batch_path
+    from annotate.studies.batch_format import BatchInvalid
+    from annotate.studies.importing import import_batch_path
 
     try:
         return import_batch_path(path, source=f"runtime:{path}", expected_slug=expected_slug,

@@ -1,10 +1,5 @@
-"""Celery tasks of annotate: the background refresh of a cached report
-(annotate/report_cache.py). Without a broker Celery runs it eagerly, in process."""
-from celery import shared_task
+"""Celery tasks of annotate, for Celery's autodiscovery: the background refresh of a cached
+report (defined in annotate/reports/cache.py, next to what it refreshes)."""
+from annotate.reports.cache import refresh_report_task
 
-from annotate.report_cache import REFRESH_TASK, refresh
-
-
-@shared_task(name=REFRESH_TASK, acks_late=True, reject_on_worker_lost=True)
-def refresh_report_task(study_id: int, key: str) -> str:
-    return refresh(study_id, key)
+__all__ = ["refresh_report_task"]

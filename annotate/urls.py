@@ -2,7 +2,12 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from annotate.views import dashboard, home, item_actions, methods, mine, participant, quality, task, upload
+from annotate.desk.views import home, item_actions, mine, task
+from annotate.participants import views as participant
+from annotate.reports import dashboard
+from annotate.reports import methods_view as methods
+from annotate.reports import quality_view as quality
+from annotate.studies import upload_view as upload
 from humeval.login_guard import LoginForm
 
 urlpatterns = [

@@ -28,9 +28,9 @@ def run(n_items, n_annotators, n_requests):
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    from annotate.assignment import next_assignment
+    from annotate.desk.assignment import next_assignment
+    from annotate.desk.submission import submit
     from annotate.models import Item, Study
-    from annotate.submission import submit
 
     study = Study.objects.create(slug="bench", kind="pairwise_alignment", title="bench", annotations_per_item=3,
                                  gold_rate=0.05)

@@ -37,7 +37,7 @@ def database_engine_seconds(studies: int) -> float:
     """Seconds per study for the database engine to hand out the same study's 300 assignments."""
     from django.db import connection
 
-    from annotate.assignment import next_assignment
+    from annotate.desk.assignment import next_assignment
     from annotate.models import Assignment
     from tests.factories import get_annotator, make_study
 

@@ -48,9 +48,9 @@ def run(n_items, dsn):
     import psycopg
     from django.core.management import call_command
 
-    from annotate.batch_format import canonical_hash
-    from annotate.importing import import_batch_path
     from annotate.models import Batch, Item, Study
+    from annotate.studies.importing import import_batch_path
+    from annotate.studies.json_lines import canonical_hash
 
     call_command("migrate", verbosity=0, skip_checks=True)
     with tempfile.TemporaryDirectory() as tmp:

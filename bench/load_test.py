@@ -133,7 +133,7 @@ def _check(params):
     """Database invariants after the run, against the client's log of acknowledged submits."""
     from django.db.models import Count
 
-    from annotate.blinding import Blinding
+    from annotate.desk.blinding import Blinding
     from annotate.kinds import questions_for
     from annotate.models import Assignment, Item, Judgment, Study
 
@@ -161,7 +161,7 @@ def _check(params):
     complete_wrong = sum(1 for it in complete if per_item_all.get(it["id"], 0) != overlap)
     open_assignments = Assignment.objects.filter(study=study, completed_at__isnull=True).count()
 
-    # The clients saw each assignment blinded (annotate.blinding): compare in their tokens.
+    # The clients saw each assignment blinded (annotate.desk.blinding): compare in their tokens.
     stored = {}
     for u, blind, q, v in all_judgments.values_list("annotator__username", "assignment__blind", "question", "value"):
         tokens = Blinding(blind or {})

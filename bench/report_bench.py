@@ -128,9 +128,9 @@ def get_ok(client, url):
 def measure(n_judgments, client, repeat):
     from django.db import connection
 
-    from annotate import report_cache
     from annotate.models import Study
-    from annotate.report_data import fetch_report_input
+    from annotate.reports import cache as report_cache
+    from annotate.reports.data import fetch_report_input
     from evaluation.report import build_report
     from evaluation.report.html import report_fragment
 
@@ -184,8 +184,9 @@ def demo_template(kind):
     """(header config, [ItemRow]) of the demo batch of `kind`, parsed by the importer's reader."""
     import io
 
-    from annotate.batch_format import iter_items, iter_lines, read_header
-    from annotate.demo_data import demo_batches
+    from annotate.studies.batch_format import iter_items, read_header
+    from annotate.studies.demo_data import demo_batches
+    from annotate.studies.json_lines import iter_lines
 
     lines = iter_lines(io.BytesIO(demo_batches()[kind]))
     _, header, errors = read_header(lines)
@@ -218,9 +219,9 @@ def populate_kind(study, kind, n_judgments, seed=0):
 
     from django.contrib.auth import get_user_model
 
-    from annotate.bulk_copy import copy_rows
     from annotate.kinds import get_kind, study_config
     from annotate.models import Item, Judgment, Prediction
+    from annotate.studies.bulk_copy import copy_rows
 
     rng = np.random.default_rng(seed)
     header, templates = demo_template(kind)
@@ -295,9 +296,9 @@ def kind_reports(sizes, save_dir):
 
     from django.db import connection
 
-    from annotate.demo_data import demo_batches
     from annotate.models import Study
-    from annotate.report_data import fetch_report_input
+    from annotate.reports.data import fetch_report_input
+    from annotate.studies.demo_data import demo_batches
     from evaluation.report import build_report, render
 
     def fetch_times(study, quality, repeat=5):

@@ -38,9 +38,9 @@ def run(n, dsn):
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
-    from annotate.blinding import blinding_for
+    from annotate.desk.blinding import blinding_for
+    from annotate.desk.submission import submit
     from annotate.models import Assignment, Item, Judgment
-    from annotate.submission import submit
 
     user = get_user_model().objects.create_user("bench", is_superuser=True)
     answers = {a: "a" for a in ("interestingness", "adaptability", "surprise", "character", "ending")}
@@ -50,7 +50,7 @@ def run(n, dsn):
         Assignment(study=ours, item=item, annotator=user, expires_at=expires,
                    shown_order={"candidates": ["a", "b"], **{q: ["a", "b"] for q in answers}})
         for item in Item.objects.filter(study=ours).order_by("position")])
-    # The annotator's doors send the assignment's blinding tokens (annotate.blinding); the
+    # The annotator's doors send the assignment's blinding tokens (annotate.desk.blinding); the
     # mapping is made when an item is handed out, so it is made here, before the clock runs.
     sent = [blinding_for(Assignment.objects.select_related("study", "item").get(pk=a.pk)).values(answers)
             for a in assignments]

@@ -2,7 +2,7 @@
 item, and which annotators fall below a study's `quality` thresholds (plain NumPy, no
 Django). The gold rule is the report's (`expected_answer`, `same_answer`: the report's
 per-annotator gold accuracy uses them too), and the columns are the ones the report reads
-(annotate/report_columns.py), so the dashboard, participants.csv and the report's
+(annotate/reports/columns.py), so the dashboard, participants.csv and the report's
 exclusions agree, and a report with thresholds reads its judgments once.
 
 Every row counts, skips included: an annotator's time and items are what they spent.

@@ -22,6 +22,9 @@ AXES_USERNAME_LENGTH = 255  # axes' AccessAttempt.username column
 
 
 class BoundedUsernameMixin:
+    cleaned_data: dict  # a form's, which this mixin joins
+    fields: dict
+
     def clean_username(self) -> str:
         username = self.cleaned_data["username"]
         limit = self.fields["username"].max_length

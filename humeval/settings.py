@@ -218,9 +218,13 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Workers log through LOGGING below (HUMEVAL_LOG_LEVEL), so their log holds the job lines.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "humeval")
-# Queue of the report refreshes (annotate/report_cache.py): give it its own worker so that
+# Queue of the report refreshes (annotate/reports/cache.py): give it its own worker so that
 # refreshes never wait behind a long model job.
 HUMEVAL_REPORT_QUEUE = os.environ.get("HUMEVAL_REPORT_QUEUE", CELERY_TASK_DEFAULT_QUEUE)
+# Every background thread of a process (report refreshes run without a broker, background
+# runtime jobs, the job heartbeat) runs in one capped pool (humeval/background.py): at most
+# this many at once; more wait their turn. At least 2: the heartbeat keeps one.
+HUMEVAL_BACKGROUND_THREADS = max(2, int(os.environ.get("HUMEVAL_BACKGROUND_THREADS", "4")))
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))}
 
 # Runtime jobs (docs/runtime.md "Jobs"): a running job beats every HUMEVAL_JOB_HEARTBEAT_SECONDS;

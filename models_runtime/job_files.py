@@ -132,9 +132,9 @@ def submit_web_job(kind: str, params: dict, uploads: dict, user=None) -> Job:
                 validated = validate_params(kind, dict(params, **paths))
             except ValueError as exc:  # name our files by their field, not their server path
                 here = str(directory) + "/"
-                refused = JobParamsError(str(exc).replace(here, ""))
-                refused.errors = [str(e).replace(here, "") for e in getattr(exc, "errors", None) or []]
-                raise refused from exc
+                renamed = JobParamsError(str(exc).replace(here, ""))
+                renamed.errors = [str(e).replace(here, "") for e in getattr(exc, "errors", None) or []]
+                raise renamed from exc
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise

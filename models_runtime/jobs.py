@@ -44,6 +44,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from humeval import background
+
 from . import job_history, step
 from .backends.config import ModelNotAvailable
 from .metrics.registry import UnknownMetric
@@ -56,6 +58,8 @@ RUN_JOB_TASK = "models_runtime.run_job"  # the Celery task name (tasks.py); sent
 
 class JobParamsError(ValueError):
     """Bad job parameters: reported to the user, the job is not started."""
+
+    errors: list[str]  # one line per problem, where a caller lists them (plans.PlanInvalid, uploads)
 
 
 class ItemError:
@@ -269,12 +273,13 @@ def start_job(job: Job, on_progress=None, background: bool = False) -> None:
         run_job(job.pk, on_progress=on_progress)
 
 
-BACKGROUND_THREADS: dict[int, threading.Thread] = {}  # job id -> its thread (tests join them)
+BACKGROUND_THREADS: dict[int, background.Handle] = {}  # job id -> its unit (tests join them)
 
 
-def run_in_thread(job_id: int) -> threading.Thread:
-    """Run a job in a daemon thread with its own database connection. If the process dies,
-    the heartbeat stops and the stale-job detector marks the job failed (resumable)."""
+def run_in_thread(job_id: int) -> background.Handle:
+    """Run a job on the background pool (humeval/background.py) with its own database
+    connection. If the process dies, the heartbeat stops and the stale-job detector marks
+    the job failed (resumable)."""
     def main():
         try:  # a worker name per thread: two threads never run one job at once (run_job's claim)
             run_job(job_id, worker=f"{worker_name()}:{threading.get_ident()}")
@@ -283,10 +288,9 @@ def run_in_thread(job_id: int) -> threading.Thread:
         finally:
             connection.close()
 
-    thread = threading.Thread(target=main, name=f"humeval-job-{job_id}", daemon=True)
-    BACKGROUND_THREADS[job_id] = thread
-    thread.start()
-    return thread
+    handle = background.submit(main)
+    BACKGROUND_THREADS[job_id] = handle
+    return handle
 
 
 def _enqueue(job, task_id):
@@ -424,16 +428,17 @@ def _stopped(job: Job, kind: "JobKind | None") -> None:
 
 
 class Heartbeat:
-    """While a job runs, a thread sets its `heartbeat_at` every HUMEVAL_JOB_HEARTBEAT_SECONDS
-    (a chunk of LLM calls can take minutes; the runner also beats after every chunk). The
-    thread has its own database connection, closed when the job ends."""
+    """While a job runs, a unit of the background pool (humeval/background.py, uncounted: it
+    must never wait behind jobs) sets its `heartbeat_at` every HUMEVAL_JOB_HEARTBEAT_SECONDS
+    (a chunk of LLM calls can take minutes; the runner also beats after every chunk). It has
+    its own database connection, closed when the job ends."""
 
     def __init__(self, job_id: int, on_step: Callable[[step.Step], None] | None = None):
         self.job_id = job_id
         self.on_step = on_step  # a command's progress bar shows the count too
         self.interval = float(settings.HUMEVAL_JOB_HEARTBEAT_SECONDS)
         self.stop = threading.Event()
-        self.thread: threading.Thread | None = None
+        self.thread: background.Handle | None = None
         self.current: step.Step | None = None
         self.written: dict | None = None
 
@@ -446,8 +451,7 @@ class Heartbeat:
         self.outer = step.listener()  # a chain's step job runs inside its pipeline's heartbeat
         step.listen(self._listen)
         if self.interval > 0:
-            self.thread = threading.Thread(target=self._beat, name=f"humeval-heartbeat-{self.job_id}", daemon=True)
-            self.thread.start()
+            self.thread = background.submit(self._beat, counted=False)
         return self
 
     def _beat(self):

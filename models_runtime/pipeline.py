@@ -21,7 +21,6 @@ from pathlib import Path
 from annotate import services
 
 from .backends.base import SamplingParams
-from .ip.plan import step_ip
 from .job_files import write_lines
 from .jobs import ItemError, JobCancelled, JobKind, JobParamsError, prepare_job, run_job
 from .models import Job, JobItem
@@ -297,6 +296,16 @@ def step_score(job) -> dict:
             child = run_step_job(job, "score", judge.job, judge.params(p))
             out.setdefault("judges", {})[name] = {"job": child.pk, "result": child.result}
     return out or {"skipped": "no metrics or judges in the plan"}
+
+
+def step_ip(job) -> dict:
+    """The pipeline step of the plan judge `ip`: the probe's own job, run here."""
+    child = run_step_job(job, "ip", "ip", dict(job.params["ip"], server_paths=True))
+    result = child.result or {}
+    return {"job": child.pk, "effects": [{k: e[k] for k in ("model", "cues", "score", "delta", "ci95", "ci_method",
+                                                              "p_value", "n_questions", "n_samples")}
+                                         for e in result.get("effects", [])],
+            "files": result.get("files", {}), "human_study": result.get("human_study")}
 
 
 STEP_FUNCTIONS = {"generate": step_generate, "batch": step_batch, "import": step_import, "score": step_score,

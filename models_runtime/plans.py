@@ -24,12 +24,11 @@ from evaluation.lamp_metrics import METRIC_TASKS, canonical_task
 from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 from evaluation.vocabulary import CHOICE_QUESTION, TIE, USEFULNESS_QUESTION
 
-from .backends.base import POSTPROCESSORS
 from .backends.config import ModelNotAvailable, model_spec
 from .ip import plan as ip_plan
 from .jobs import JobParamsError, file_sha256
-from .lamp import DEFAULT_BUDGET
 from .metrics.registry import STUDY_METRIC_NAMES, UnknownMetric, available_metrics, get_metric
+from .plan_checks import Check, check_generation, resolve_file, shown
 from .plan_judges import PLAN_JUDGES
 from .plan_kinds import PLAN_KINDS
 from .records import load_records
@@ -44,12 +43,7 @@ FORMATS = ("lamp", "jsonl")
 PLAN_KEYS = ("study", "input", "systems", "generation", "metrics", "judges", "judge_model", "device", "ip")
 INPUT_KEYS = {"lamp": ("format", "task", "questions", "outputs"), "jsonl": ("format", "task", "records")}
 SYSTEM_KEYS = ("id", "model", "retriever", "k", "prompt")
-GENERATION_KEYS = ("max_tokens", "temperature", "stop", "postprocess", "budget")
 DEVICES = ("cpu", "cuda")
-# (low, high, default) of every number a plan takes
-BOUNDS = {"k": (1, 1000, 1), "max_tokens": (1, 8192, 64), "temperature": (0.0, 2.0, 0.0),
-          "budget": (1, 100_000, DEFAULT_BUDGET)}
-MAX_STOP, MAX_STOP_CHARS, MAX_NAMES = 16, 200, 32
 MAX_PLAN_DEPTH, MAX_INT_DIGITS = 32, 30
 MAX_PLAN_BYTES = 1 << 20  # a plan names its input files; it does not hold them
 
@@ -60,52 +54,6 @@ class PlanInvalid(JobParamsError):
     def __init__(self, errors: list[str]):
         super().__init__("; ".join(errors))
         self.errors = list(errors)
-
-
-def shown(value) -> str:
-    """A value in a message: its type for a container, else its repr, cut short."""
-    if isinstance(value, (dict, list)):
-        return f"a {'JSON object' if isinstance(value, dict) else 'list'}"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
-
-
-class Check:
-    """Collects `where: what` errors while reading a plan."""
-
-    def __init__(self):
-        self.errors: list[str] = []
-
-    def add(self, where: str, what: str) -> None:
-        self.errors.append(f"{where}: {what}")
-
-    def keys(self, obj: dict, where: str, allowed) -> None:
-        for key in obj:
-            if key not in allowed:
-                self.add(f"{where}.{key}" if where else str(key),
-                         f"unknown key{did_you_mean(key, allowed)}; allowed: {', '.join(allowed)}")
-
-    def number(self, obj: dict, key: str, where: str, integer: bool = True):
-        """obj[key] within BOUNDS[key] (its default when absent); None when bad."""
-        low, high, default = BOUNDS[key]
-        value = obj.get(key, default)
-        kind = "an integer" if integer else "a number"
-        ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-        if not ok or isinstance(value, bool):
-            self.add(f"{where}.{key}", f"must be {kind} from {low} to {high}, got {shown(value)}")
-            return None
-        if not low <= value <= high or value != value:
-            self.add(f"{where}.{key}", f"must be from {low} to {high}, got {shown(value)}")
-            return None
-        return value if integer else float(value)
-
-    def names(self, value, where: str) -> list[str]:
-        if value is None:
-            return []
-        if not (isinstance(value, list) and all(isinstance(v, str) and v for v in value)) or len(value) > MAX_NAMES:
-            self.add(where, f"must be a list of at most {MAX_NAMES} names, got {shown(value)}")
-            return []
-        return list(dict.fromkeys(value))
 
 
 # ---- the parts of a plan -------------------------------------------------------------------
@@ -174,55 +122,10 @@ def check_systems(check: Check, systems, kind: str | None) -> list[dict]:
         check.add("systems", f"a {kind or 'plan'} study takes {low} to {high} systems (a list), got {got}")
         return []
     out = [check_system(check, s, n) for n, s in enumerate(systems)]
-    ids = [s.get("id") for s in systems if isinstance(s, dict) and isinstance(s.get("id"), str)]
+    ids: list[str] = [s["id"] for s in systems if isinstance(s, dict) and isinstance(s.get("id"), str)]
     for sid in sorted({i for i in ids if ids.count(i) > 1}):
         check.add("systems", f"two systems are named {sid!r}: ids must differ (they are the candidate ids)")
     return [s for s in out if s]
-
-
-def check_generation(check: Check, gen, where: str = "generation") -> dict:
-    """The generation options with their defaults (also `generate rag`'s)."""
-    if gen is None:
-        gen = {}
-    if not isinstance(gen, dict):
-        check.add(where, f"must be an object {{max_tokens, temperature, stop, postprocess, budget}}, got {shown(gen)}")
-        gen = {}
-    check.keys(gen, where, GENERATION_KEYS)
-    stop = gen.get("stop", [])
-    if isinstance(stop, list) and len(stop) > MAX_STOP:
-        check.add(f"{where}.stop", f"must be a list of at most {MAX_STOP} strings, got {len(stop)}")
-        stop = []
-    if not (isinstance(stop, list) and len(stop) <= MAX_STOP
-            and all(isinstance(s, str) and 0 < len(s) <= MAX_STOP_CHARS for s in stop)):
-        check.add(f"{where}.stop", f"must be a list of at most {MAX_STOP} non-empty strings of at most "
-                                   f"{MAX_STOP_CHARS} characters, got {shown(stop)}")
-        stop = []
-    post = gen.get("postprocess", "")
-    if post is None:
-        post = ""
-    if post not in POSTPROCESSORS:
-        check.add(f"{where}.postprocess", f"must be first_line or title (or left out), got {shown(post)}"
-                                          f"{did_you_mean(str(post), [p for p in POSTPROCESSORS if p])}")
-        post = ""
-    return {"max_tokens": check.number(gen, "max_tokens", where),
-            "temperature": check.number(gen, "temperature", where, integer=False),
-            "stop": list(stop), "postprocess": post, "budget": check.number(gen, "budget", where)}
-
-
-def resolve_file(name, files) -> str:
-    """The path of input file `name`: `files` maps uploaded names to paths, or is the
-    directory the plan's names are relative to."""
-    if not (isinstance(name, str) and name):
-        raise JobParamsError(f"must name an input file, got {shown(name)}")
-    if isinstance(files, dict):
-        if name not in files:
-            raise JobParamsError(f"{name!r} was not uploaded (uploaded: {', '.join(sorted(files)) or 'none'}): "
-                                 "upload it with the plan, under its name")
-        return str(Path(files[name]).resolve())
-    path = (Path(files) / name).resolve()
-    if not path.is_file():
-        raise JobParamsError(f"input file {name} does not exist next to the plan ({Path(files)})")
-    return str(path)
 
 
 def check_input(check: Check, spec, files) -> dict | None:
@@ -348,6 +251,7 @@ def validate_plan(plan, files, workdir) -> dict:
         check_batch(check, header, systems, task or "")
     if check.errors:
         raise PlanInvalid(check.errors)
+    assert header is not None  # a missing study is an error above
     params = {"study": header["slug"], "study_header": header, "input": spec, "systems": systems,
               "generation": generation, "metrics": metrics, "judges": judges,
               "judge_model": plan.get("judge_model") or None, "device": device or None,

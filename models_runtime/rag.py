@@ -9,6 +9,7 @@ a resumed job writes the same file without generating again.
 """
 import os
 from pathlib import Path
+from typing import Any
 
 from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 
@@ -19,41 +20,15 @@ from .jobs import ItemError, JobKind, JobParamsError, file_sha256
 from .lamp import DEFAULT_BUDGET, build_prompt, corpus_text, detect_task, retrieval_query
 from .metrics.registry import get_metric
 from .models import JobItem
+from .plan_checks import Check, check_generation
+from .records import LAMP_HINT, index_jsonl, is_lamp_file, record_errors
 from .retrieval import RETRIEVERS, retrieve
 from .step import counting
 
 DEFAULT_DISCRIMINATIVE_METRICS = ["rouge1", "rougeL", "bleu", "meteor"]
-_records_cache = {}
-LAMP_HINT = ("this is a LaMP file (a JSON array of questions, or an outputs file with \"golds\"), not JSONL "
-             "records: run it through a plan with \"input\": {\"format\": \"lamp\", \"questions\": ..., "
-             "\"outputs\": ...} (manage.py pipeline, docs/runtime.md), or convert it to one "
-             "{\"id\", \"input\", \"profile\", \"output\"} object a line")
-
-
-def record_errors(record, seen) -> list[str]:
-    """Why one JSONL record cannot be used (none: []); `seen`: the ids read so far."""
-    if not isinstance(record, dict):
-        return ["expected a JSON object"]
-    errors = []
-    rid = record.get("id")
-    if not isinstance(rid, (str, int)) or isinstance(rid, bool) or str(rid) == "":
-        errors.append("missing \"id\"")
-    elif str(rid) in seen:
-        errors.append(f"duplicate id {rid!r}")
-    if not isinstance(record.get("input"), str) or not record["input"].strip():
-        errors.append("missing \"input\" text")
-    profile = record.get("profile")
-    if not isinstance(profile, list) or not all(isinstance(p, dict) for p in profile):
-        errors.append("\"profile\" must be a list of objects")
-    if not isinstance(record.get("output"), str) or not record["output"].strip():
-        errors.append("missing \"output\" (the expected output is the batch's reference)")
-    return errors
-
-
+_records_cache: dict[Any, Any] = {}
 def load_records(path):
     """Records by id in file order, each read from disk when used (records.py)."""
-    from .records import index_jsonl
-
     return _records_of(path, index_jsonl)
 
 
@@ -94,11 +69,6 @@ def check_input(path) -> None:
         raise JobParamsError(f"{name}: the input file has no records")
 
 
-def is_lamp_file(head: bytes) -> bool:
-    """A LaMP JSON file (an array of questions, or an outputs object), not JSONL records."""
-    return head.startswith(b"[") or (head.startswith(b"{") and b'"golds"' in head)
-
-
 def lamp_retrieve(record, retriever, k, *, seed, encoder=None):
     """Indices of the k profile items LaMP would retrieve for this record (its query and
     corpus texts, lamp.py)."""
@@ -116,8 +86,6 @@ def candidate_plan(models, retriever):
 
 
 def validate_rag_params(params):
-    from .plans import Check, check_generation
-
     models = params.get("models")
     models = [m.strip() for m in (models.split(",") if isinstance(models, str) else models or []) if m.strip()]
     if len(models) not in (1, 2) or len(set(models)) != len(models):

@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from evaluation.lamp_metrics import canonical_task
 
@@ -22,6 +23,37 @@ from .jobs import JobParamsError
 BLOCK = 1 << 20  # bytes read at a time
 MAX_RECORD_BYTES = 64 << 20  # one question (with its profile) at most
 _SPACE = re.compile(r"[ \t\n\r]*")
+
+
+LAMP_HINT = ("this is a LaMP file (a JSON array of questions, or an outputs file with \"golds\"), not JSONL "
+             "records: run it through a plan with \"input\": {\"format\": \"lamp\", \"questions\": ..., "
+             "\"outputs\": ...} (manage.py pipeline, docs/runtime.md), or convert it to one "
+             "{\"id\", \"input\", \"profile\", \"output\"} object a line")
+
+
+def is_lamp_file(head: bytes) -> bool:
+    """A LaMP JSON file (an array of questions, or an outputs object), not JSONL records."""
+    return head.startswith(b"[") or (head.startswith(b"{") and b'"golds"' in head)
+
+
+def record_errors(record, seen) -> list[str]:
+    """Why one JSONL record cannot be used (none: []); `seen`: the ids read so far."""
+    if not isinstance(record, dict):
+        return ["expected a JSON object"]
+    errors = []
+    rid = record.get("id")
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool) or str(rid) == "":
+        errors.append("missing \"id\"")
+    elif str(rid) in seen:
+        errors.append(f"duplicate id {rid!r}")
+    if not isinstance(record.get("input"), str) or not record["input"].strip():
+        errors.append("missing \"input\" text")
+    profile = record.get("profile")
+    if not isinstance(profile, list) or not all(isinstance(p, dict) for p in profile):
+        errors.append("\"profile\" must be a list of objects")
+    if not isinstance(record.get("output"), str) or not record["output"].strip():
+        errors.append("missing \"output\" (the expected output is the batch's reference)")
+    return errors
 
 
 def _decode_value(text: str, what: str):
@@ -58,7 +90,8 @@ class _ArrayReader:
 
     def skip_space(self) -> None:
         while True:
-            end = _SPACE.match(self.buf, self.pos).end()
+            match = _SPACE.match(self.buf, self.pos)
+            end = match.end() if match else self.pos  # [ \t\n\r]* always matches
             self.at, self.pos = self.at + end - self.pos, end
             if self.pos < len(self.buf) or self.eof:
                 return
@@ -93,7 +126,7 @@ class _ArrayReader:
         return start, self.at, value
 
 
-def iter_json_array(path: str, what: str) -> Iterator[tuple[int, int, object]]:
+def iter_json_array(path: str, what: str) -> Iterator[tuple[int, int, Any]]:
     """(start byte, end byte, value) of each element of the JSON array in `path`, read a
     block at a time (one element in memory). JobParamsError naming the element and why."""
     with open(path, "rb") as handle:
@@ -190,7 +223,7 @@ def index_lamp(questions: str, outputs: str, task: str | None) -> Records:
     if task and file_task and task != file_task:
         raise JobParamsError(f"input.task is {task} but {Path(outputs).name} says \"task\": {file_task}: "
                              "fix the plan or give the other task's files")
-    name, spans, errors, total = Path(questions).name, {}, [], 0
+    name, spans, errors, total = Path(questions).name, {}, list[str](), 0
     for n, (start, stop, q) in enumerate(iter_json_array(questions, name)):
         why = question_error(q)
         if why is None:
@@ -219,9 +252,7 @@ def index_lamp(questions: str, outputs: str, task: str | None) -> Records:
 
 def index_jsonl(path: str, task: str | None) -> Records:
     """Check our JSONL records (`line N: ...`) and index them by line."""
-    from .rag import LAMP_HINT, is_lamp_file, record_errors
-
-    name, spans, errors, total, offset, seen = Path(path).name, {}, [], 0, 0, set()
+    name, spans, errors, total, offset, seen = Path(path).name, {}, list[str](), 0, 0, set[str]()
     with open(path, "rb") as handle:
         head = handle.read(4096).lstrip()
         if is_lamp_file(head):

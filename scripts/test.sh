@@ -4,7 +4,8 @@
 # and Redis up, the venv; then the checks:
 #   migrations  makemigrations --check
 #   ruff        ruff check . (rules in pyproject.toml)
-#   mypy        mypy on evaluation/ (config in pyproject.toml)
+#   mypy        mypy on every product package (annotate, evaluation, models_runtime, humeval;
+#               evaluation/ fully typed, the others check annotated code: pyproject.toml)
 #   doctests    the worked examples in evaluation/'s docstrings
 #   postgres    pytest against DATABASE_URL (PostgreSQL)
 #   sqlite      pytest on the SQLite default (DATABASE_URL unset, as the quick start runs) for

@@ -14,7 +14,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotate.models import Assignment, Item, Judgment, Prediction, Study
-from annotate.recruitment import new_entry_key
+from annotate.participants.recruitment import new_entry_key
 from annotate.roles import ROLES
 from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 
@@ -51,8 +51,8 @@ def api_client(user=None):
 
 
 def blinding(assignment_id):
-    """The token mapping of an assignment (annotate.blinding), made if it has none yet."""
-    from annotate.blinding import blinding_for
+    """The token mapping of an assignment (annotate.desk.blinding), made if it has none yet."""
+    from annotate.desk.blinding import blinding_for
 
     return blinding_for(Assignment.objects.select_related("study", "item").get(pk=assignment_id))
 
@@ -132,8 +132,8 @@ def add_items(study, rows):
 
 
 def add_metric_scores(study, items):
-    """The Prediction rows of the items' `metric_scores` (annotate.importing.metric_predictions)."""
-    from annotate.importing import metric_predictions
+    """The Prediction rows of the items' `metric_scores` (annotate.studies.importing.metric_predictions)."""
+    from annotate.studies.importing import metric_predictions
 
     rows = metric_predictions(study, [(item.pk, item.data, item.data["metric_scores"]) for item in items
                                       if item.data.get("metric_scores")])
@@ -307,3 +307,18 @@ def judge_every_item(study, annotators=3):
                                      question=q["id"], value=demo_answer(q, k, index),
                                      shown_order="|".join(q.get("options", [])), seconds=4.0))
     Judgment.objects.bulk_create(rows)
+
+
+# Helpers only the tests use (issue 32 moved them out of the product).
+
+def is_annotator(user):
+    from annotate.roles import ANNOTATORS, has_role
+
+    return has_role(user, ANNOTATORS)
+
+
+def demo_slugs():
+    """{kind: the slug of its demo study}, every registered kind."""
+    from annotate.kinds import all_kinds
+
+    return {kind.name: kind.demo_slug for kind in all_kinds()}

@@ -1,5 +1,5 @@
 """Who may see, annotate and read a study (annotate/access.py), and the one definition of
-progress (annotate/progress.py): each defect of issues 12 and 14 replayed, then the
+progress (annotate/desk/progress.py): each defect of issues 12 and 14 replayed, then the
 expected status, body and unchanged rows."""
 import re
 from datetime import timedelta
@@ -9,10 +9,10 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotate.assignment import next_assignment
-from annotate.importing import import_batch_bytes
+from annotate.desk.assignment import next_assignment
+from annotate.desk.submission import submit
 from annotate.models import Assignment, Item, Judgment, Study
-from annotate.submission import submit
+from annotate.studies.importing import import_batch_bytes
 from models_runtime.models import Job
 from tests.factories import blinding, header, jsonl, make_user, pairwise, tokens
 
@@ -251,7 +251,7 @@ def test_researcher_not_on_the_list_gets_404_everywhere(django_user_model, resea
 
 
 def test_researchers_header_key(django_user_model):
-    from annotate.batch_format import BatchInvalid
+    from annotate.studies.batch_format import BatchInvalid
 
     make_user("rita2", "researchers")
     study = study_with("hdr", pairwise("a"), researchers=["rita2"])
@@ -269,7 +269,7 @@ def test_backup_keeps_the_researcher_list(django_user_model, tmp_path):
     """A restored study must not widen who reads it."""
     import io
 
-    from annotate.backup import import_study, write_study
+    from annotate.studies.backup import import_study, write_study
 
     make_user("rita2", "researchers")
     study = study_with("bk-res", pairwise("a"), researchers=["rita2"])

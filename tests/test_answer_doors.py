@@ -1,4 +1,4 @@
-"""One answer rule at every door (annotate/answers.py, docs/formats.md "Answers").
+"""One answer rule at every door (annotate/studies/answers.py, docs/formats.md "Answers").
 
 The same raw values go through the web form, the REST submit, import_judgments (CSV and
 JSONL), the gold answers of a batch and the option part of predictions; each door must
@@ -14,12 +14,12 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotate.assignment import next_assignment
-from annotate.batch_format import BatchInvalid
-from annotate.importing import import_batch_bytes
-from annotate.judgments_csv import JUDGMENT_COLUMNS, PREDICTION_COLUMNS
-from annotate.judgments_io import import_judgments, import_predictions
+from annotate.desk.assignment import next_assignment
 from annotate.models import Assignment, Item, Judgment, Prediction, Study
+from annotate.studies.batch_format import BatchInvalid
+from annotate.studies.importing import import_batch_bytes
+from annotate.studies.judgments_csv import JUDGMENT_COLUMNS, PREDICTION_COLUMNS
+from annotate.studies.judgments_io import import_judgments, import_predictions
 from tests.factories import blinding, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
@@ -44,7 +44,7 @@ N_ITEMS = 40
 
 def as_annotator(assignment_id, qid, raw):
     """(question key, raw value) as an annotator sends them: the assignment's tokens
-    (annotate.blinding) in place of the pair id and of a candidate id inside the raw text,
+    (annotate.desk.blinding) in place of the pair id and of a candidate id inside the raw text,
     its whitespace kept; anything else as it is. A JSON number is never a token."""
     tokens = blinding(assignment_id)
     core = raw.strip() if isinstance(raw, str) else None

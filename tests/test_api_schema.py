@@ -105,7 +105,7 @@ def test_answers_are_documented_as_question_keyed_values(schema):
 
 def test_study_create_serializer_names_every_header_key():
     from annotate.api.serializers import StudyCreateSerializer
-    from annotate.batch_format import HEADER_KEYS
+    from annotate.studies.batch_format import HEADER_KEYS
 
     assert set(StudyCreateSerializer().fields) == set(HEADER_KEYS)
 
@@ -114,8 +114,8 @@ def test_serializers_reproduce_the_bodies_exactly(django_user_model, admin_user_
     """Next-assignment payloads of all four kinds and a job record go through their
     serializers unchanged: nothing is dropped, renamed or reformatted."""
     from annotate.api.serializers import NextAssignmentSerializer
-    from annotate.assignment import next_assignment
-    from annotate.display import assignment_payload
+    from annotate.desk.assignment import next_assignment
+    from annotate.desk.display import assignment_payload
     from annotate.kinds import KINDS, get_kind
     from models_runtime.api import JobSerializer
     from models_runtime.jobs import job_json

@@ -6,9 +6,9 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotate.importing import import_batch_bytes
-from annotate.judgments_io import import_judgments
 from annotate.models import Batch, Item, Prediction, Study
+from annotate.studies.importing import import_batch_bytes
+from annotate.studies.judgments_io import import_judgments
 from tests.factories import api_client, aspects, header, jsonl, make_user, pairwise
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]

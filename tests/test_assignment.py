@@ -9,12 +9,12 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from annotate.assignment import NotAllowed, next_assignment, reclaim_expired
-from annotate.blinding import blinding_for, secret
-from annotate.display import assignment_payload, shown_questions
+from annotate.desk.assignment import NotAllowed, next_assignment, reclaim_expired
+from annotate.desk.blinding import blinding_for, secret
+from annotate.desk.display import assignment_payload, shown_questions
+from annotate.desk.progress import annotator_progress as progress
+from annotate.desk.submission import AssignmentGone, submit
 from annotate.models import Assignment, Item
-from annotate.progress import annotator_progress as progress
-from annotate.submission import AssignmentGone, submit
 from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from tests.factories import make_items, make_study, make_user
 
@@ -240,7 +240,7 @@ def test_gold_items_are_mixed_in_at_the_seeded_rate(annotators):
 def test_the_gold_draw_depends_on_the_secret_key(annotators, settings):
     """Issue 14 item 3: the same study, user and count under another SECRET_KEY draw a
     different sequence, so the sequence cannot be computed without the key."""
-    from annotate.assignment import _gold_drawn
+    from annotate.desk.assignment import _gold_drawn
 
     study = make_study(overlap=1, gold_rate=0.5)
     user = annotators[0]

@@ -6,9 +6,9 @@ from collections import Counter
 import pytest
 from django.db import connection
 
-from annotate.assignment import next_assignment
+from annotate.desk.assignment import next_assignment
+from annotate.desk.submission import submit
 from annotate.models import Assignment, Item, Judgment, Study
-from annotate.submission import submit
 from tests.factories import ensure_roles, make_items, make_study, make_user
 
 pytestmark = [
@@ -121,7 +121,7 @@ def test_simultaneous_participants_take_at_most_the_places():
     instant: exactly 4 get one and hold a place (the study's counter re-checked on the row
     it updates), 16 get nothing; the counter equals the participants holding a place."""
     from annotate.models import Participant, Study
-    from annotate.participation import LinkIds, join
+    from annotate.participants.participation import LinkIds, join
 
     study = make_study(overlap=20, recruitment={"platform": "prolific", "places": 4})
     make_items(study, 3)

@@ -7,8 +7,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotate.backup import BackupError, import_study, write_study
 from annotate.models import Assignment, AuditLog, Batch, Item, Judgment, Prediction, Study
+from annotate.studies.backup import BackupError, import_study, write_study
 
 pytestmark = pytest.mark.django_db
 T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)

@@ -11,10 +11,10 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from annotate.batch_format import BatchInvalid
-from annotate.importing import import_batch_bytes, import_batch_path
 from annotate.kinds import KINDS, all_kinds
 from annotate.models import AuditLog, Batch, Item, Prediction, Study
+from annotate.studies.batch_format import BatchInvalid
+from annotate.studies.importing import import_batch_bytes, import_batch_path
 from tests.factories import SAMPLES, aspects, explained, header, jsonl, make_user, pairwise, similarity, write
 
 pytestmark = pytest.mark.django_db

@@ -13,10 +13,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from annotate.batch_format import BatchInvalid
-from annotate.importing import import_batch_bytes
-from annotate.judgments_io import import_judgments
 from annotate.models import Assignment, AuditLog, Batch, Item, Judgment, Prediction, Study
+from annotate.studies.batch_format import BatchInvalid
+from annotate.studies.importing import import_batch_bytes
+from annotate.studies.judgments_io import import_judgments
 from tests.factories import aspects, explained, header, make_user, pairwise, similarity
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]

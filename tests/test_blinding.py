@@ -11,9 +11,9 @@ import re
 import pytest
 from django.test import Client
 
-from annotate.answers import OPTION_REFUSED
 from annotate.kinds import KINDS, get_kind
 from annotate.models import Assignment, Item, Judgment
+from annotate.studies.answers import OPTION_REFUSED
 from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from tests.factories import add_items, api_client, explanation, make_study, make_user
 
@@ -100,7 +100,7 @@ def real_answers(assignment, pick):
     """The answers the annotator gave, in real ids, from the researchers' record of what was
     shown: `pick` chose the pick-th option of each choice; the n-th question shown got
     `rating(question, n)`."""
-    from annotate.display import shown_questions
+    from annotate.desk.display import shown_questions
 
     questions = shown_questions(assignment.study, assignment.item.data, assignment.shown_order)
     return {q["id"]: q["options"][pick] if "options" in q else str(rating(q, n)) for n, q in enumerate(questions)}

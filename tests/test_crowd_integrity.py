@@ -12,11 +12,11 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from annotate.assignment import reclaim_expired
-from annotate.batch_format import parse_header
-from annotate.entry_limits import PER_ADDRESS, WINDOW_MINUTES
+from annotate.desk.assignment import reclaim_expired
 from annotate.models import Assignment, EntryAddress, Judgment, Participant, Study
-from annotate.recruitment import HOLD_MINUTES
+from annotate.participants.entry_limits import PER_ADDRESS, WINDOW_MINUTES
+from annotate.participants.recruitment import HOLD_MINUTES
+from annotate.studies.batch_format import parse_header
 from tests.factories import api_client, make_items, make_study, participant_link, tokens
 from tests.test_recruitment import COMPLETE, SCREEN, answer, csv_rows, current, enter, prolific, recruiting, start
 
@@ -252,7 +252,7 @@ def test_paste_and_focus_loss_counts_are_stored_with_the_judgment(annotators):
     assert list(Judgment.objects.filter(assignment=b).values_list("pastes", "focus_losses")) == [(None, None)]
     assert Assignment.objects.get(pk=b).completed_at is not None
     # participants.csv totals them per participant (staff-made annotators have no row there)
-    from annotate.participation import free_text_counts
+    from annotate.participants.participation import free_text_counts
     assert free_text_counts(study) == {annotators[0].pk: (2, 1)}
 
 

@@ -10,10 +10,10 @@ from django.test import Client
 from hypothesis import given
 from hypothesis import strategies as st
 
-from annotate.importing import import_batch_bytes
-from annotate.judgments_csv import write_predictions
-from annotate.judgments_io import import_judgments
 from annotate.models import Assignment, Judgment
+from annotate.studies.importing import import_batch_bytes
+from annotate.studies.judgments_csv import write_predictions
+from annotate.studies.judgments_io import import_judgments
 from evaluation.csv_cells import safe_cell, safe_row, unescape_cell
 from tests.factories import header, jsonl
 

@@ -7,11 +7,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 
-from annotate.batch_format import iter_items, iter_lines, read_header
-from annotate.demo_data import demo_batches, demo_slugs, expert_explanation, unigram_f1
 from annotate.kinds import KINDS, get_kind
 from annotate.models import Batch, Item, Prediction, Study
-from annotate.roles import is_admin, is_annotator, is_researcher
+from annotate.roles import is_admin, is_researcher
+from annotate.studies.batch_format import iter_items, read_header
+from annotate.studies.demo_data import demo_batches, expert_explanation, unigram_f1
+from annotate.studies.json_lines import iter_lines
+from tests.factories import demo_slugs, is_annotator
 
 pytestmark = pytest.mark.django_db
 

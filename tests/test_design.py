@@ -12,15 +12,15 @@ import pytest
 from django.core.management import CommandError, call_command
 from scipy import integrate, stats
 
-from annotate.assignment import next_assignment
-from annotate.blinding import secret
-from annotate.demo_simulated import SLUG, create_simulated_study
+from annotate.desk.assignment import next_assignment
+from annotate.desk.blinding import secret
+from annotate.desk.ordering import seeded_rng
 from annotate.models import Assignment
-from annotate.ordering import seeded_rng
 from annotate.planning.design_spec import DesignInvalid, parse_design
 from annotate.planning.power import power, solve_design
 from annotate.planning.replay import ReplayEngine
-from annotate.report_data import study_report
+from annotate.reports.data import study_report
+from annotate.studies.demo_simulated import SLUG, create_simulated_study
 from tests.factories import get_annotator, make_study
 
 BASE = {"kind": "pairwise_alignment", "systems": {"a": 0.3, "b": -0.3}, "items": 40, "annotations_per_item": 3,

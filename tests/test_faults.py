@@ -112,7 +112,7 @@ def test_redis_down_annotation_works_and_jobs_fail_clearly(redis_down, settings,
                                                            django_capture_on_commit_callbacks):
     from django.test import Client
 
-    from annotate.importing import import_batch_bytes
+    from annotate.studies.importing import import_batch_bytes
     from models_runtime.models import Job
 
     settings.SECURE_SSL_REDIRECT = False

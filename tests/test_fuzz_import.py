@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from annotate.batch_format import BatchInvalid
-from annotate.importing import import_batch_bytes
-from annotate.judgments_io import import_judgments
 from annotate.kinds import KINDS
 from annotate.models import Assignment, AuditLog, Batch, Item, Judgment, Prediction, Study
+from annotate.studies.batch_format import BatchInvalid
+from annotate.studies.importing import import_batch_bytes
+from annotate.studies.judgments_io import import_judgments
 from tests.factories import add_items, make_study, short_pairwise
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
@@ -267,7 +267,7 @@ def predictions_file(draw):
 @FUZZ
 @given(data=predictions_file())
 def test_predictions_import_never_crashes_and_refusals_write_nothing(judged_study, data):
-    from annotate.judgments_io import import_predictions
+    from annotate.studies.judgments_io import import_predictions
 
     if imported_or_cleanly_refused(counts(), lambda: import_predictions(io.BytesIO(data), source="fuzz")) is not None:
         event("accepted")

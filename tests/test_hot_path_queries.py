@@ -18,7 +18,7 @@ token, and on submit the scope gate's check that the assignment is in their stud
 htmx submit, which also draws the next item: session, user, desk, read, store, [SAVEPOINT],
 user lock, open assignment and count, pick, earlier orders + id, insert, [RELEASE],
 progress: 13.
-A participant's very first item also takes their place in the study (annotate/recruitment.py:
+A participant's very first item also takes their place in the study (annotate/participants/recruitment.py:
 the study's counter and the participant's row in one statement, after the pick): +1 once
 per participant, not per item.
 An item with more than two candidates (issue 22) takes the study's row lock first: API next 9."""
@@ -152,7 +152,7 @@ def test_desk_decides_as_the_study_querysets(django_user_model):
     from django.utils import timezone
 
     from annotate.access import STUDY, study_for
-    from annotate.assignment import desk_for
+    from annotate.desk.assignment import desk_for
     from annotate.models import Participant, Study
 
     open_study = make_study(slug="open-to-groups")

@@ -11,10 +11,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from annotate.batch_format import BatchInvalid
-from annotate.importing import import_batch_bytes
-from annotate.judgments_io import import_judgments
 from annotate.models import Assignment, AuditLog, Item, Judgment, Study
+from annotate.studies.batch_format import BatchInvalid
+from annotate.studies.importing import import_batch_bytes
+from annotate.studies.judgments_io import import_judgments
 from tests.factories import header, jsonl, make_user, pairwise, similarity
 
 pytestmark = pytest.mark.django_db

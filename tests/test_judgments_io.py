@@ -7,10 +7,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from annotate.batch_format import BatchInvalid
-from annotate.importing import import_batch_bytes
-from annotate.judgments_io import import_judgments, import_predictions
 from annotate.models import Assignment, AuditLog, Item, Judgment, Prediction
+from annotate.studies.batch_format import BatchInvalid
+from annotate.studies.importing import import_batch_bytes
+from annotate.studies.judgments_io import import_judgments, import_predictions
 from tests.factories import aspects, explained, header, jsonl, make_user, pairwise, similarity
 
 pytestmark = pytest.mark.django_db

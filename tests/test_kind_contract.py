@@ -14,11 +14,11 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from annotate.importing import import_batch_bytes
-from annotate.judgments_io import import_judgments, import_predictions
 from annotate.kinds import KINDS, all_kinds, get_kind
 from annotate.models import Assignment, Judgment, Study
-from annotate.report_data import study_report
+from annotate.reports.data import study_report
+from annotate.studies.importing import import_batch_bytes
+from annotate.studies.judgments_io import import_judgments, import_predictions
 from evaluation.report.build import BUILDERS
 from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
 from evaluation.report.table import CORRELATION_HEADER, SYSTEMS_HEADER

@@ -13,9 +13,9 @@ from django.db import OperationalError
 from django.test import RequestFactory
 from django.utils import timezone
 
-from annotate.assignment import next_assignment, reclaim_expired
-from annotate.batch_format import BatchInvalid
-from annotate.importing import import_batch_bytes
+from annotate.desk.assignment import next_assignment, reclaim_expired
+from annotate.studies.batch_format import BatchInvalid
+from annotate.studies.importing import import_batch_bytes
 from humeval.middleware import DatabaseUnavailableMiddleware
 from tests.factories import header, jsonl, make_items, make_study, make_user, pairwise
 
@@ -33,12 +33,12 @@ def test_import_refusal_and_import_are_logged(caplog):
     loader = make_user("loader", "admins")
     bad = jsonl(header("logged", "pairwise_alignment"), {"item_id": "a", "input": "x"})
     good = jsonl(header("logged", "pairwise_alignment"), pairwise("a"), pairwise("b"))
-    with caplog.at_level(logging.INFO, logger="annotate.importing"):
+    with caplog.at_level(logging.INFO, logger="annotate.studies.importing"):
         with pytest.raises(BatchInvalid):
             import_batch_bytes(bad, user=loader, source="bad.jsonl")
         first = import_batch_bytes(good, user=loader, source="good.jsonl")
         again = import_batch_bytes(good, source="good.jsonl")
-    assert lines_of(caplog, "annotate.importing") == [
+    assert lines_of(caplog, "annotate.studies.importing") == [
         ("INFO", "batch refused: user=loader source='bad.jsonl' study=logged errors=2 "
                     "first=\"line 2: missing key 'reference'\""),
         ("INFO", f"batch imported: user=loader source='good.jsonl' study=logged batch={first.batch.pk} "
@@ -50,9 +50,9 @@ def test_import_refusal_and_import_are_logged(caplog):
 
 @pytest.mark.django_db
 def test_refusal_without_a_readable_header_is_logged_without_a_study(caplog):
-    with caplog.at_level(logging.INFO, logger="annotate.importing"), pytest.raises(BatchInvalid):
+    with caplog.at_level(logging.INFO, logger="annotate.studies.importing"), pytest.raises(BatchInvalid):
         import_batch_bytes(b"not json\n", source="junk.jsonl")
-    [(level, message)] = lines_of(caplog, "annotate.importing")
+    [(level, message)] = lines_of(caplog, "annotate.studies.importing")
     assert level == "INFO"
     assert message.startswith("batch refused: user=- source='junk.jsonl' study=- errors=1 first='line 1: ")
 
@@ -66,10 +66,10 @@ def test_reclaim_is_logged_once_with_its_count(caplog, annotators):
     t0 = timezone.now()
     for user in annotators:
         next_assignment(study, user, now=t0)
-    with caplog.at_level(logging.INFO, logger="annotate.assignment"):
+    with caplog.at_level(logging.INFO, logger="annotate.desk.assignment"):
         assert reclaim_expired(study, now=t0 + timedelta(minutes=4)) == 0
         assert reclaim_expired(study, now=t0 + timedelta(minutes=6)) == 3
-    assert lines_of(caplog, "annotate.assignment") == [
+    assert lines_of(caplog, "annotate.desk.assignment") == [
         ("INFO", "assignments reclaimed: study=pairwise-alignment expired=3")]
 
 
@@ -84,7 +84,7 @@ def test_database_loss_503_is_logged(caplog):
                   "(OperationalError: server closed the connection)")]
 
 
-LOG_THREE = ("import logging; log = logging.getLogger('annotate.importing'); "
+LOG_THREE = ("import logging; log = logging.getLogger('annotate.studies.importing'); "
              "log.debug('a debug line'); log.info('an info line'); log.warning('a warning line')")
 
 
@@ -101,8 +101,8 @@ def log_from_a_process(level, command=None):
 
 
 STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
-INFO_LINE = f"{STAMP} INFO annotate.importing an info line\n"
-WARNING_LINE = f"{STAMP} WARNING annotate.importing a warning line\n"
+INFO_LINE = f"{STAMP} INFO annotate.studies.importing an info line\n"
+WARNING_LINE = f"{STAMP} WARNING annotate.studies.importing a warning line\n"
 
 
 def test_level_from_the_environment_and_one_line_per_event():

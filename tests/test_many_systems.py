@@ -14,14 +14,14 @@ from collections import Counter
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotate.answers import OPTION_REFUSED
-from annotate.assignment import next_assignment
-from annotate.batch_format import BatchInvalid
-from annotate.importing import import_batch_bytes
-from annotate.judgments_io import import_judgments
+from annotate.desk.assignment import next_assignment
 from annotate.kinds import get_kind
 from annotate.kinds.two_candidate import pair_order
 from annotate.models import AuditLog, Batch, Item, Judgment, Prediction, Study
+from annotate.studies.answers import OPTION_REFUSED
+from annotate.studies.batch_format import BatchInvalid
+from annotate.studies.importing import import_batch_bytes
+from annotate.studies.judgments_io import import_judgments
 from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT
 from tests.factories import api_client, blinding, explanation, header, jsonl, make_user, write
 

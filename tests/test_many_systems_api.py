@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from annotate.judgments_io import import_judgments
 from annotate.models import Assignment, Judgment, Study
+from annotate.studies.judgments_io import import_judgments
 from tests.factories import api_client, header, jsonl, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotate.importing import import_batch_bytes
 from annotate.models import Item, Judgment, Study
-from annotate.report_data import study_report
+from annotate.reports.data import study_report
+from annotate.studies.importing import import_batch_bytes
 from evaluation.report.kinds import ASPECT_PAIRWISE, PAIRWISE_ALIGNMENT
 from tests.factories import (
     add_judgments,

@@ -12,16 +12,16 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
-from annotate.assignment import next_assignment
-from annotate.batch_format import parse_header
-from annotate.blinding import OPTION, make_token
-from annotate.importing import import_batch_bytes
-from annotate.judgments_io import export_judgment_rows, import_judgments
+from annotate.desk.assignment import next_assignment
+from annotate.desk.blinding import OPTION, make_token
+from annotate.desk.progress import annotator_progress
+from annotate.desk.submission import submit
 from annotate.models import Assignment, AuditLog, Item, Judgment, Participant, Study
-from annotate.participation import BadLink, LinkIds, completion_redirect, join, link_ids
-from annotate.progress import annotator_progress
-from annotate.report_data import study_report
-from annotate.submission import submit
+from annotate.participants.participation import BadLink, LinkIds, completion_redirect, join, link_ids
+from annotate.reports.data import study_report
+from annotate.studies.batch_format import parse_header
+from annotate.studies.importing import import_batch_bytes
+from annotate.studies.judgments_io import export_judgment_rows, import_judgments
 from tests.factories import api_client, make_items, make_user, participant_link, tokens
 from tests.factories import make_study as make_any_study
 

@@ -75,7 +75,7 @@ def job(world):
 
 
 def valid_answer(world):
-    """m1, in the own assignment's tokens (annotate.blinding): what its annotator would send."""
+    """m1, in the own assignment's tokens (annotate.desk.blinding): what its annotator would send."""
     from tests.factories import tokens
 
     return {**tokens(world.own_assignment.pk, {"choice": "m1"}), "seconds": 3}
@@ -246,7 +246,7 @@ class World:
 
 @pytest.fixture
 def world(django_user_model):
-    from annotate.assignment import next_assignment
+    from annotate.desk.assignment import next_assignment
     from models_runtime.models import Job
 
     w = World()

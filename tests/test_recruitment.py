@@ -16,13 +16,13 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from annotate.assignment import reclaim_expired
-from annotate.batch_format import parse_header
-from annotate.drafts import item_handle
-from annotate.importing import import_batch_bytes
+from annotate.desk.assignment import reclaim_expired
+from annotate.desk.drafts import item_handle
+from annotate.desk.progress import annotator_progress
+from annotate.desk.submission import submit
 from annotate.models import Assignment, AuditLog, Item, Judgment, Participant, Study
-from annotate.progress import annotator_progress
-from annotate.submission import submit
+from annotate.studies.batch_format import parse_header
+from annotate.studies.importing import import_batch_bytes
 from tests.factories import api_client, make_items, make_study, make_user, participant_link, tokens
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
@@ -304,7 +304,7 @@ def test_returning_gives_the_place_back():
 
 
 def test_default_places_follow_the_overlap():
-    from annotate.recruitment import places_limit
+    from annotate.participants.recruitment import places_limit
 
     study = recruiting(quota=3, n_items=10, overlap=2)
     assert places_limit(study) == 7  # ceil(10 x 2 / 3)
@@ -361,7 +361,7 @@ def test_seconds_are_capped_by_the_time_since_the_item_was_handed_out():
     staff = make_study(slug="staff")
     make_items(staff, 1)
     ann = make_user("ann9")
-    from annotate.assignment import next_assignment
+    from annotate.desk.assignment import next_assignment
 
     c = next_assignment(staff, ann)
     assert submit(c.pk, ann, {"choice": "m1"}, seconds=30, now=c.created_at + timedelta(seconds=2))[1][0].seconds == 30
@@ -453,7 +453,7 @@ def test_practice_feedback_names_the_texts_as_shown_and_shows_them_again():
     client = enter(study, "learner")
     page = client.get(f"/p/{study.slug}/go/").content.decode()
     assert page.index("The warm one.") < page.index("The stiff one.")  # the batch's order: "the first answer"
-    from annotate.blinding import OPTION, make_token
+    from annotate.desk.blinding import OPTION, make_token
 
     reveal = client.post(f"/p/{study.slug}/go/", {"step": "practice", "index": "1",
                                                    "q:choice": make_token(None, OPTION, "stiff")}).content.decode()

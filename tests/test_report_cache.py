@@ -1,4 +1,4 @@
-"""The report cache (annotate/report_cache.py, docs/reports.md "Cache"): the data version,
+"""The report cache (annotate/reports/cache.py, docs/reports.md "Cache"): the data version,
 staleness on new judgments / predictions / items and on edits, parameters in the key, the
 version endpoint, the dashboard's polling badge and the Celery refresh task (eager)."""
 import hashlib
@@ -10,10 +10,10 @@ from django.db.models import Max
 from django.test import Client
 from django.utils import timezone
 
-from annotate import report_cache
+from annotate.desk.submission import edit
 from annotate.models import Assignment, Item, Judgment, Prediction, ReportCache
-from annotate.report_data import fetch_report_input
-from annotate.submission import edit
+from annotate.reports import cache as report_cache
+from annotate.reports.data import fetch_report_input
 from annotate.tasks import refresh_report_task
 from evaluation.report import build_report
 from tests.factories import add_items, add_judgments, add_predictions, api_client, make_user, two

@@ -8,7 +8,7 @@ annotators pick x everywhere.
 - geval has only empty answers, on p00 and p01: 0 scored, 2 unparsed, no alignment."""
 import pytest
 
-from annotate.report_data import fetch_report_input
+from annotate.reports.data import fetch_report_input
 from evaluation.report import build_report
 from evaluation.report.coverage import report_warnings
 from tests.factories import make_judged_study, two

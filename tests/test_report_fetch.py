@@ -1,4 +1,4 @@
-"""The report's column reader (annotate/report_columns.py): one interface, read on
+"""The report's column reader (annotate/reports/columns.py): one interface, read on
 PostgreSQL as parsed texts (`PostgresColumns`) or row by row with the ORM (`ColumnReader`,
 every database). Both must give exactly the same columns for every odd shape a study may
 hold, each PostgreSQL read must fall back to the ORM read when a text would not read back
@@ -10,10 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from annotate import report_columns
 from annotate.models import Judgment, Prediction
-from annotate.report_columns import ColumnReader, PostgresColumns, Unreadable
-from annotate.report_data import fetch_report_input
+from annotate.reports import columns as report_columns
+from annotate.reports.columns import ColumnReader, PostgresColumns, Unreadable
+from annotate.reports.data import fetch_report_input
 from evaluation.report import build_report
 from evaluation.report.inputs import objects
 from tests.factories import add_items, add_judgments, add_predictions, make_study
@@ -228,7 +228,7 @@ def test_quality_flags_come_from_the_report_columns_with_the_reports_gold_rule()
     """ann-z answers the gold item wrongly, ann-x rightly; the thresholds leave ann-z out.
     A rating gold of 4 matches a stored "4.0" by the report's rule (numbers compare as
     numbers), as the report's own gold accuracy counts it."""
-    from annotate.quality import annotator_quality
+    from annotate.reports.quality import annotator_quality
 
     study = _odd_study("fetch-quality")
     add_items(study, [("gold-1", {"input": "g", "reference": "r", "candidates": _candidates()},

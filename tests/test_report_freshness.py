@@ -1,7 +1,7 @@
 """Never a stale report (issue 24): every write path gives a new report version, and the
 CSV and HTML reports are cached with the JSON under that version (issue 25).
 
-The version (annotate/report_cache.py) counts rows and reads `Study.report_revision`,
+The version (annotate/reports/cache.py) counts rows and reads `Study.report_revision`,
 which database triggers (migration 0010) bump on every update or delete of a judgment,
 prediction or item, whatever wrote it. These tests run on PostgreSQL and on the SQLite
 lane (two trigger implementations). Without a broker the refresh runs in the request, so
@@ -17,9 +17,9 @@ from django.contrib.auth import get_user_model
 from django.db.models import F
 from django.test import Client
 
-from annotate import report_cache
 from annotate.models import Item, Judgment, Prediction, ReportCache
-from annotate.report_data import fetch_report_input
+from annotate.reports import cache as report_cache
+from annotate.reports.data import fetch_report_input
 from annotate.tasks import refresh_report_task
 from evaluation.report import build_report, render
 from evaluation.report.html import html_page
@@ -180,8 +180,8 @@ def test_runtime_and_import_writes_bump_the_revision(study):
     """The runtime's one writer of predictions (services.upsert_predictions) and an
     `import_predictions` of changed values: in-place updates, seen by the triggers with no
     call to report_cache."""
-    from annotate.judgments_io import import_predictions
     from annotate.services import PredictionRow, upsert_predictions
+    from annotate.studies.judgments_io import import_predictions
 
     item = Item.objects.get(study=study, item_id="i1")
     rev = revision(study)
@@ -202,7 +202,7 @@ def test_sqlite_triggers_survive_migrations_that_copy_their_tables():
     from django.core.management import call_command
     from django.db import connection
 
-    from annotate.report_triggers import _triggers, _user_table
+    from annotate.reports.triggers import _triggers, _user_table
 
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's triggers (PostgreSQL's live in migration 0010 and survive ALTER TABLE)")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from annotate.report_data import fetch_report_input
+from annotate.reports.data import fetch_report_input
 from evaluation.report import build_report
 from tests.factories import make_judged_study, two
 

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from annotate.report_data import fetch_report_input
+from annotate.reports.data import fetch_report_input
 from evaluation.alignment import wilson_ci
 from evaluation.report import build_report
 from tests.factories import make_judged_study, two

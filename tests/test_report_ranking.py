@@ -11,7 +11,7 @@ import choix
 import numpy as np
 import pytest
 
-from annotate.report_data import fetch_report_input
+from annotate.reports.data import fetch_report_input
 from evaluation.report import build_report, render
 from evaluation.report.table import SYSTEMS_HEADER
 from tests.factories import make_judged_study, make_user
@@ -103,7 +103,7 @@ def test_dashboard_shows_the_ranking_and_the_system_table(client, settings):
     study, _ = five_system_study(slug="five-dash")
     admin = make_user("dash-admin", role="admins")
     client.force_login(admin)
-    from annotate import report_cache
+    from annotate.reports import cache as report_cache
     report_cache.build(study, report_cache.report_params(study))
     page = client.get(f"/studies/{study.slug}/report-panel/")
     assert page.status_code == 200

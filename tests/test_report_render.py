@@ -10,7 +10,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 from test_report_pairwise import JUDGMENTS, PREDICTIONS, ROUGE, pairwise_study
 
-from annotate.report_data import fetch_report_input
+from annotate.reports.data import fetch_report_input
 from evaluation.report import build_report, render
 from tests.factories import make_judged_study
 

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from annotate.models import Study
-from annotate.report_data import fetch_report_input
+from annotate.reports.data import fetch_report_input
 from evaluation.report import build_report, render
 from tests.factories import judge_every_item, make_judged_study, two
 

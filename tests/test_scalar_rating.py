@@ -3,9 +3,9 @@
 import pytest
 from django.test import Client
 
-from annotate.batch_format import BatchInvalid
-from annotate.importing import import_batch_bytes
 from annotate.models import Assignment, Item, Judgment, Prediction, Study
+from annotate.studies.batch_format import BatchInvalid
+from annotate.studies.importing import import_batch_bytes
 from tests.factories import api_client, header, jsonl, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]

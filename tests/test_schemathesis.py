@@ -38,9 +38,9 @@ def api_world(settings, django_user_model, keep_test_connection):
 
     from rest_framework.authtoken.models import Token
 
-    from annotate.assignment import next_assignment
-    from annotate.importing import import_batch_bytes
+    from annotate.desk.assignment import next_assignment
     from annotate.models import Study
+    from annotate.studies.importing import import_batch_bytes
 
     settings.SECURE_SSL_REDIRECT = False
     root = make_user("st-root", None, is_superuser=True, is_staff=True)

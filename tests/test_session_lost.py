@@ -4,7 +4,7 @@ inside the item card; nothing is stored."""
 import pytest
 from django.test import Client
 
-from annotate.assignment import next_assignment
+from annotate.desk.assignment import next_assignment
 from annotate.models import Assignment, Judgment
 from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 from tests.factories import make_items, make_study, make_user, tokens

@@ -8,11 +8,11 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from annotate.judgments_io import import_judgments
+from annotate.desk.submission import MAX_EXTENSIONS, AssignmentGone, extend
 from annotate.kinds import get_kind
 from annotate.models import Assignment, AuditLog, Item, Judgment
-from annotate.report_data import study_report
-from annotate.submission import MAX_EXTENSIONS, AssignmentGone, extend
+from annotate.reports.data import study_report
+from annotate.studies.judgments_io import import_judgments
 from tests.factories import add_judgments, api_client, blinding, make_items, make_judged_study, make_study, tokens
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
@@ -180,7 +180,7 @@ def test_old_files_without_comment_import_and_skip_rows_import():
         "pairwise-alignment,item-0000,x1,choice,m1,,,,",
         "pairwise-alignment,item-0000,x2,_skip,unsafe,,2,2026-03-01T10:00:00+00:00,Rude.",
         "pairwise-alignment,item-0001,x1,choice,m2,,,,fine")
-    from annotate.batch_format import BatchInvalid
+    from annotate.studies.batch_format import BatchInvalid
     mixed = FILE_HEAD + "pairwise-alignment,item-0000,x1,_skip,other,,,,\n"
     with pytest.raises(BatchInvalid) as caught:
         import_judgments(io.BytesIO(mixed.encode()))

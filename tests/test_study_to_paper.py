@@ -16,10 +16,10 @@ from datasets import Dataset, load_from_disk
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from annotate.datasheet import datasheet, number, render_datasheet
-from annotate.demo_simulated import N_ANNOTATORS, N_ITEMS, SLUG, STRENGTHS, create_simulated_study
 from annotate.models import Item, Judgment, Participant, Prediction, Study
-from annotate.report_data import study_report
+from annotate.reports.data import study_report
+from annotate.reports.datasheet import datasheet, number, render_datasheet
+from annotate.studies.demo_simulated import N_ANNOTATORS, N_ITEMS, SLUG, STRENGTHS, create_simulated_study
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db

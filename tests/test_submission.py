@@ -181,9 +181,9 @@ def test_edit_is_audited_and_closes_when_the_item_completes(annotators):
 def test_annotator_quality_gold_accuracy_and_median_seconds(annotators):
     """ann1 answers 3 gold items (gold choice m1): m1, m1, m2 -> 2/3 correct; with one
     real item, its item times are 10, 20, 40, 5 seconds -> median (10 + 20) / 2 = 15.0."""
-    from annotate.assignment import next_assignment
-    from annotate.quality import annotator_quality
-    from annotate.submission import submit
+    from annotate.desk.assignment import next_assignment
+    from annotate.desk.submission import submit
+    from annotate.reports.quality import annotator_quality
 
     study = make_study(overlap=1, gold_rate=0.0)
     make_items(study, 1)
@@ -210,7 +210,7 @@ def test_quality_page_is_for_researchers_only(client, annotators, researcher):
 
 
 def test_instructions_markdown_cannot_inject_markup():
-    from annotate.rendering import render_markdown
+    from annotate.desk.rendering import render_markdown
 
     html = render_markdown('**Bold** <img src=x onerror=alert(1)> [x](javascript:alert(1)) [ok](https://e.org)')
     assert "<strong>Bold</strong>" in html

@@ -238,7 +238,7 @@ def example_token(role: str, real) -> str:
 def next_assignment_example(kind) -> dict:
     """The next-assignment body of the kind's first example item, as an annotator sees it
     (option and pair tokens made up, as the real ones are, per assignment)."""
-    from annotate.blinding import ITEM, OPTION, QUESTION, Blinding
+    from annotate.desk.blinding import ITEM, OPTION, QUESTION, Blinding
 
     item = {k: v for k, v in kind.example_items()[0].items() if k not in ("item_id", "meta", "gold")}
     config = {**kind.example_header(), "allow_tie": False}

@@ -8,7 +8,7 @@ PAIRWISE_ALIGNMENT`), never the spelt name.
 import importlib
 import pkgutil
 
-from .base import StudyKind
+from annotate.kinds.base import StudyKind
 
 # Every module of this package with a `KIND` (a StudyKind) is a kind, found by discovery as
 # its report module is (evaluation/report/kinds/): a new kind names itself nowhere else.

@@ -6,11 +6,10 @@ choice per aspect: question id = aspect key, value = candidate id (or `tie`). He
 `aspects` [{key, question}] replaces the Per-DOC five. Report: evaluation.report.kinds.aspect_pairwise
 (which needs the judgments' submit order for the reviewer_prior baseline).
 """
-from annotate.answers import shown
+from annotate.kinds.base import NEEDS_SUBMIT_TIMES, RESERVED_IDS, TEXT_SCHEMA, id_flaw, is_text
+from annotate.kinds.two_candidate import CANDIDATES_SCHEMA, TwoCandidateKind
+from annotate.studies.answers import shown
 from evaluation.vocabulary import DEFAULT_ASPECTS
-
-from .base import NEEDS_SUBMIT_TIMES, RESERVED_IDS, TEXT_SCHEMA, id_flaw, is_text
-from .two_candidate import CANDIDATES_SCHEMA, TwoCandidateKind
 
 
 def study_aspects(config: dict) -> list[dict]:
@@ -95,7 +94,7 @@ class AspectPairwise(TwoCandidateKind):
         return study_aspects(config)
 
     def demo_batch(self):
-        from annotate.demo_data import story_batch
+        from annotate.studies.demo_data import story_batch
 
         return story_batch(self.demo_slug)
 

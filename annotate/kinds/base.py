@@ -32,7 +32,7 @@ PAIR_ORDER_KEY = "pair_order"
 RESERVED_IDS = frozenset({TIE, PAIR_ORDER_KEY})
 QUESTION_IDS = frozenset({CHOICE_QUESTION, USEFULNESS_QUESTION})
 
-# What annotate.report_data can fetch for a report besides items, judgments and
+# What annotate.reports.data can fetch for a report besides items, judgments and
 # predictions (StudyKind.report_needs; the item keys a report reads are `report_item_keys`).
 NEEDS_EXPERT_SCORES = "expert_scores"  # the ExPerT score of each candidate's explanation
 NEEDS_SUBMIT_TIMES = "submit_times"  # judgments' submit times, in submit order
@@ -66,7 +66,7 @@ def id_flaw(value) -> str | None:
     """Why a string cannot serve as a question id or an answer (candidate id, pair id,
     aspect key), or None. Ids are stored in 200-character columns, joined with '|' in
     shown_order, sent as form values and CSV cells (whose surrounding whitespace and line
-    breaks do not survive), and compared after stripping (annotate.answers)."""
+    breaks do not survive), and compared after stripping (annotate.studies.answers)."""
     if not is_text(value):
         return "must be a non-empty string"
     if len(value) > MAX_ID_CHARS:
@@ -128,7 +128,7 @@ class StudyKind:
     allows_tie: bool = False  # header `allow_tie` may be true
     option_noun: str = "Response"  # options read "<noun> A", "<noun> B"
     scale_words: tuple = ("", "")  # what the ends of a rating scale mean, for the page
-    report_needs: frozenset = frozenset()  # NEEDS_* that annotate.report_data fetches
+    report_needs: frozenset = frozenset()  # NEEDS_* that annotate.reports.data fetches
     report_item_keys: tuple = ()  # top-level item keys the report reads (ReportInput.item_data)
     # The item key holding the candidates (a list of {id, text}, or one {id, text}); None
     # when items have none. The report, the importer's metric scores and the runtime read it.
@@ -142,7 +142,7 @@ class StudyKind:
     header_schema: dict = {}
     display_schema: dict = {}
     # Question ids name item-level things (similarity pair ids): annotators get tokens for
-    # them (annotate.blinding). Options other than `tie` are always tokens.
+    # them (annotate.desk.blinding). Options other than `tie` are always tokens.
     blind_question_ids: bool = False
     # The kind's template draws each question inside the item (similarity pairs); otherwise
     # the questions go in the sticky answer bar of templates/annotate/_item.html.

@@ -6,10 +6,11 @@ evidence, matches and reasons; never the score) and answers `choice` and `useful
 (header `usefulness_scale`, default 1-5).
 Report: evaluation.report.kinds.explanation_choice.
 """
-from evaluation.vocabulary import USEFULNESS_QUESTION
+from typing import Any
 
-from .base import NEEDS_EXPERT_SCORES, SCALE_SCHEMA, check_scale, is_number, scale_of
-from .two_candidate import ReferenceChoiceKind, ordered_candidates
+from annotate.kinds.base import NEEDS_EXPERT_SCORES, SCALE_SCHEMA, check_scale, is_number, scale_of
+from annotate.kinds.two_candidate import ReferenceChoiceKind, ordered_candidates
+from evaluation.vocabulary import USEFULNESS_QUESTION
 
 DEFAULT_USEFULNESS_SCALE = (1, 5)
 CHOICE_TEXT = "Judging from the explanations, which response is better?"
@@ -28,7 +29,7 @@ def public_explanation(explanation) -> dict:
     """The parts of an ExPerT explanation object an annotator may see (no scores).
     Aspects become {aspect, description, evidence: [..]}; matches keep their reasons."""
     explanation = explanation if isinstance(explanation, dict) else {}
-    out = {}
+    out: dict[str, Any] = {}
     for key in ("aspects_reference", "aspects_generated"):
         aspects = []
         for a in _as_list(explanation.get(key)):
@@ -118,7 +119,7 @@ class ExplanationChoice(ReferenceChoiceKind):
         return item
 
     def demo_batch(self):
-        from annotate.demo_data import explanation_batch
+        from annotate.studies.demo_data import explanation_batch
 
         return explanation_batch(self.demo_slug)
 

@@ -5,8 +5,8 @@ An item: the user's request (`input`), the user's own text (`reference`) and two
 and "Response A"/"Response B" (counterbalanced) and answers `choice`: the candidate id
 closer to the reference in content and style (or `tie`). Report: evaluation.report.kinds.pairwise_alignment.
 """
-from .base import TEXT_SCHEMA
-from .two_candidate import CANDIDATES_SCHEMA, ReferenceChoiceKind
+from annotate.kinds.base import TEXT_SCHEMA
+from annotate.kinds.two_candidate import CANDIDATES_SCHEMA, ReferenceChoiceKind
 
 CHOICE_TEXT = "Which response is closer to the expected output in content and writing style?"
 
@@ -25,7 +25,7 @@ class PairwiseAlignment(ReferenceChoiceKind):
                 "candidates": self.display_candidates(item_data, shown_order)}
 
     def demo_batch(self):
-        from annotate.demo_data import pairwise_batch
+        from annotate.studies.demo_data import pairwise_batch
 
         return pairwise_batch(self.demo_slug)
 

@@ -13,7 +13,7 @@ import_judgments). An annotator's earlier ratings are their profile for the pers
 evaluators (models_runtime/judges/perse_scalar.py, which also holds the kind's plan builder).
 Report: evaluation.report.kinds.scalar_rating.
 """
-from .base import (
+from annotate.kinds.base import (
     MAX_ID_CHARS,
     SCALE_SCHEMA,
     TEXT_SCHEMA,

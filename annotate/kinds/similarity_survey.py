@@ -7,7 +7,7 @@ shuffled per annotator, seeded) rated on `scale` (default 1-6). Question ids are
 ids. The document is not shown. Report: evaluation.report.kinds.similarity_survey.
 shown_order: {"pair_order": [pair ids], <pair id>: ["0", "1"] or ["1", "0"]}.
 """
-from .base import PAIR_ORDER_KEY, SCALE_SCHEMA, StudyKind, check_scale, id_flaw, is_text, scale_of
+from annotate.kinds.base import PAIR_ORDER_KEY, SCALE_SCHEMA, StudyKind, check_scale, id_flaw, is_text, scale_of
 
 DEFAULT_SCALE = (1, 6)
 QUESTION_TEXT = "How similar are Text 1 and Text 2?"
@@ -137,7 +137,7 @@ class SimilaritySurvey(StudyKind):
                 "users": ["u1", "u2"], "pairs": pairs}
 
     def demo_batch(self):
-        from annotate.demo_data import similarity_batch
+        from annotate.studies.demo_data import similarity_batch
 
         return similarity_batch(self.demo_slug)
 

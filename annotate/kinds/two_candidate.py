@@ -15,16 +15,13 @@ splits on a third of 3-annotator items.
 More than two: the pair of systems shown least often so far in the whole study, then the
 pair least shown on this item, then a seeded draw; the pair's A/B order the same way
 (fewer in the study, then on the item, then a seeded coin). The study's counts come from
-the engine (annotate/assignment.py reads them under the study's row lock, so concurrent
+the engine (annotate/desk/assignment.py reads them under the study's row lock, so concurrent
 assignments cannot pick from stale counts).
 """
 from collections import Counter
 from itertools import combinations
 
-from annotate.answers import shown
-from evaluation.vocabulary import CHOICE_QUESTION, TIE
-
-from .base import (
+from annotate.kinds.base import (
     CANDIDATES_KEY,
     MAX_ID_CHARS,
     QUESTION_IDS,
@@ -35,6 +32,8 @@ from .base import (
     id_flaw,
     is_text,
 )
+from annotate.studies.answers import shown
+from evaluation.vocabulary import CHOICE_QUESTION, TIE
 
 MIN_CANDIDATES, MAX_CANDIDATES = 2, 8
 
@@ -138,7 +137,7 @@ class TwoCandidateKind(StudyKind):
         """The candidate ids, then `tie` when the study allows it."""
         return [c["id"] for c in item_data["candidates"]] + ([TIE] if config.get("allow_tie") else [])
 
-    def reserved_ids(self, config: dict) -> set:
+    def reserved_ids(self, config: dict) -> frozenset:
         """Ids a candidate may not take: they would read as a question id or `tie`."""
         return RESERVED_IDS | QUESTION_IDS | {q["id"] for q in self.questions(config, {"candidates": []})}
 
@@ -228,7 +227,7 @@ class ReferenceChoiceKind(TwoCandidateKind):
     """Candidates for a user's request judged against the user's own text (`reference`) by
     one `choice` question (`choice_text`): ExPerT's alignment study and, with explanations,
     its explainability study. A subclass checks its own item keys in `check_extra`."""
-    item_keys = ("input", "reference", "candidates")
+    item_keys: tuple = ("input", "reference", "candidates")
     optional_item_keys = ("metric_scores",)
     bare_gold_question = CHOICE_QUESTION
     choice_text = ""

@@ -1,11 +1,11 @@
 """Report versions that follow every write (issue 24): the triggers of
-annotate/report_triggers.py (PostgreSQL here; SQLite's are installed after every `migrate`,
+annotate/reports/triggers.py (PostgreSQL here; SQLite's are installed after every `migrate`,
 annotate/apps.py), and `ReportCache.csv`, the CSV report cached with the JSON under the
 same version."""
 from django.conf import settings
 from django.db import migrations, models
 
-from annotate import report_triggers
+from annotate.reports import triggers as report_triggers
 
 
 def install(apps, schema_editor):

@@ -5,7 +5,7 @@ itself win; `Design.fitted` says which values came from the pilot."""
 import math
 
 from annotate.models import Study
-from annotate.report_data import study_report
+from annotate.reports.data import study_report
 
 from .design_spec import Design, DesignInvalid
 

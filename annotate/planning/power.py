@@ -66,10 +66,10 @@ def simulate_study(design: Design, seed: int) -> tuple[Comparisons, np.ndarray]:
             active.pop(pick)
             continue
         item, shown = got
-        first, second = (index[c] for c in shown[CANDIDATES_KEY])
-        rows.append((item, active[pick], first, second))
+        shown_first, shown_second = (index[c] for c in shown[CANDIDATES_KEY])
+        rows.append((item, active[pick], shown_first, shown_second))
     table = np.array(rows, dtype=np.int64).reshape(-1, 4)
-    item, annotator, first, second = table.T
+    item, annotator, first, second = (table[:, k] for k in range(4))
     logit = theta[first] - theta[second] + design.position_bias
     if z is not None:
         logit += z[item, first] - z[item, second]

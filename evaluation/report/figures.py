@@ -110,26 +110,6 @@ def bars(name: str, labels: list[Any], values: list[Any], ylabel: str, lo: list[
 
 
 @_literal_text
-def grouped_bars(name: str, groups: list[Any], series: dict[str, list[Any]], ylabel: str,
-                 ylim: tuple[float, float] | None = None) -> str | None:
-    """Bars grouped by `groups` with one bar per series: series = {label: [value per group]}."""
-    if not groups or not series:
-        return None
-    fig, ax = _figure(len(groups) * len(series))
-    width = 0.8 / len(series)
-    for k, (label, values) in enumerate(series.items()):
-        xs = [g + (k - (len(series) - 1) / 2) * width for g in range(len(groups))]
-        ax.bar(xs, [0.0 if v is None else v for v in values], width=width, label=plain_label(label))
-    ax.set_xticks(list(range(len(groups))))
-    ax.set_xticklabels([plain_label(g) for g in groups], rotation=30 if len(groups) > 4 else 0)
-    ax.set_ylabel(plain_label(ylabel, MAX_AXIS_LABEL))
-    if ylim:
-        ax.set_ylim(*ylim)
-    ax.legend(fontsize=8, frameon=False)
-    ax.spines[["top", "right"]].set_visible(False)
-    return _svg(fig, name)
-
-
 @_literal_text
 def histogram(name: str, counts: dict[str, int], xlabel: str) -> str | None:
     """Bars of counts per value: counts = {value label: count}, values in the given order."""

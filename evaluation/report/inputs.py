@@ -1,6 +1,6 @@
 """The plain input of a report: one study's items, judgments and predictions as arrays.
 
-The Django side (annotate/report_data.py) fills this with one query per table; the
+The Django side (annotate/reports/data.py) fills this with one query per table; the
 builders never touch a database, so they can be tested and benchmarked on their own.
 Judgment, score and prediction rows point at items by index (`j_item`, `s_item`, ...)
 into the item arrays, not by database id. Annotators and values also get integer codes
@@ -150,7 +150,7 @@ class ReportInput:
     p_value: Column = None
     annotations_per_item: int = 3
     # Real items with `annotations_per_item` completed assignments, as the app counts them
-    # (annotate/progress.py); None = count real items judged by that many annotators.
+    # (annotate/desk/progress.py); None = count real items judged by that many annotators.
     complete_items: int | None = None
     min_votes: int = 2  # non-gold judgments an item needs for a majority (statistics.md)
     # Annotators whose judgments were left out (below the study's quality thresholds): {name: reason}.

@@ -19,7 +19,7 @@ class CachingBackend(Backend):
             return self._generate_uncached(prompts, params)
         keys = [cache_key(self.model_id, p, params.key()) for p in prompts]
         hits = self.cache.get_many(keys)
-        results = [None] * len(prompts)
+        results: list[list[Generation] | None] = [None] * len(prompts)
         missing = []
         for i, key in enumerate(keys):
             if key in hits:
@@ -30,7 +30,7 @@ class CachingBackend(Backend):
                 missing.append(i)
         # Identical prompts in one batch are generated once.
         unique = list(dict.fromkeys(keys[i] for i in missing))
-        first_index = {}
+        first_index: dict[str, int] = {}
         for i in missing:
             first_index.setdefault(keys[i], i)
         advance(len(prompts) - len(unique))  # cache hits and repeats cost nothing

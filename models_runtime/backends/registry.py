@@ -7,6 +7,7 @@
 import os
 import sys
 import threading
+from typing import Any
 
 from django.conf import settings
 
@@ -14,9 +15,9 @@ from .cache import GenerationCache
 from .config import EMBEDDED_LLM, ModelNotAvailable, embedded_encoder_path, model_spec, resolve_device
 
 _lock = threading.Lock()
-_backends = {}
-_encoders = {}
-_caches = {}
+_backends: dict[Any, Any] = {}
+_encoders: dict[Any, Any] = {}
+_caches: dict[Any, Any] = {}
 
 
 def generation_cache():

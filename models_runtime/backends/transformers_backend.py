@@ -8,6 +8,7 @@ rows retired), or transformers' `generate` on a left-padded batch when a model's
 import os
 import threading
 import time
+from typing import Any
 
 from ..step import advance
 from .base import Generation, SamplingParams
@@ -48,7 +49,7 @@ def _load(spec, name):
     return tokenizer, model
 
 
-_loaded = {}
+_loaded: dict[Any, Any] = {}
 _load_lock = threading.Lock()
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from evaluation.vocabulary import DEFAULT_MODEL
 
 from ..jobs import JobParamsError
+from ..plan_checks import resolve_file
 from ..plan_judges import PlanJudge, register_plan_judge
 from .job import validate_ip_params
 
@@ -40,7 +41,7 @@ def _unknown(keys, known, where) -> None:
 
 def plan_models(plan: dict) -> list[str]:
     """The distinct models of the plan's systems, in order (the embedded model without any)."""
-    systems = plan.get("systems") if isinstance(plan.get("systems"), list) else []
+    systems: list = plan["systems"] if isinstance(plan.get("systems"), list) else []
     models = [s["model"] for s in systems if isinstance(s, dict) and isinstance(s.get("model"), str) and s["model"]]
     return list(dict.fromkeys(models)) or [DEFAULT_MODEL]
 
@@ -48,15 +49,13 @@ def plan_models(plan: dict) -> list[str]:
 def ip_params(plan: dict, files) -> dict:
     """The `ip` job's params from a plan. `files`: the plan's directory, or {uploaded name:
     path} (plans.resolve_file)."""
-    from ..plans import resolve_file
-
     if not isinstance(plan, dict):
         raise JobParamsError("a plan is a JSON object")
     section = plan.get("ip") if plan.get("ip") is not None else {}
     if not isinstance(section, dict):
         raise JobParamsError('"ip" must be an object')
     _unknown(section, SECTION_KEYS, "ip")
-    study = plan.get("study") if isinstance(plan.get("study"), dict) else {}
+    study: dict = plan["study"] if isinstance(plan.get("study"), dict) else {}
     params = {key: section[key] for key in ("samples", "generation") if key in section}  # else the job's defaults
     params.update(models=section.get("models") or plan_models(plan), human_study=section.get("study"),
                   judge_model=section.get("judge_model") or plan.get("judge_model") or DEFAULT_MODEL,
@@ -74,15 +73,3 @@ def probe_plan_params(plan: dict, plan_path: str) -> dict:
         raise JobParamsError("a plan is a JSON object")
     _unknown(plan, PLAN_KEYS, "the plan")
     return ip_params(plan, Path(plan_path).resolve().parent)
-
-
-def step_ip(job) -> dict:
-    """The pipeline step of the plan judge `ip`: the probe's own job, run here."""
-    from ..pipeline import run_step_job
-
-    child = run_step_job(job, "ip", "ip", dict(job.params["ip"], server_paths=True))
-    result = child.result or {}
-    return {"job": child.pk, "effects": [{k: e[k] for k in ("model", "cues", "score", "delta", "ci95", "ci_method",
-                                                              "p_value", "n_questions", "n_samples")}
-                                         for e in result.get("effects", [])],
-            "files": result.get("files", {}), "human_study": result.get("human_study")}

@@ -1,7 +1,6 @@
 """Shared bits of the judge commands: reading JSONL with per-line errors, the backend,
 and a progress bar on stderr."""
 import json
-import sys
 
 from django.core.management.base import CommandError
 
@@ -35,23 +34,6 @@ def read_jsonl(path, required=()):
     if errors:
         raise CommandError("; ".join(errors))
     return rows
-
-
-def backend_for(model, device):
-    from models_runtime.backends.config import ModelNotAvailable
-    from models_runtime.backends.registry import get_backend
-
-    try:
-        return get_backend(model or DEFAULT_MODEL, device=device)
-    except ModelNotAvailable as exc:
-        raise CommandError(str(exc)) from exc
-
-
-def progress_bar(total, desc):
-    """A tqdm bar on stderr (silent when stderr is not a terminal)."""
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
 
 
 def add_model_arguments(parser):

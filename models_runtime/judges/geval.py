@@ -39,7 +39,3 @@ def geval_details(records, backend, samples=SAMPLES, temperature=1.0, max_new_to
         details.append({"score": sum(values) / len(values) if values else None,
                         "parsed": len(values), "dropped": len(gens) - len(values)})
     return details
-
-
-def geval_scores(records, backend, **kwargs):
-    return [d["score"] for d in geval_details(records, backend, **kwargs)]

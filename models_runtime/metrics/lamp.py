@@ -107,7 +107,7 @@ def lamp_summary(records, metrics) -> dict[str, dict]:
     for record in records:
         if _usable(record):
             by_system[str(record["candidate_id"])].append(record)
-    out = {}
+    out: dict[str, dict[str, float | None]] = {}
     for system, rows in sorted(by_system.items()):
         predictions, golds = [r["output"] for r in rows], [r["reference"] for r in rows]
         out[system] = {"n": len(rows)}

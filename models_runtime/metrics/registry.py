@@ -7,8 +7,9 @@ Register with `@register_metric("name")`. Judges (gemba, geval, expert) register
 models_runtime.judges; the classic ones from models_runtime.metrics.classic.
 """
 import importlib
+from typing import Any
 
-_METRICS = {}
+_METRICS: dict[Any, Any] = {}
 # Modules whose import registers metrics; imported lazily on first lookup.
 METRIC_MODULES = ["models_runtime.metrics.classic", "models_runtime.metrics.lamp", "models_runtime.judges"]
 

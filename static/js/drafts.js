@@ -2,7 +2,7 @@
    localStorage under the study and the item's handle, restored when the item is shown
    again (reload, expiry, new session) and cleared once it is sent or skipped; plus the
    countdown to the reservation's expiry. htmx does the requests (Extend, Skip).
-   A ticked answer is kept as its radio's data-draft handle (annotate/drafts.py), not its
+   A ticked answer is kept as its radio's data-draft handle (annotate/desk/drafts.py), not its
    name and value: those are the assignment's blinding tokens, new with every assignment. */
 (function () {
   "use strict";

@@ -282,7 +282,7 @@ def test_double_submit_and_audited_edit(live_server, new_page):
 def test_researcher_sees_annotator_quality(live_server, new_page):
     """ann answers two gold items (gold choice formal-model): one right, one wrong -> 50%;
     item times 8 and 12 s -> median 10.0."""
-    from annotate.submission import submit
+    from annotate.desk.submission import submit
 
     user = annotator()
     make_user("rita", role="researchers", password=PASSWORD)

@@ -67,7 +67,7 @@ def test_ticked_answer_and_comment_survive_a_reload_and_clear_on_submit(live_ser
 
 def test_ticked_answer_survives_an_expiry_and_a_fresh_assignment(live_server, new_page):
     """The fresh assignment of the same item has new blinding tokens: the draft still ticks
-    the same answer (by its answer handle, annotate/drafts.py)."""
+    the same answer (by its answer handle, annotate/desk/drafts.py)."""
     user, page, _ = at_task(live_server, new_page, overlap=1, n=1, assignment_timeout_minutes=30)
     first = Assignment.objects.get(annotator=user)
     press(page, "2")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from annotate.blinding import OPTION, make_token
+from annotate.desk.blinding import OPTION, make_token
 from annotate.models import Assignment, Judgment, Participant
 from tests.browser.axe import csp_violations, in_first_viewport, serious_violations, watch
 from tests.factories import item_data, make_items, make_study, make_user, participant_link

@@ -3,8 +3,8 @@ system id), a rating from the 1-10 scale with the keyboard, the review typed in,
 submit; the stored judgment holds both. Screenshot: docs/screenshots/annotate-scalar.png."""
 import pytest
 
-from annotate.importing import import_batch_bytes
 from annotate.models import Judgment
+from annotate.studies.importing import import_batch_bytes
 from tests.browser.test_annotate_browser import SCREENSHOTS, open_task, press, wait_done
 from tests.factories import header, jsonl, make_user
 

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from annotate.importing import import_batch_bytes
-from annotate.judgments_io import import_judgments, import_predictions
+from annotate.studies.importing import import_batch_bytes
+from annotate.studies.judgments_io import import_judgments, import_predictions
 from tests.factories import make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True),

@@ -1,5 +1,5 @@
 """Small builders shared by the runtime tests."""
-from annotate.importing import import_batch_bytes
+from annotate.studies.importing import import_batch_bytes
 from tests.factories import header, jsonl
 
 REF = "the cat sat on the mat"

@@ -10,7 +10,7 @@ q = (1/2, 0, 1/2), m = (1/2, 1/4, 1/4), KL(p||m) = 1/2 log2(2) = 1/2 = KL(q||m),
 """
 import pytest
 
-from annotate.importing import import_batch_bytes
+from annotate.studies.importing import import_batch_bytes
 from models_runtime.jobs import submit_job
 from tests.factories import jsonl
 

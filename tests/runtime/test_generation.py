@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotate.importing import import_batch_path
+from annotate.studies.importing import import_batch_path
 from models_runtime.backends.base import SamplingParams
 from models_runtime.backends.config import ModelNotAvailable
 from models_runtime.backends.registry import get_backend

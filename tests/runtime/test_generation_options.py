@@ -9,9 +9,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotate import services
-from annotate.batch_format import BatchInvalid
-from annotate.importing import import_batch_bytes
 from annotate.models import Study
+from annotate.studies.batch_format import BatchInvalid
+from annotate.studies.importing import import_batch_bytes
 from models_runtime.backends import registry, transformers_backend
 from models_runtime.backends.base import SamplingParams, cut_at_stop, extract_title, first_line
 from models_runtime.models import Job

@@ -285,7 +285,7 @@ def test_human_study_report_puts_delta_beside_the_human_rate(tmp_path, scripted)
     rows += [("q2/us-uk/uk/smollm2", "ann0", "choice", "us", "us|uk", 5),
              ("q2/us-uk/uk/smollm2", "ann1", "choice", "uk", "us|uk", 5)]
     add_judgments(study, rows)
-    from annotate.report_data import study_report
+    from annotate.reports.data import study_report
 
     report, html = study_report(study, "html")
     label, metric = report["ip_probe"]

@@ -64,7 +64,7 @@ def test_gemba_scores_are_never_a_restated_scale_and_unparsed_are_counted(monkey
     that one is unparsed, stored empty, counted, and not a metric pick in the report."""
     from runtime_judges.scripted import ScriptedBackend
 
-    from annotate.report_data import fetch_report_input
+    from annotate.reports.data import fetch_report_input
     from evaluation.report import build_report
 
     def judge(text, params, j):

@@ -8,9 +8,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotate.importing import import_batch_bytes
 from annotate.models import Study
-from annotate.report_data import study_report
+from annotate.reports.data import study_report
+from annotate.studies.importing import import_batch_bytes
 from tests.factories import header, jsonl
 
 from .helpers import scores

@@ -118,7 +118,7 @@ def test_three_systems_run_end_to_end_into_items_of_three_candidates(fake_llm, p
     stored = Item.objects.filter(study__slug="lamp4-pilot").order_by("position")
     assert [[c["id"] for c in i.data["candidates"]] for i in stored] == [systems] * 2
     assert report["result"]["steps"]["score"]["result"]["n_scores"] == 2 * 3 * 2  # items x systems x metrics
-    from annotate.assignment import next_assignment
+    from annotate.desk.assignment import next_assignment
 
     shown = next_assignment(Study.objects.get(slug="lamp4-pilot"), make_user("ann-three")).shown_order["candidates"]
     assert len(shown) == 2 and set(shown) < set(systems)

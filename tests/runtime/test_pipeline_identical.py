@@ -18,7 +18,7 @@ import pytest
 from django.core.management import call_command
 
 from annotate.models import Item, Prediction, Study
-from annotate.report_data import study_report
+from annotate.reports.data import study_report
 from models_runtime.models import Job
 from models_runtime.plans import validate_plan
 from tests.factories import add_judgments, complete_assignments

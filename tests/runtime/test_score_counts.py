@@ -17,8 +17,8 @@ import uuid
 
 import pytest
 
-from annotate.importing import import_batch_bytes
-from annotate.report_data import study_report
+from annotate.reports.data import study_report
+from annotate.studies.importing import import_batch_bytes
 from models_runtime.jobs import prepare_job
 from models_runtime.models import Job
 from tests.factories import add_judgments, complete_assignments, header, jsonl

@@ -169,7 +169,7 @@ def test_score_counts_geval_samples_without_a_score(monkeypatch):
     its score empty), c1's answer "Rating: 4". The job result and a stderr line say so."""
     from io import StringIO
 
-    from annotate.importing import import_batch_bytes
+    from annotate.studies.importing import import_batch_bytes
     from tests.factories import header, jsonl
 
     items = [{"item_id": f"i{n}", "input": "Review it.", "reference": REF,

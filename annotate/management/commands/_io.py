@@ -3,7 +3,7 @@ import json
 
 from django.core.management.base import CommandError
 
-from annotate.batch_format import BatchInvalid
+from annotate.studies.batch_format import BatchInvalid
 
 
 def run_import(command, func, path, **kwargs):

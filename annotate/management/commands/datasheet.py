@@ -1,8 +1,8 @@
 """manage.py datasheet SLUG [--format md|tex|json] [--pay TEXT] [--out PATH]: the methods section."""
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.datasheet import FORMATS, datasheet, render_datasheet
 from annotate.models import Study
+from annotate.reports.datasheet import FORMATS, datasheet, render_datasheet
 
 
 class Command(BaseCommand):

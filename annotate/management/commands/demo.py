@@ -10,11 +10,11 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotate.batch_format import BatchInvalid
-from annotate.demo_data import demo_batches
-from annotate.demo_simulated import create_simulated_study
-from annotate.importing import import_batch_bytes
 from annotate.roles import ADMINS, ANNOTATORS, RESEARCHERS
+from annotate.studies.batch_format import BatchInvalid
+from annotate.studies.demo_data import demo_batches
+from annotate.studies.demo_simulated import create_simulated_study
+from annotate.studies.importing import import_batch_bytes
 
 # (username, password, role, superuser): local demo logins, printed by the command.
 DEMO_USERS = [

@@ -1,9 +1,9 @@
 """manage.py export_judgments SLUG [--format csv|jsonl] [--out PATH]."""
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.judgments_csv import iter_judgments, write_judgments
-from annotate.judgments_io import export_judgment_rows
 from annotate.models import Study
+from annotate.studies.judgments_csv import iter_judgments, write_judgments
+from annotate.studies.judgments_io import export_judgment_rows
 
 
 class Command(BaseCommand):

@@ -3,9 +3,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.backup import write_study
-from annotate.dataset_release import FORMATS, dataset_card, write_release
 from annotate.models import Study
+from annotate.studies.backup import write_study
+from annotate.studies.release import FORMATS, dataset_card, write_release
 
 
 class Command(BaseCommand):

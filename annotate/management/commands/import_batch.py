@@ -1,10 +1,9 @@
 """manage.py import_batch PATH: load a batch JSONL file (studies.md), all or nothing."""
 from django.core.management.base import BaseCommand
 
-from annotate.hf_batch import batch_from_dataset
-from annotate.importing import import_batch
-
-from ._io import run_import
+from annotate.management.commands._io import run_import
+from annotate.studies.hf_batch import batch_from_dataset
+from annotate.studies.importing import import_batch
 
 
 def _import(handle, **kwargs):

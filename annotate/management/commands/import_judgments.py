@@ -1,9 +1,8 @@
 """manage.py import_judgments PATH: load a judgments CSV (or JSONL), all or nothing, idempotent."""
 from django.core.management.base import BaseCommand
 
-from annotate.judgments_io import import_judgments
-
-from ._io import run_import
+from annotate.management.commands._io import run_import
+from annotate.studies.judgments_io import import_judgments
 
 
 class Command(BaseCommand):

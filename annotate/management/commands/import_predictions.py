@@ -1,9 +1,8 @@
 """manage.py import_predictions PATH: load automatic evaluator outputs, all or nothing, idempotent."""
 from django.core.management.base import BaseCommand
 
-from annotate.judgments_io import import_predictions
-
-from ._io import run_import
+from annotate.management.commands._io import run_import
+from annotate.studies.judgments_io import import_predictions
 
 
 class Command(BaseCommand):

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.backup import BackupError, import_study
-from annotate.dataset_release import import_release, is_release
+from annotate.studies.backup import BackupError, import_study
+from annotate.studies.release import import_release, is_release
 
 
 class Command(BaseCommand):

@@ -2,7 +2,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.models import Study
-from annotate.report_data import study_report
+from annotate.reports.data import study_report
 from evaluation.report import FORMATS
 
 

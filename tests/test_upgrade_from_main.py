@@ -1,0 +1,120 @@
+"""Issue 32: an existing database upgrades across the reorganisation of annotate/ into
+rooms. The code of the last commit before it (BASE, taken from git) migrates a fresh
+PostgreSQL database, fills it with the demo studies and imported judgments and writes every
+study's report; then this checkout migrates the same database: no migration is left to
+apply (the rooms kept the app label and every migration), every table keeps every row,
+and every report (JSON and CSV) is the same, byte for byte. (A later change that alters a
+report on purpose moves BASE to its own parent.)"""
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import uuid
+from io import BytesIO
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = "9bcaaa9"  # main before annotate/ was split into rooms
+
+pytestmark = [pytest.mark.postgres("the upgrade is checked on PostgreSQL, the production database"),
+              pytest.mark.slow]
+
+FILL = r'''
+import csv, json, sys
+import django
+django.setup()
+from django.core.management import call_command
+from annotate.models import Item, Study
+call_command("demo", "--force")
+study = Study.objects.get(kind="pairwise_alignment")
+path = sys.argv[1]
+with open(path, "w", newline="") as handle:
+    writer = csv.writer(handle)
+    writer.writerow(["study", "item_id", "annotator", "question", "value", "shown_order", "seconds", "submitted_at"])
+    for n, item in enumerate(Item.objects.filter(study=study).order_by("id")):
+        ids = [c["id"] for c in item.data["candidates"]]
+        for k, who in enumerate(("upgrade1", "upgrade2", "upgrade3")):
+            writer.writerow([study.slug, item.item_id, who, "choice", ids[(n + k) % 2] if k < 2 else ids[0],
+                             "|".join(ids), 10 + n + k, f"2026-01-0{1 + k}T00:00:00+00:00"])
+call_command("import_judgments", path)
+'''
+
+REPORTS = r'''
+import json, sys
+import django
+django.setup()
+from django.db import connection
+from annotate.models import Study
+from annotate.management.commands.report import Command  # noqa: F401  (the command's module, same at both ends)
+from django.core.management import call_command
+from io import StringIO
+out = {"reports": {}, "rows": {}}
+for slug in Study.objects.order_by("slug").values_list("slug", flat=True):
+    for fmt in ("json", "csv"):
+        buffer = StringIO()
+        call_command("report", slug, "--format", fmt, stdout=buffer)
+        out["reports"][f"{slug}.{fmt}"] = buffer.getvalue()
+with connection.cursor() as cursor:
+    cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename")
+    for (table,) in cursor.fetchall():
+        cursor.execute(f'SELECT count(*) FROM "{table}"')
+        out["rows"][table] = cursor.fetchone()[0]
+    cursor.execute("SELECT app, name FROM django_migrations ORDER BY id")
+    out["migrations"] = cursor.fetchall()
+json.dump(out, open(sys.argv[1], "w"))
+'''
+
+
+def run(cwd: Path, env: dict, *args: str) -> str:
+    env = {**env, "PYTHONPATH": str(cwd)}  # the checkout's own packages, for scripts run from elsewhere
+    done = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def upgrade_db():
+    url = urlsplit(os.environ["DATABASE_URL"])
+    name = f"upgrade_{uuid.uuid4().hex[:10]}"
+    admin = urlunsplit(url._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(url._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_a_database_filled_at_base_upgrades_with_every_row_and_the_same_reports(tmp_path, upgrade_db):
+    archive = subprocess.run(["git", "archive", BASE, "annotate", "evaluation", "humeval", "models_runtime",
+                              "templates", "static", "manage.py"], cwd=ROOT, capture_output=True, check=True)
+    old = tmp_path / "base"
+    with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
+        tar.extractall(old, filter="data")
+    env = {**os.environ, "DATABASE_URL": upgrade_db, "DJANGO_SETTINGS_MODULE": "humeval.test_settings",
+           "PYTHONDONTWRITEBYTECODE": "1", "HUMEVAL_VAR_DIR": str(tmp_path / "var")}
+    (tmp_path / "fill.py").write_text(FILL)
+    (tmp_path / "reports.py").write_text(REPORTS)
+
+    run(old, env, "manage.py", "migrate", "--noinput")
+    run(old, env, str(tmp_path / "fill.py"), str(tmp_path / "judgments.csv"))
+    run(old, env, str(tmp_path / "reports.py"), str(tmp_path / "before.json"))
+    before = json.loads((tmp_path / "before.json").read_text())
+
+    run(ROOT, env, "manage.py", "migrate", "--noinput")
+    run(ROOT, env, str(tmp_path / "reports.py"), str(tmp_path / "after.json"))
+    after = json.loads((tmp_path / "after.json").read_text())
+
+    assert before["rows"]["annotate_judgment"] > 0 and before["rows"]["annotate_item"] > 0
+    assert len(before["reports"]) == 2 * before["rows"]["annotate_study"]
+    # Every table keeps every row; the rooms added no migration (a later change may add some,
+    # after these).
+    assert {table: after["rows"].get(table) for table in before["rows"]} == before["rows"]
+    assert after["migrations"][:len(before["migrations"])] == before["migrations"]
+    assert after["reports"] == before["reports"]
