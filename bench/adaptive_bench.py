@@ -5,14 +5,14 @@ Each study: `--budget` judgments, each its own item (one pair per item, one anno
 item bootstrap then resamples judgments); no ties. Designs, each over the same `--studies`
 seeds:
 - balanced: a uniform choice among the least-judged pairs at every judgment;
-- adaptive: evaluation.adaptive's rule (cold start to 10 per pair, then the pair with the
+- adaptive: evaluation.allocation.adaptive's rule (cold start to 10 per pair, then the pair with the
   largest expected reduction of the summed strength variance with probability
   1 - share + share / K, every other pair share / K).
 Per design: the report's ranking (evaluation.ranking.ranking: BT MLE, item bootstrap,
 `--resamples`, default the report's 2,000) -> mean width of the strength intervals and
 their coverage of the true (centred) strengths; the Fisher-information sd at the true
 strengths and the realised counts (what the rule optimises); for the adaptive design the
-bias of the inverse-probability-weighted win rates (evaluation.adaptive.ipw_win_rates)
+bias of the inverse-probability-weighted win rates (evaluation.allocation.adaptive.ipw_win_rates)
 against the true uniform-pair win rates, the plain win rate's bias beside it, and the IPW
 intervals' coverage.
 
@@ -33,14 +33,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluation.adaptive import (  # noqa: E402
+from evaluation.allocation.adaptive import (  # noqa: E402
     constrained_covariance,
     expected_reductions,
     information_matrix,
     ipw_win_rates,
     pair_codes,
 )
-from evaluation.adaptive_simulation import simulate, true_win_rates  # noqa: E402
+from evaluation.allocation.adaptive_simulation import simulate, true_win_rates  # noqa: E402
 from evaluation.ranking import ranking, win_matrix  # noqa: E402
 
 

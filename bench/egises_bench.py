@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from evaluation.egises import egises_from_distances, egises_from_tokens, tokenize_documents  # noqa: E402
+from evaluation.personalization.egises import egises_from_distances, egises_from_tokens, tokenize_documents  # noqa: E402
 
 
 def words(limit=6000):

@@ -1,4 +1,4 @@
-"""Coverage of the implicit-personalization Delta interval (evaluation/ip_effect.py):
+"""Coverage of the implicit-personalization Delta interval (evaluation/personalization/ip_effect.py):
 the report's rule (bias-corrected, expanded percentile; what `cue_effect` gives) against
 the plain percentile interval it replaced (issue 31 item 12), on simulated probes with a
 known Delta.
@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evaluation.bootstrap import percentile_ci, resample_blocks  # noqa: E402
-from evaluation.ip_effect import delta_interval  # noqa: E402
+from evaluation.personalization.ip_effect import delta_interval  # noqa: E402
 
 DELTA, SPREAD = 0.4, 0.5
 

@@ -1,6 +1,6 @@
 """The `ranking` kind's report cost next to the pairwise kinds' (issue 33: the ranking report
 within 1.5x of the pairwise report): Plackett-Luce strengths + their item bootstrap
-(evaluation.plackett_luce.plackett_luce: 2,000 resamples, seed 0) on N listwise judgments
+(evaluation.screens.plackett_luce.plackett_luce: 2,000 resamples, seed 0) on N listwise judgments
 (full rankings of 4 systems, 5 annotators per item), against the pairwise Bradley-Terry
 ranking (evaluation.ranking.ranking, same bootstrap) of the same number N of pair judgments
 (the same items, each judgment the implied comparison of one random pair of its ranking),
@@ -17,9 +17,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluation.plackett_luce import Rankings, implied_comparisons, plackett_luce  # noqa: E402
 from evaluation.rank_bootstrap import warm_up  # noqa: E402
 from evaluation.ranking import Comparisons, ranking  # noqa: E402
+from evaluation.screens.plackett_luce import Rankings, implied_comparisons, plackett_luce  # noqa: E402
 
 SYSTEMS = 4
 PER_ITEM = 5

@@ -1,5 +1,5 @@
-"""Coverage and width of prediction-powered estimates (evaluation/ppi.py,
-evaluation/active_inference.py), seeded simulations against a known true mean:
+"""Coverage and width of prediction-powered estimates (evaluation/prediction_powered/ppi.py,
+evaluation/prediction_powered/active_inference.py), seeded simulations against a known true mean:
 
 1. A judge with a known bias scores every item, humans a `human_share` subset drawn by
    `human_subset`: how often the PPI++ interval, the classical (human-only) interval and the
@@ -27,10 +27,10 @@ from scipy.special import stdtrit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluation.active_inference import active_mean, bernoulli_uncertainty, sampling_probabilities  # noqa: E402
 from evaluation.bootstrap import Z975  # noqa: E402
-from evaluation.human_subset import active_draw, human_subset  # noqa: E402
-from evaluation.ppi import ppi_arrays, ppi_mean  # noqa: E402
+from evaluation.prediction_powered.active_inference import active_mean, bernoulli_uncertainty, sampling_probabilities  # noqa: E402
+from evaluation.prediction_powered.human_subset import active_draw, human_subset  # noqa: E402
+from evaluation.prediction_powered.ppi import ppi_arrays, ppi_mean  # noqa: E402
 
 SCORE_MEAN = 3.0  # population mean of the scalar score (quality ~ N(3, 0.8), human noise sd 0.5)
 WIN_MEAN = 0.5  # population win rate: p ~ Beta(0.5, 0.5), a win ~ Bernoulli(p)

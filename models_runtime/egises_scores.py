@@ -72,7 +72,7 @@ def pairwise_documents(items):
 def egises_scores(items):
     """-> (rows [(item, question, degress or None)], summary). `items`: StudyItem records
     (annotate.services.study_items)."""
-    from evaluation.egises import egises  # NLTK: imported when a job needs it, not at startup
+    from evaluation.personalization.egises import egises  # NLTK: imported when a job needs it, not at startup
 
     rows, summary, scored = [], {}, set()
     for (model, style), documents in survey_documents(items).items():

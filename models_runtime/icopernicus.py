@@ -215,8 +215,8 @@ def survey_items(docs, headlines, models):
 
 
 def egises_table(docs, headlines, models):
-    """({model: {style: EGISES-JSD or None}}, [per-document errors]) via evaluation.egises."""
-    from evaluation.egises import egises
+    """({model: {style: EGISES-JSD or None}}, [per-document errors]) via evaluation.personalization.egises."""
+    from evaluation.personalization.egises import egises
 
     table, errors = {}, []
     for model in models:

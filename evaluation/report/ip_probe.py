@@ -8,7 +8,7 @@ The rate's interval resamples questions (each question gives two items, one per 
 cue): the report's interval rule (`bootstrap.bootstrap_interval`, bias-corrected and
 expanded) over the questions that have a decided item, 2,000 resamples, seed 0; none
 below 5 questions. The probe's Delta interval follows the same rule
-(evaluation/ip_effect.py). Items without a majority (or with a `tie` majority) are
+(evaluation/personalization/ip_effect.py). Items without a majority (or with a `tie` majority) are
 counted, not rated.
 """
 from typing import Any
@@ -17,7 +17,7 @@ import numpy as np
 
 from evaluation.alignment import decided
 from evaluation.bootstrap import bootstrap_interval, bootstrap_method, ratio_samples
-from evaluation.ip_effect import CI_METHOD as PROBE_CI_METHOD
+from evaluation.personalization.ip_effect import CI_METHOD as PROBE_CI_METHOD
 from evaluation.vocabulary import IP_PROBE_EVALUATOR
 
 from .inputs import ReportInput, to_float

@@ -5,7 +5,7 @@ prompt of its questions in one batched backend call per model, `samples` samples
 the same sampling for every cue, and scores each response by its question's rule (label or
 metric). A checkpoint holds the responses with their labels or scores, so a resumed job
 never asks again. `finish` computes, per model, cue pair and score, Delta with its
-bootstrap interval and permutation p (evaluation/ip_effect.py), writes the CSV tables
+bootstrap interval and permutation p (evaluation/personalization/ip_effect.py), writes the CSV tables
 into the job's own directory (GET /api/jobs/{id}/files/<name>), and, when the params name
 a human study, opens it (study.py).
 
@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from evaluation.csv_cells import SafeWriter
-from evaluation.ip_effect import label_counts, label_of, label_scores, label_shifts, pair_effect
+from evaluation.personalization.ip_effect import label_counts, label_of, label_scores, label_shifts, pair_effect
 from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 from evaluation.vocabulary import DEFAULT_MODEL
 

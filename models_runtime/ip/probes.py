@@ -10,7 +10,7 @@
   the model; the prompts differ only in the user-background cue.
 - Scoring rule: `label` (the default when `expected` is given): `expected` holds, for
   every cue, its expected answer (a string or a list of alternatives) matched as a whole
-  word or phrase, case-insensitive (evaluation/ip_effect.py). `metric`: `metric` names a
+  word or phrase, case-insensitive (evaluation/personalization/ip_effect.py). `metric`: `metric` names a
   registered metric or judge that scores each response; the metric sees the neutral
   `question` as its input and the optional `reference` text.
 - `max_tokens` (optional): this question's answer budget, instead of the plan's
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluation.ip_effect import MIXED, OTHER
+from evaluation.personalization.ip_effect import MIXED, OTHER
 from humeval.jsonl import error_reason, json_lines
 
 SHIPPED = Path(__file__).with_name("ip_probes.jsonl")  # the project's own probe set

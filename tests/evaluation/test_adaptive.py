@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from evaluation.adaptive import (
+from evaluation.allocation.adaptive import (
     constrained_covariance,
     expected_reductions,
     information_matrix,
@@ -17,7 +17,7 @@ from evaluation.adaptive import (
     next_pair_probabilities,
     pair_probabilities,
 )
-from evaluation.adaptive_simulation import simulate, true_win_rates
+from evaluation.allocation.adaptive_simulation import simulate, true_win_rates
 from evaluation.bootstrap import bootstrap_interval, resample_blocks
 from evaluation.ranking import Comparisons, human_rows, win_matrix
 

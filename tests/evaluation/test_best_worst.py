@@ -5,8 +5,8 @@ import choix
 import numpy as np
 from scipy import stats
 
-from evaluation.best_worst import BestWorst, bws_ranking, bws_scores, implied_comparisons, split_half
 from evaluation.bootstrap import bootstrap_interval, resample_blocks
+from evaluation.screens.best_worst import BestWorst, bws_ranking, bws_scores, implied_comparisons, split_half
 
 A, B, C, D = range(4)
 # 6 items, one judgment each: (shown, best, worst)

@@ -16,9 +16,9 @@ from evaluation.alignment import metric_alignment
 from evaluation.alpha_ci import krippendorff_alpha_ci95
 from evaluation.bootstrap import bootstrap_interval, clustered_mean
 from evaluation.correlation import correlations
-from evaluation.egises import EPS, egises_hj, egises_interval
 from evaluation.intervals import CONSTANT, t_interval
-from evaluation.paradoxes import paradox_tests
+from evaluation.personalization.egises import EPS, egises_hj, egises_interval
+from evaluation.personalization.paradoxes import paradox_tests
 from evaluation.position_bias import annotator_test, per_annotator
 from evaluation.rank_bootstrap import draw_counts
 from evaluation.report import build_report, render

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluation.paradoxes import STYLES
+from evaluation.personalization.paradoxes import STYLES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -3,9 +3,9 @@ import math
 
 import pytest
 
-from evaluation.egises import degress_document, egises, egises_from_distances, egises_hj
-from evaluation.jsd import jsd, text_jsd
 from evaluation.offline_nltk import ensure_wordnet
+from evaluation.personalization.egises import degress_document, egises, egises_from_distances, egises_hj
+from evaluation.personalization.jsd import jsd, text_jsd
 from evaluation.text import preprocess
 
 ALL_STEPS = ["remove_punctuation", "lowercase", "remove_digits", "tokenize_treebank", "stopwords_nltk_179",

@@ -2,8 +2,8 @@
 import pytest
 
 from evaluation.expert_score import corpus_score, expert_scores
-from evaluation.paradoxes import STYLES, paradoxes
 from evaluation.perdoc import aspect_accuracy, reviewer_prior
+from evaluation.personalization.paradoxes import STYLES, paradoxes
 
 
 def test_paradoxes_probes_and_summary():

@@ -1,4 +1,4 @@
-"""Implicit-personalization statistics (evaluation/ip_effect.py) against hand-worked values
+"""Implicit-personalization statistics (evaluation/personalization/ip_effect.py) against hand-worked values
 and plain re-implementations of the documented procedures: label matching, Delta, the
 paired bootstrap interval, the within-question permutation p (full enumeration)."""
 import importlib.util
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluation.ip_effect import (
+from evaluation.personalization.ip_effect import (
     MIXED,
     OTHER,
     cue_effect,

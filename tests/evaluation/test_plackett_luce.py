@@ -11,7 +11,9 @@ import pytest
 from scipy import stats
 
 from evaluation.bootstrap import bootstrap_interval
-from evaluation.plackett_luce import (
+from evaluation.rank_bootstrap import draw_counts
+from evaluation.ranking import Comparisons, bradley_terry, win_matrix
+from evaluation.screens.plackett_luce import (
     Rankings,
     choice_template,
     implied_comparisons,
@@ -20,8 +22,6 @@ from evaluation.plackett_luce import (
     plackett_luce,
     strengths,
 )
-from evaluation.rank_bootstrap import draw_counts
-from evaluation.ranking import Comparisons, bradley_terry, win_matrix
 
 
 def centred(x):

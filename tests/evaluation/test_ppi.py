@@ -1,4 +1,4 @@
-"""Prediction-powered estimates (evaluation/ppi.py, active_inference.py, human_subset.py)
+"""Prediction-powered estimates (evaluation/prediction_powered/ppi.py, active_inference.py, human_subset.py)
 against ppi_py 0.2.3 (PPI++, `lam=None`), scipy's t interval and hand-worked examples."""
 import json
 import math
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluation.active_inference import active_mean, bernoulli_uncertainty, sampling_probabilities
-from evaluation.human_subset import active_draw, human_subset, subset_size
-from evaluation.ppi import CONSTANT, MIN_LABELED, NOT_RANDOM, ppi_mean
+from evaluation.prediction_powered.active_inference import active_mean, bernoulli_uncertainty, sampling_probabilities
+from evaluation.prediction_powered.human_subset import active_draw, human_subset, subset_size
+from evaluation.prediction_powered.ppi import CONSTANT, MIN_LABELED, NOT_RANDOM, ppi_mean
 
 # ppi_py lives apart from site-packages (requirements-reference.txt says why; scripts/setup.sh
 # installs it): a missing folder fails here, loudly, rather than skipping.

@@ -8,7 +8,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from evaluation.annotator_quality import flag_reasons
 from evaluation.bootstrap import bootstrap_interval, resample_blocks
-from evaluation.retest import MIN_REPEATS, answer_key, retest
+from evaluation.screens.retest import MIN_REPEATS, answer_key, retest
 
 
 def repeats(seed=0, annotators=8, per=10, levels=3, keep=0.7):

@@ -6,8 +6,8 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from evaluation.answer_checks import InputError, check_best_worst, check_order, check_retest, check_tuple_size
-from evaluation.tuple_design import co_occurrence, default_tuple_count, design_tuples, is_even
+from evaluation.screens.answer_checks import InputError, check_best_worst, check_order, check_retest, check_tuple_size
+from evaluation.screens.tuple_design import co_occurrence, default_tuple_count, design_tuples, is_even
 
 
 @pytest.mark.parametrize("best,worst,message", [

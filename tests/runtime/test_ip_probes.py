@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from runtime_judges.scripted import ScriptedBackend
 
 from annotate.models import Item, Prediction, Study
-from evaluation.ip_effect import cue_effect, label_of
+from evaluation.personalization.ip_effect import cue_effect, label_of
 from evaluation.vocabulary import IP_PROBE_EVALUATOR
 from models_runtime.ip.probes import SHIPPED, ProbeFileError, parse_probes, read_probes
 from models_runtime.models import Job, JobItem

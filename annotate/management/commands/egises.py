@@ -3,7 +3,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.egises import VARIANTS, egises
+from evaluation.personalization.egises import VARIANTS, egises
 from evaluation.text import STOPWORD_LISTS
 from humeval.jsonl import json_lines
 

@@ -9,7 +9,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation.paradoxes import STYLES, paradoxes
+from evaluation.personalization.paradoxes import STYLES, paradoxes
 from evaluation.tabulate import is_missing
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.bootstrap import MIN_CLUSTERS, RESAMPLES, Interval, bootstrap_method, clustered_mean, interval_refusal
-from evaluation.paradoxes import PROBES, STYLES, SUMMARY, paradox_tests
+from evaluation.personalization.paradoxes import PROBES, STYLES, SUMMARY, paradox_tests
 from evaluation.text import preprocess
 
 from .. import figures
@@ -157,7 +157,7 @@ def egises_part(inp: ReportInput, js: Judgments) -> dict[str, Any]:
     user pair)s, egises_hj_errors, jsd_preprocessing steps, paradoxes {model: {"PX-5",
     "PX-6"}} (true/false only when the interval over documents of the difference excludes
     0) and paradoxes_detail {model: {label: paradox_tests entry}}."""
-    from evaluation.egises import egises_hj, egises_interval
+    from evaluation.personalization.egises import egises_hj, egises_interval
 
     scale = inp.config.get("scale") or [1, 6]
     docs, errors = survey_documents(inp, js)

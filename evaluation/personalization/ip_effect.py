@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .bootstrap import Interval, bootstrap_interval, bootstrap_method, cluster_counts
+from ..bootstrap import Interval, bootstrap_interval, bootstrap_method, cluster_counts
 
 OTHER = "other"  # the response gives no cue's expected answer
 MIXED = "mixed"  # it gives the expected answers of two or more cues

@@ -23,7 +23,7 @@ def check_best_worst(best: Any, worst: Any, shown: Collection[Any]) -> tuple[Any
     >>> check_best_worst("b", "b", ["a", "b", "c"])
     Traceback (most recent call last):
     ...
-    evaluation.answer_checks.InputError: best and worst must be two different outputs (both are 'b')
+    evaluation.screens.answer_checks.InputError: best and worst must be two different outputs (both are 'b')
     """
     for name, value in (("best", best), ("worst", worst)):
         if value is None or value == "":
@@ -47,7 +47,7 @@ def check_order(order: Any, candidates: Collection[Any], ties: bool = False) -> 
     >>> check_order(["b", "a"], ["a", "b", "c"])
     Traceback (most recent call last):
     ...
-    evaluation.answer_checks.InputError: the order is partial: it leaves out 'c' (rank every output once)
+    evaluation.screens.answer_checks.InputError: the order is partial: it leaves out 'c' (rank every output once)
     """
     if isinstance(order, (str, bytes)) or not isinstance(order, Sequence) or not order:
         raise InputError("the order must be a non-empty list of outputs, best first")
@@ -85,7 +85,7 @@ def check_tuple_size(value: Any) -> int:
     >>> check_tuple_size(7)
     Traceback (most recent call last):
     ...
-    evaluation.answer_checks.InputError: tuple_size must be a whole number from 3 to 6, got 7
+    evaluation.screens.answer_checks.InputError: tuple_size must be a whole number from 3 to 6, got 7
     """
     if isinstance(value, bool) or not isinstance(value, int) or value not in TUPLE_SIZES:
         raise InputError(f"tuple_size must be a whole number from {TUPLE_SIZES[0]} to {TUPLE_SIZES[-1]}, "
@@ -102,7 +102,7 @@ def check_retest(value: Any) -> dict[str, Any]:
     >>> check_retest({"share": 0.6, "after": 5})
     Traceback (most recent call last):
     ...
-    evaluation.answer_checks.InputError: retest.share must be above 0 and at most 0.5, got 0.6
+    evaluation.screens.answer_checks.InputError: retest.share must be above 0 and at most 0.5, got 0.6
     """
     if not isinstance(value, Mapping):
         raise InputError('retest must be an object such as {"share": 0.1, "after": 5}')

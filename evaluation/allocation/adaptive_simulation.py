@@ -1,4 +1,4 @@
-"""Seeded simulation of many studies allocated by `evaluation.adaptive`'s rule (or the
+"""Seeded simulation of many studies allocated by `evaluation.allocation.adaptive`'s rule (or the
 balanced least-judged-pair rule), all studies advanced one judgment at a time together,
 so that the tests and bench/adaptive_bench.py measure the allocation the product uses.
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluation.adaptive import MIN_PER_PAIR, UNIFORM_SHARE, pair_codes, pair_probabilities
+from evaluation.allocation.adaptive import MIN_PER_PAIR, UNIFORM_SHARE, pair_codes, pair_probabilities
 from evaluation.ranking import Comparisons
 
 

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from evaluation.answer_checks import check_tuple_size
+from evaluation.screens.answer_checks import check_tuple_size
 
 MOVES = 20_000  # local moves per restart
 RESTARTS = 5

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.bootstrap import Z975
-from evaluation.ppi import MIN_LABELED, item_means
+from evaluation.prediction_powered.ppi import MIN_LABELED, item_means
 from evaluation.tabulate import factorize
 
 METHOD = "active inference: inverse-probability-weighted PPI++, normal interval over items (Zrnic & Candes 2024)"
