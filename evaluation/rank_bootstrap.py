@@ -2,20 +2,9 @@
 compiled code (numba), so a report's 2,000-resample intervals over 300,000 items take
 about a second instead of minutes.
 
-The draw (statistics.md, "Correlations": percentile bootstrap over units, seed 0): a
-resample is how often each profile (distinct (x, y) value, held by mult_p of the n units)
-is drawn when n units are drawn with replacement, i.e. Multinomial(n, mult / n). It is
-drawn by Poissonization, exactly: C_p ~ Poisson(mult_p) independently (their sum S is
-Poisson(n), and given S = s the C are Multinomial(s, mult / n)); if s < n, n - s more
-units are drawn uniformly and added; if s > n, s - n of the drawn units are removed,
-uniformly without replacement (a uniform subset of an iid sample is an iid sample). That
-costs about P + n / 32 draws per resample instead of n; with fewer than 3 units per
-profile on average the n unit indices are drawn directly instead (cheaper there; the same
-distribution). Poisson(m) is the sum of m // 32 Poisson(32) and one Poisson(m % 32), each
-one 64-bit output through a Walker alias table of the pmf (tails below 1e-18 cut). Random
-numbers: resample r has its own splitmix64 stream, started at mix(seed * 2^32 + r), so the
-result does not depend on how resamples are split over threads; uniform integers by
-Lemire's multiply-shift with rejection.
+The draw (a resample = how often each distinct profile is drawn; Poissonization, exact,
+splitmix64 streams per resample so threads do not change the result) is described step by
+step in docs/statistics.md, "The compiled bootstrap draw".
 
 Per resample, with profiles in x order and y's distinct values as levels:
 - Spearman: rho = sum_j w_j (rx_j - m)(ry_j - m) / sqrt(Vx Vy), midranks rx, ry,

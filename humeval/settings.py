@@ -234,12 +234,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CEL
 HUMEVAL_JOB_HEARTBEAT_SECONDS = float(os.environ.get("HUMEVAL_JOB_HEARTBEAT_SECONDS", "10"))
 HUMEVAL_JOB_STALE_SECONDS = float(os.environ.get("HUMEVAL_JOB_STALE_SECONDS", "120"))
 HUMEVAL_JOBS_DIR = os.environ.get("HUMEVAL_JOBS_DIR", str(VAR_DIR / "jobs"))
-# The stale-job check runs inside `celery beat` (models_runtime/beat.py), never as a
+# The stale-job check runs inside `celery beat` (models_runtime/job_support/beat.py), never as a
 # message in the jobs' queue: it must run when no worker is alive.
 CELERY_BEAT_SCHEDULE = {"humeval-requeue-stale-jobs": {
     "task": "models_runtime.requeue_stale_jobs",
     "schedule": float(os.environ.get("HUMEVAL_STALE_CHECK_SECONDS", "60"))}}
-CELERY_BEAT_SCHEDULER = "models_runtime.beat:StaleCheckScheduler"
+CELERY_BEAT_SCHEDULER = "models_runtime.job_support.beat:StaleCheckScheduler"
 
 # API tokens expire this many days after they are issued (0 = never); see docs/access.md.
 HUMEVAL_TOKEN_TTL_DAYS = int(os.environ.get("HUMEVAL_TOKEN_TTL_DAYS", "30"))

@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from humeval.login_guard import AdminLoginForm
-from models_runtime.plan_page import new_plan
+from models_runtime.plan_support.plan_page import new_plan
 from models_runtime.views import jobs_panel
 
 admin.site.login_form = AdminLoginForm

@@ -33,8 +33,9 @@ from annotate.services import (
 )
 
 from .backends.config import ModelNotAvailable
-from .job_files import job_file_path, redact, submit_web_job
-from .jobs import JobParamsError, job_json, job_kinds
+from .job_support.job_files import job_file_path, redact, submit_web_job
+from .job_support.kinds import JobParamsError, job_kinds
+from .job_support.reporting import job_json
 from .metrics.registry import UnknownMetric
 from .models import Job
 from .plans import start_uploaded_plan

@@ -10,7 +10,7 @@ class ModelsRuntimeConfig(AppConfig):
         one list of them (a new kind = one module + one line here)."""
         from . import icopernicus, pipeline, rag, scoring
         from .ip import job as ip_job
-        from .jobs import register
+        from .job_support.kinds import register
         from .judges import jobs as judge_jobs
 
         for kind in (scoring.SCORE, rag.RAG, icopernicus.ICOPERNICUS, judge_jobs.PERSE, judge_jobs.EXPERT,

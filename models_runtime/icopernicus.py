@@ -22,8 +22,8 @@ from evaluation.vocabulary import PROMPT_STYLES as STYLES
 from humeval.jsonl import json_lines
 from models_runtime.backends.base import SamplingParams
 from models_runtime.backends.config import model_spec
-from models_runtime.job_inputs import check_lines
-from models_runtime.jobs import JobKind, JobParamsError, file_sha256
+from models_runtime.job_support.job_inputs import check_lines
+from models_runtime.job_support.kinds import JobKind, JobParamsError, file_sha256
 from models_runtime.models import JobItem
 from models_runtime.step import counting
 

@@ -1,19 +1,7 @@
-"""Job kinds and the resumable chunked runner.
+"""The resumable chunked runner of every job kind.
 
-A job kind says how to list a job's items and how to process a chunk of them:
-
-    SCORE = JobKind("score", items=score_items, process_chunk=score_chunk,
-                    finish=score_finish, validate=validate_score_params)
-
-and is registered once, in `ModelsRuntimeConfig.ready()` (models_runtime/apps.py).
-
-- `items(job) -> list[str]`: the item keys, deterministic for given params.
-- `process_chunk(job, keys) -> {key: result}`: does the work of those items; its database
-  writes run in the same transaction as the checkpoints, so they commit together or not at
-  all. A value may be `ItemError("why")`: a data error in that item, recorded with its
-  reason while the job goes on.
-- `finish(job) -> dict`: the job's result once every item has a checkpoint (optional).
-- `validate(params) -> params`: checks and normalises params; raise JobParamsError.
+A job kind (models_runtime/job_support/kinds.py) says how to list a job's items and how to
+process a chunk of them.
 
 Outcomes are honest: a job whose items all succeeded ends `done`; one with failed items
 ends `done_with_errors`. An exception from process_chunk fails the job at once (state
@@ -26,18 +14,13 @@ resumes it (`prepare_job`).
 process otherwise. `run_job` can be called any number of times for one job (a redelivered
 Celery message, a restarted command): finished items are never redone.
 """
-import hashlib
 import logging
 import os
 import socket
 import threading
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -46,135 +29,24 @@ from django.utils import timezone
 
 from humeval import background
 
-from . import job_history, step
-from .backends.config import ModelNotAvailable
-from .metrics.registry import UnknownMetric
+from .job_support import job_history
+from .job_support.heartbeat import Heartbeat
+from .job_support.kinds import (
+    FATAL_ERRORS,
+    ChunkGaveUp,
+    ItemError,
+    JobCancelled,
+    JobKind,
+    JobParamsError,
+    check_server_paths,
+    get_job_kind,
+    is_transient,
+)
 from .models import Job, JobItem
 
 logger = logging.getLogger(__name__)
 
 RUN_JOB_TASK = "models_runtime.run_job"  # the Celery task name (tasks.py); sent by name, no import
-
-
-class JobParamsError(ValueError):
-    """Bad job parameters: reported to the user, the job is not started."""
-
-    errors: list[str]  # one line per problem, where a caller lists them (plans.PlanInvalid, uploads)
-
-
-class ItemError:
-    """A per-item failure returned by process_chunk (the item is done, with an error)."""
-
-    def __init__(self, message: object):
-        self.message = str(message)
-
-    def __repr__(self):
-        return f"ItemError({self.message!r})"
-
-
-class ChunkGaveUp(Exception):
-    """A transient error outlived the chunk's retries: the job fails and can be resumed."""
-
-
-# Configuration errors: the job fails with the message alone (no traceback: not a bug).
-FATAL_ERRORS = (ModelNotAvailable, UnknownMetric, JobParamsError, FileNotFoundError, PermissionError)
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Worth retrying: the network, a timeout, memory (CUDA OOM included), or an error that
-    says so (`exc.transient = True`, e.g. an HTTP backend that gave up on a busy server).
-    Everything else is a bug or a configuration error, and retrying would only hide it."""
-    return (isinstance(exc, (ConnectionError, TimeoutError, MemoryError))
-            or type(exc).__name__ == "OutOfMemoryError" or bool(getattr(exc, "transient", False)))
-
-
-class JobCancelled(Exception):
-    """`jobs cancel ID` asked the job to stop; the runner stops between chunks."""
-
-
-@dataclass(frozen=True)
-class JobKind:
-    """`inputs`: params naming input files; `outputs`: (param, file name) of output files.
-    Both are server paths that only the management commands may choose (`server_paths`);
-    a job started from the web or the API gets its inputs uploaded and its outputs written
-    into the job's own directory under those server-chosen names (job_files.py)."""
-
-    kind: str
-    items: Callable[[Job], list[str]]
-    process_chunk: Callable[[Job, list[str]], dict[str, Any]]
-    finish: Callable[[Job], Any] | None = None
-    validate: Callable[[dict], dict] | None = None
-    chunk_size: int = 16
-    inputs: tuple[str, ...] = ()
-    outputs: tuple[tuple[str, str], ...] = ()
-    # False: process_chunk runs outside the checkpoint transaction, so what it commits
-    # (the pipeline's steps run their own jobs) is visible and kept as it goes.
-    atomic: bool = True
-    # The result of a job that stopped (cancelled or failed) before `finish`: what it did
-    # so far (a pipeline lists the items it already imported).
-    stopped: Callable[[Job], Any] | None = None
-
-
-_KINDS: dict[str, JobKind] = {}
-
-
-def register(kind: JobKind) -> JobKind:
-    """Make a job kind available by name (apps.py registers the runtime's own)."""
-    _KINDS[kind.kind] = kind
-    return kind
-
-
-def register_job_kind(kind: str, process_chunk=None, *, items, finish=None, validate=None, chunk_size=16) -> JobKind:
-    """register(JobKind(...)) in one call (tests define small kinds this way)."""
-    return register(JobKind(kind, items, process_chunk, finish, validate, chunk_size))
-
-
-def get_job_kind(kind: str) -> JobKind:
-    if kind not in _KINDS:
-        raise JobParamsError(f"unknown job kind {kind!r} (known: {', '.join(job_kinds())})")
-    return _KINDS[kind]
-
-
-def job_kinds() -> list[str]:
-    return sorted(_KINDS)
-
-
-# Params naming server paths for any kind (a model directory): CLI-only, like inputs/outputs.
-CLI_ONLY_PARAMS = ("encoder", "server_paths")
-
-
-def jobs_root() -> Path:
-    """Where web/API jobs keep their files: HUMEVAL_JOBS_DIR/<job id>/."""
-    return Path(settings.HUMEVAL_JOBS_DIR).resolve()
-
-
-def job_dir(job_id: int) -> Path:
-    return jobs_root() / str(int(job_id))
-
-
-def check_server_paths(job_kind: JobKind, params: dict) -> None:
-    """Refuse server paths unless the management commands set `server_paths`: a path param
-    must then lie in the jobs directory (where job_files.py puts uploads and outputs).
-    Checked before anything opens the path, and the message says nothing about the file."""
-    if params.get("server_paths") is True:
-        return
-    names = list(job_kind.inputs) + [name for name, _ in job_kind.outputs] + ["encoder"]
-    root = jobs_root()
-    bad = [name for name in names if params.get(name) not in (None, "")
-           and not (isinstance(params[name], str) and Path(params[name]).resolve().is_relative_to(root))]
-    if bad:
-        raise JobParamsError(f"{', '.join(bad)}: server paths are taken from the management commands only; "
-                             "upload input files instead (outputs go to the job's own files)")
-
-
-def file_sha256(path: str) -> str:
-    """Fingerprint of an input file, kept in a job's params: an edited file is a new job,
-    never the resumption of one started on other contents."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # ---- submitting --------------------------------------------------------------------------
@@ -427,55 +299,6 @@ def _stopped(job: Job, kind: "JobKind | None") -> None:
         logger.exception("job %d: could not record what it did before it stopped", job.pk)
 
 
-class Heartbeat:
-    """While a job runs, a unit of the background pool (humeval/background.py, uncounted: it
-    must never wait behind jobs) sets its `heartbeat_at` every HUMEVAL_JOB_HEARTBEAT_SECONDS
-    (a chunk of LLM calls can take minutes; the runner also beats after every chunk). It has
-    its own database connection, closed when the job ends."""
-
-    def __init__(self, job_id: int, on_step: Callable[[step.Step], None] | None = None):
-        self.job_id = job_id
-        self.on_step = on_step  # a command's progress bar shows the count too
-        self.interval = float(settings.HUMEVAL_JOB_HEARTBEAT_SECONDS)
-        self.stop = threading.Event()
-        self.thread: background.Handle | None = None
-        self.current: step.Step | None = None
-        self.written: dict | None = None
-
-    def _listen(self, current: "step.Step | None") -> None:
-        self.current = current
-        if current is not None and self.on_step is not None:
-            current.on_advance = self.on_step
-
-    def __enter__(self):
-        self.outer = step.listener()  # a chain's step job runs inside its pipeline's heartbeat
-        step.listen(self._listen)
-        if self.interval > 0:
-            self.thread = background.submit(self._beat, counted=False)
-        return self
-
-    def _beat(self):
-        try:
-            while not self.stop.wait(self.interval):
-                fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
-                current = self.current.as_json() if self.current is not None else {}
-                if current != self.written:
-                    fields["step"] = current
-                try:
-                    Job.objects.filter(pk=self.job_id, state=Job.RUNNING).update(**fields)
-                    self.written = current
-                except Exception as exc:  # a busy database: the next beat tries again
-                    logger.debug("job %d: heartbeat not written: %s", self.job_id, exc)
-        finally:
-            connection.close()
-
-    def __exit__(self, *exc_info):
-        step.listen(self.outer)
-        self.stop.set()
-        if self.thread is not None:
-            self.thread.join()
-
-
 def stale_jobs(stale_seconds: float | None = None, now=None):
     """Running jobs whose heartbeat stopped more than `stale_seconds` ago
     (HUMEVAL_JOB_STALE_SECONDS): their worker was killed or lost."""
@@ -670,27 +493,3 @@ def _checkpoint(job, key, position, worker, results):
     value = results[key]
     error = value.message if isinstance(value, ItemError) else ""
     return JobItem(job=job, key=key, position=position, worker=worker, result=None if error else value, error=error)
-
-
-# ---- reporting ---------------------------------------------------------------------------
-
-def job_errors(job: Job, limit: int = 100) -> list[dict]:
-    """Job-level errors ({"error", "attempt"}) and the first `limit` per-item errors
-    ({"item", "error"}), as JSON. Tracebacks stay in the record (the Django admin, a
-    command's stderr): the API shows what went wrong, not the server's source."""
-    items = JobItem.objects.filter(job=job).exclude(error="").order_by("position")[:limit]
-    return ([{k: v for k, v in e.items() if k != "traceback"} for e in job.errors or []]
-            + [{"item": i.key, "error": i.error} for i in items])
-
-
-def job_json(job: Job) -> dict:
-    return {
-        "id": job.pk, "kind": job.kind, "params": job.params, "state": job.state,
-        "progress": {"done": job.done, "total": job.total},
-        "errors": job_errors(job), "n_errors": job.n_errors, "result": job.result, "timings": job.timings,
-        "attempts": job.attempts, "study": job.study, "step": job.step or {}, "files": list(job.files or []),
-        "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
-        "created_at": job.created_at.isoformat() if job.created_at else None,
-        "started_at": job.started_at.isoformat() if job.started_at else None,
-        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
-    }

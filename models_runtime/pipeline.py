@@ -21,11 +21,12 @@ from pathlib import Path
 from annotate import services
 
 from .backends.base import SamplingParams
-from .job_files import write_lines
-from .jobs import ItemError, JobCancelled, JobKind, JobParamsError, prepare_job, run_job
+from .job_support.job_files import write_lines
+from .job_support.kinds import ItemError, JobCancelled, JobKind, JobParamsError
+from .jobs import prepare_job, run_job
 from .models import Job, JobItem
-from .plan_judges import PLAN_JUDGES
-from .plan_kinds import PLAN_KINDS, identical_outputs
+from .plan_support.plan_judges import PLAN_JUDGES
+from .plan_support.plan_kinds import PLAN_KINDS, identical_outputs
 from .rag import lamp_retrieve
 from .records import load_records
 from .step import Step, counting, listener

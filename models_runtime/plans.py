@@ -26,14 +26,14 @@ from evaluation.vocabulary import CHOICE_QUESTION, TIE, USEFULNESS_QUESTION
 
 from .backends.config import ModelNotAvailable, model_spec
 from .ip import plan as ip_plan
-from .jobs import JobParamsError, file_sha256
+from .job_support.kinds import JobParamsError, file_sha256
 from .metrics.registry import STUDY_METRIC_NAMES, UnknownMetric, available_metrics, get_metric
-from .plan_checks import Check, check_generation, resolve_file, shown
-from .plan_judges import PLAN_JUDGES
-from .plan_kinds import PLAN_KINDS
+from .plan_support.plan_checks import Check, check_generation, resolve_file, shown
+from .plan_support.plan_judges import PLAN_JUDGES
+from .plan_support.plan_kinds import PLAN_KINDS
+from .plan_support.suggest import did_you_mean
 from .records import load_records
 from .retrieval import RETRIEVERS
-from .suggest import did_you_mean
 
 SLUG_RE = re.compile(r"^[a-z0-9-]{1,50}$")
 SYSTEM_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -15,12 +15,12 @@ from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 
 from .backends.base import SamplingParams
 from .backends.config import model_spec
-from .job_inputs import LinesInvalid, check_lines
-from .jobs import ItemError, JobKind, JobParamsError, file_sha256
+from .job_support.job_inputs import LinesInvalid, check_lines
+from .job_support.kinds import ItemError, JobKind, JobParamsError, file_sha256
 from .lamp import DEFAULT_BUDGET, build_prompt, corpus_text, detect_task, retrieval_query
 from .metrics.registry import get_metric
 from .models import JobItem
-from .plan_checks import Check, check_generation
+from .plan_support.plan_checks import Check, check_generation
 from .records import LAMP_HINT, index_jsonl, is_lamp_file, record_errors
 from .retrieval import RETRIEVERS, retrieve
 from .step import counting
@@ -209,7 +209,7 @@ def _metric_scores(items, metrics, device):
 
 
 def rag_finish(job):
-    from .job_files import write_lines
+    from .job_support.job_files import write_lines
 
     p = job.params
     records = load_records(p["input"])

@@ -17,8 +17,8 @@ from typing import Any
 
 from evaluation.lamp_metrics import canonical_task
 
-from .job_inputs import MAX_ERRORS_SHOWN, LinesInvalid
-from .jobs import JobParamsError
+from .job_support.job_inputs import MAX_ERRORS_SHOWN, LinesInvalid
+from .job_support.kinds import JobParamsError
 
 BLOCK = 1 << 20  # bytes read at a time
 MAX_RECORD_BYTES = 64 << 20  # one question (with its profile) at most

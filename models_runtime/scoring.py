@@ -14,7 +14,7 @@ from evaluation.lamp_metrics import METRIC_TASKS, canonical_task
 
 from .egises_scores import EVALUATOR as EGISES
 from .egises_scores import egises_scores
-from .jobs import JobKind, JobParamsError
+from .job_support.kinds import JobKind, JobParamsError
 from .metrics.lamp import STUDY_LEVEL as LAMP_F1
 from .metrics.lamp import check_task, lamp_f1_scores, lamp_summary
 from .metrics.registry import get_metric

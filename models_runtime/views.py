@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from annotate.services import may_read_study
 
-from .job_files import job_file_path, redact
-from .jobs import job_errors
+from .job_support.job_files import job_file_path, redact
+from .job_support.reporting import job_errors
 from .models import Job
 
 JOBS_SHOWN = 20

@@ -118,7 +118,7 @@ def test_serializers_reproduce_the_bodies_exactly(django_user_model, admin_user_
     from annotate.desk.display import assignment_payload
     from annotate.kinds import KINDS, get_kind
     from models_runtime.api import JobSerializer
-    from models_runtime.jobs import job_json
+    from models_runtime.job_support.reporting import job_json
     from models_runtime.models import Job, JobItem
     from tests.factories import make_items, make_study, make_user
 

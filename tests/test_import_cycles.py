@@ -7,10 +7,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("annotate", "evaluation", "models_runtime", "humeval")
-# Not split yet (issue 32 reorganised annotate/; these are edited on other branches at the
-# time): each may not grow, and a new offender fails.
-LONG_MODULES = {"models_runtime/jobs.py": 691, "evaluation/rank_bootstrap.py": 511}
-CROWDED_FOLDERS = {"models_runtime": 28, "evaluation": 24}
+# No exceptions: models_runtime/jobs.py was split (job_support/), evaluation/ and
+# models_runtime/ hold their newer concerns in rooms of their own.
+LONG_MODULES: dict[str, int] = {}
+CROWDED_FOLDERS: dict[str, int] = {}
 
 
 def product_files():

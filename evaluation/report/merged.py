@@ -1,5 +1,5 @@
 """Merged candidates: one shown output standing for several systems whose outputs were
-identical (a plan's batch: models_runtime/plan_kinds.py, candidate key `also_systems`).
+identical (a plan's batch: models_runtime/plan_support/plan_kinds.py, candidate key `also_systems`).
 
 The annotator saw the output once; the per-system table and the ranking credit it to every
 system it stands for:

@@ -24,7 +24,7 @@ class OpenAIError(ModelNotAvailable):
     """The server refused a request for a reason retrying will not fix (a job fails with
     this message, no traceback: it is the server's or the configuration's, not a bug), or
     retries ran out (then `transient` is True: the job runner retries the chunk later,
-    jobs.is_transient, and a re-run resumes)."""
+    job_support.kinds.is_transient, and a re-run resumes)."""
 
     def __init__(self, message, transient=False):
         super().__init__(message)

@@ -25,7 +25,7 @@ from evaluation.vocabulary import DEFAULT_MODEL
 
 from ..backends.base import SamplingParams
 from ..backends.config import model_spec
-from ..jobs import ItemError, JobKind, JobParamsError, file_sha256, job_dir
+from ..job_support.kinds import ItemError, JobKind, JobParamsError, file_sha256, job_dir
 from ..metrics.registry import get_metric
 from ..models import Job, JobItem
 from ..step import counting

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from evaluation.vocabulary import DEFAULT_MODEL
 
-from ..jobs import JobParamsError
-from ..plan_checks import resolve_file
-from ..plan_judges import PlanJudge, register_plan_judge
+from ..job_support.kinds import JobParamsError
+from ..plan_support.plan_checks import resolve_file
+from ..plan_support.plan_judges import PlanJudge, register_plan_judge
 from .job import validate_ip_params
 
 PLAN_JUDGE = "ip"  # the plan judge that runs the probe in a pipeline

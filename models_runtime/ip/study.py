@@ -18,7 +18,7 @@ from pathlib import Path
 from annotate import services
 from evaluation.vocabulary import IP_PROBE_EVALUATOR
 
-from ..jobs import JobParamsError
+from ..job_support.kinds import JobParamsError
 from .probes import Probe, cue_order, cue_pairs
 
 BATCH = "ip_study_batch.jsonl"

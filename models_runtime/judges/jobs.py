@@ -19,8 +19,8 @@ from django.core.management.base import CommandError
 
 from annotate import services
 from evaluation.vocabulary import DEFAULT_MODEL
-from models_runtime.job_inputs import check_lines, is_header, text_fields_missing
-from models_runtime.jobs import JobKind, JobParamsError, file_sha256
+from models_runtime.job_support.job_inputs import check_lines, is_header, text_fields_missing
+from models_runtime.job_support.kinds import JobKind, JobParamsError, file_sha256
 from models_runtime.metrics.registry import get_metric
 from models_runtime.models import JobItem
 

@@ -12,7 +12,7 @@ Predictions are per annotator (question `score`), so the report correlates each
 annotator's predicted score with their own. Sampling as in PerSE's paper: temperature 0.8,
 up to 600 new tokens (both options, as K is). Prompt wording is ours.
 
-The kind's plan builder is registered here too (models_runtime/plan_kinds.py; this module is
+The kind's plan builder is registered here too (models_runtime/plan_support/plan_kinds.py; this module is
 loaded with the runtime's judges): a study plan of kind SCALAR_RATING makes one item per
 (question, system), the system's output as the rated `candidate`, the question's input
 shown first and the user's own output as the (never shown) `reference` of the plan's
@@ -26,7 +26,7 @@ from annotate import services
 from evaluation.report.kinds import SCALAR_RATING
 from models_runtime.backends.base import SamplingParams
 from models_runtime.metrics.registry import register_metric
-from models_runtime.plan_kinds import PlanKind, register_plan_kind
+from models_runtime.plan_support.plan_kinds import PlanKind, register_plan_kind
 from models_runtime.step import counting
 
 from .json_parsing import ParseError

@@ -33,7 +33,7 @@ def metrics_for(task: str) -> list[str]:
 
 def check_task(metric: str, task) -> str:
     """The canonical task, or JobParamsError saying what to do."""
-    from ..jobs import JobParamsError
+    from ..job_support.kinds import JobParamsError
 
     canonical = canonical_task(task)
     if canonical is None:

@@ -62,7 +62,7 @@ def get_metric(name):
     if name not in _METRICS:
         _load_modules()
     if name not in _METRICS:
-        from ..suggest import did_you_mean
+        from ..plan_support.suggest import did_you_mean
 
         known = sorted(set(available_metrics()) | set(STUDY_METRIC_NAMES))
         raise UnknownMetric(f"unknown metric {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})")

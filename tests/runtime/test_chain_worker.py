@@ -17,7 +17,9 @@ from django.utils import timezone
 
 from annotate.models import Item
 from models_runtime import jobs
-from models_runtime.jobs import JobKind, create_job, requeue_stale_jobs, run_job
+from models_runtime.job_support import kinds
+from models_runtime.job_support.kinds import JobKind
+from models_runtime.jobs import create_job, requeue_stale_jobs, run_job
 from models_runtime.models import Job, JobItem
 from models_runtime.plans import validate_plan
 
@@ -40,7 +42,7 @@ OUTPUTS = {"task": "LaMP_4", "golds": [{"id": str(n), "output": f"Headline {n}"}
 def die_in_second_chunk(monkeypatch):
     """The generate job in chunks of 2; the process 'dies' in the second (a BaseException
     no handler catches: both jobs stay `running`, as after a SIGKILL)."""
-    real = jobs.get_job_kind("plan_generate")
+    real = kinds.get_job_kind("plan_generate")
     calls = []
 
     def chunk(job, keys):
@@ -48,7 +50,7 @@ def die_in_second_chunk(monkeypatch):
         if len(calls) == 2:
             raise KeyboardInterrupt
         return real.process_chunk(job, keys)
-    monkeypatch.setitem(jobs._KINDS, "plan_generate", JobKind(real.kind, real.items, chunk, chunk_size=2))
+    monkeypatch.setitem(kinds._KINDS, "plan_generate", JobKind(real.kind, real.items, chunk, chunk_size=2))
 
 
 @pytest.mark.postgres("the worker subprocesses share the test database; the SQLite one is in memory")

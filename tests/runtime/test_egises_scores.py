@@ -63,7 +63,7 @@ def test_similarity_survey_pairs(settings):
     assert scores(study, "egises_jsd") == pytest.approx({("doc1", "p1"): HALF, ("doc1", "p2"): FLAT})
     assert job.result["egises_jsd"]["egises"]["m"] == pytest.approx({"C-0-shot": 1 - HALF,
                                                                      "C-2-shot w/o hist": 1 - FLAT})
-    from models_runtime.jobs import JobParamsError
+    from models_runtime.job_support.kinds import JobParamsError
     with pytest.raises(JobParamsError, match="no candidates to score"):
         submit_job("score", {"study": study.slug, "metrics": "rouge1"})
 

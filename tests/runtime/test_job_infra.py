@@ -19,16 +19,8 @@ from runtime_judges.test_commands import PAIR_BATCH
 from runtime_judges.test_expert_unit import pasta_script
 
 from models_runtime import jobs as jobs_module
-from models_runtime.jobs import (
-    BACKGROUND_THREADS,
-    cancel_job,
-    job_dir,
-    prepare_job,
-    register_job_kind,
-    requeue_job,
-    requeue_stale_jobs,
-    run_job,
-)
+from models_runtime.job_support.kinds import job_dir, register_job_kind
+from models_runtime.jobs import BACKGROUND_THREADS, cancel_job, prepare_job, requeue_job, requeue_stale_jobs, run_job
 from models_runtime.models import Job
 from models_runtime.step import advance, counting
 from tests.factories import ensure_roles, make_user

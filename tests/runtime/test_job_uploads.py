@@ -13,8 +13,8 @@ from django.test import RequestFactory
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, ClientHandler
 from rest_framework.authtoken.models import Token
 
-from models_runtime.job_files import submit_web_job
-from models_runtime.jobs import JobParamsError
+from models_runtime.job_support.job_files import submit_web_job
+from models_runtime.job_support.kinds import JobParamsError
 from models_runtime.models import Job
 from tests.factories import ensure_roles, make_user
 
@@ -31,7 +31,7 @@ def quiet_jobs(settings, tmp_path, monkeypatch):
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.SECURE_SSL_REDIRECT = False
     settings.HUMEVAL_JOBS_DIR = str(tmp_path / "jobs")
-    monkeypatch.setattr("models_runtime.job_files.start_job", lambda job, background=True: None)
+    monkeypatch.setattr("models_runtime.job_support.job_files.start_job", lambda job, background=True: None)
 
 
 def text(n: int, i: int) -> str:

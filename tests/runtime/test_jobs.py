@@ -9,16 +9,10 @@ import pytest
 from django.core.management import BaseCommand, CommandError, call_command
 
 from annotate.models import Prediction
-from models_runtime.job_commands import check_outcome, run_command_job
-from models_runtime.jobs import (
-    ItemError,
-    JobParamsError,
-    job_json,
-    prepare_job,
-    register_job_kind,
-    run_job,
-    submit_job,
-)
+from models_runtime.job_support.job_commands import check_outcome, run_command_job
+from models_runtime.job_support.kinds import ItemError, JobParamsError, register_job_kind
+from models_runtime.job_support.reporting import job_json
+from models_runtime.jobs import prepare_job, run_job, submit_job
 from models_runtime.metrics.registry import UnknownMetric, register_metric
 from models_runtime.models import Job, JobItem
 

@@ -13,7 +13,10 @@ from django.test import Client
 
 from annotate.models import Item, Study
 from models_runtime import jobs
-from models_runtime.jobs import Heartbeat, JobKind, cancel_job, requeue_stale_jobs
+from models_runtime.job_support import kinds
+from models_runtime.job_support.heartbeat import Heartbeat
+from models_runtime.job_support.kinds import JobKind
+from models_runtime.jobs import cancel_job, requeue_stale_jobs
 from models_runtime.models import Job
 from models_runtime.pipeline import StepProgress
 from tests.factories import make_user
@@ -134,13 +137,13 @@ def test_dry_run_prints_the_first_prompts_and_runs_nothing(fake_llm, plan_file):
 
 def cancel_in_first_chunk(monkeypatch, kind_name):
     """`jobs cancel` on the step's job while its first chunk runs (chunks of 1)."""
-    real = jobs.get_job_kind(kind_name)
+    real = kinds.get_job_kind(kind_name)
 
     def chunk(job, keys):
         result = real.process_chunk(job, keys)
         cancel_job(job)
         return result
-    monkeypatch.setitem(jobs._KINDS, kind_name, JobKind(real.kind, real.items, chunk, real.finish, real.validate,
+    monkeypatch.setitem(kinds._KINDS, kind_name, JobKind(real.kind, real.items, chunk, real.finish, real.validate,
                                                           chunk_size=1))
 
 
@@ -186,11 +189,11 @@ def test_cancel_on_the_pipeline_reaches_its_running_step():
 
 
 def test_ctrl_c_stops_the_chain_cleanly_and_the_command_resumes(fake_llm, plan_file, monkeypatch):
-    real = jobs.get_job_kind("plan_generate")
+    real = kinds.get_job_kind("plan_generate")
 
     def interrupted(job, keys):
         raise KeyboardInterrupt
-    monkeypatch.setitem(jobs._KINDS, "plan_generate", JobKind(real.kind, real.items, interrupted, chunk_size=8))
+    monkeypatch.setitem(kinds._KINDS, "plan_generate", JobKind(real.kind, real.items, interrupted, chunk_size=8))
     with pytest.raises(CommandError) as caught:
         run_plan(plan_file())
     pipeline = Job.objects.get(kind="pipeline")
@@ -303,7 +306,7 @@ def test_runner_params_are_bounded(settings):
 def test_a_full_disk_names_the_file_and_what_to_do(fake_llm, plan_file, monkeypatch):
     import errno
 
-    from models_runtime import job_files
+    from models_runtime.job_support import job_files
 
     def full(path, *args, **kwargs):
         if str(path).endswith(".part"):

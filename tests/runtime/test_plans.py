@@ -11,9 +11,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotate.models import Study
-from models_runtime.jobs import JobParamsError
+from models_runtime.job_support.kinds import JobParamsError
 from models_runtime.models import Job
-from models_runtime.plan_checks import Check, shown
+from models_runtime.plan_support.plan_checks import Check, shown
 from models_runtime.plans import PlanInvalid, check_systems, parse_plan, validate_plan
 
 pytestmark = pytest.mark.django_db

@@ -173,7 +173,7 @@ def test_generate_icopernicus_runs_a_job_that_resumes(tmp_path, two_models):
     document are those of run_icopernicus on the same input."""
     from io import StringIO
 
-    from models_runtime.jobs import file_sha256
+    from models_runtime.job_support.kinds import file_sha256
     from models_runtime.models import Job
 
     backends, crash = two_models

@@ -5,7 +5,7 @@ Prints {"score": corpus mean F, "items": [explanation objects], "llm_calls": tot
 "llm_calls_per_item", "checks": "separate" (official, default) or "shared" (--shared-checks)}."""
 from django.core.management.base import BaseCommand
 
-from models_runtime.job_commands import add_wait_argument, check_outcome, run_command_job
+from models_runtime.job_support.job_commands import add_wait_argument, check_outcome, run_command_job
 from models_runtime.judges.cli import add_model_arguments, print_json
 from models_runtime.judges.expert import ExpertConfig
 

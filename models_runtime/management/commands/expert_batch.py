@@ -7,7 +7,7 @@ as a resumable job (one item per batch item), and writes an explanation batch (E
 from django.core.management.base import BaseCommand
 
 from evaluation.report.kinds import EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT
-from models_runtime.job_commands import add_wait_argument, check_outcome, run_command_job
+from models_runtime.job_support.job_commands import add_wait_argument, check_outcome, run_command_job
 from models_runtime.judges.cli import add_model_arguments, print_json
 
 

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate import services
 from evaluation.report.kinds import PAIRWISE_ALIGNMENT
-from models_runtime.job_commands import add_wait_argument, check_outcome, job_summary, run_command_job
+from models_runtime.job_support.job_commands import add_wait_argument, check_outcome, job_summary, run_command_job
 from models_runtime.retrieval import RETRIEVERS
 
 RAG_OPTIONS = ("input", "models", "retriever", "k", "out", "slug", "device", "discriminative", "metrics",

@@ -15,8 +15,9 @@ it was created) and heartbeat (since the last one), in s/m/h/d.
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from models_runtime.job_history import history_lines
-from models_runtime.jobs import JobParamsError, cancel_job, requeue_job, requeue_stale_jobs
+from models_runtime.job_support.job_history import history_lines
+from models_runtime.job_support.kinds import JobParamsError
+from models_runtime.jobs import cancel_job, requeue_job, requeue_stale_jobs
 from models_runtime.models import Job
 from models_runtime.views import ago
 

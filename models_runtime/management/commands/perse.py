@@ -5,7 +5,7 @@ per annotator): stores one prediction per (item, annotator, aspect) and prints t
 {"study", "evaluator", "predictions", "unparsed", "na", "skipped", "created", "updated"}."""
 from django.core.management.base import BaseCommand
 
-from models_runtime.job_commands import add_wait_argument, check_outcome, run_command_job
+from models_runtime.job_support.job_commands import add_wait_argument, check_outcome, run_command_job
 from models_runtime.judges.cli import add_model_arguments, print_json
 
 

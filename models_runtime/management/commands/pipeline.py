@@ -12,7 +12,13 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from models_runtime.job_commands import USER_ERRORS, add_wait_argument, check_outcome, job_summary, run_command_job
+from models_runtime.job_support.job_commands import (
+    USER_ERRORS,
+    add_wait_argument,
+    check_outcome,
+    job_summary,
+    run_command_job,
+)
 from models_runtime.pipeline import dry_run
 from models_runtime.plans import read_plan, validate_plan
 

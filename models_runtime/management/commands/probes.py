@@ -16,7 +16,7 @@ section, models_runtime/ip/plan.py), as a resumable `ip` job. Prints the job's r
 "n_samples", ...}], "questions": [per-question rows], "files": {name: path}, ...}."""
 from django.core.management.base import BaseCommand, CommandError
 
-from models_runtime.job_commands import USER_ERRORS, add_wait_argument, check_outcome, run_command_job
+from models_runtime.job_support.job_commands import USER_ERRORS, add_wait_argument, check_outcome, run_command_job
 from models_runtime.judges.cli import add_model_arguments, print_json
 from models_runtime.judges.probes import SUFFIX
 

@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from models_runtime.job_commands import add_wait_argument, check_outcome, job_summary, run_command_job
+from models_runtime.job_support.job_commands import add_wait_argument, check_outcome, job_summary, run_command_job
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ redelivered message found its worker gone), an error (the job failed), a cancel.
 requeued after a lost worker so shows what happened to its first attempt, not only that it
 took two; `manage.py jobs show ID` and the study's jobs page list the entries by attempt.
 """
-from .models import Job
+from ..models import Job
 
 
 def lost_worker(job: Job, now) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 from humeval.jsonl import loads_line
 
-from .jobs import JobParamsError
+from .kinds import JobParamsError
 
 MAX_LINE_BYTES = 64 << 20  # one record (with its profile) at most
 MAX_ERRORS_SHOWN = 20

@@ -9,12 +9,12 @@ from django.shortcuts import redirect, render
 
 from annotate.services import get_study, is_admin
 
-from .backends.config import ModelNotAvailable
-from .job_files import redact
-from .jobs import JobParamsError
-from .metrics.registry import UnknownMetric
-from .models import Job
-from .plans import start_uploaded_plan
+from ..backends.config import ModelNotAvailable
+from ..job_support.job_files import redact
+from ..job_support.kinds import JobParamsError
+from ..metrics.registry import UnknownMetric
+from ..models import Job
+from ..plans import start_uploaded_plan
 
 
 @login_required

@@ -13,7 +13,7 @@ import logging
 from celery.beat import PersistentScheduler
 from django.db import close_old_connections, connection
 
-from .jobs import requeue_stale_jobs
+from ..jobs import requeue_stale_jobs
 
 logger = logging.getLogger(__name__)
 

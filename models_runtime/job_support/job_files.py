@@ -16,16 +16,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from .jobs import (
-    CLI_ONLY_PARAMS,
-    JobParamsError,
-    create_job,
-    get_job_kind,
-    job_dir,
-    start_job,
-    validate_params,
-)
-from .models import Job, study_slug
+from ..jobs import create_job, start_job, validate_params
+from ..models import Job, study_slug
+from .kinds import CLI_ONLY_PARAMS, JobParamsError, get_job_kind, job_dir
 
 # An absolute path in a text: a '/' that starts a word (not a URL's or a path's inner '/').
 _SERVER_PATH = re.compile(r"(?<![\w.:/~%-])/([^\s/'\"(),;]+)[^\s'\"(),;]*")

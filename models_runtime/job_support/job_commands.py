@@ -15,11 +15,13 @@ import json
 
 from django.core.management.base import CommandError
 
-from .backends.config import ModelNotAvailable
-from .jobs import get_job_kind, interrupt_job, job_errors, prepare_job, run_job, start_job, uses_broker
-from .metrics.registry import UnknownMetric
-from .models import Job
-from .progress import ProgressBar, wait_for_job
+from ..backends.config import ModelNotAvailable
+from ..jobs import interrupt_job, prepare_job, run_job, start_job, uses_broker
+from ..metrics.registry import UnknownMetric
+from ..models import Job
+from ..progress import ProgressBar, wait_for_job
+from .kinds import get_job_kind
+from .reporting import job_errors
 
 # Raised while checking a command's parameters: the user's mistake, shown without a traceback.
 USER_ERRORS = (ValueError, ModelNotAvailable, UnknownMetric, FileNotFoundError, PermissionError)

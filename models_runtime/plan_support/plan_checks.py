@@ -6,9 +6,9 @@ plans -> pipeline -> steps).
 """
 from pathlib import Path
 
-from .backends.base import POSTPROCESSORS
-from .jobs import JobParamsError
-from .lamp import DEFAULT_BUDGET
+from ..backends.base import POSTPROCESSORS
+from ..job_support.kinds import JobParamsError
+from ..lamp import DEFAULT_BUDGET
 from .suggest import did_you_mean
 
 GENERATION_KEYS = ("max_tokens", "temperature", "stop", "postprocess", "budget")
