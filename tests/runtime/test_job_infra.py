@@ -126,7 +126,9 @@ def test_upload_run_in_a_thread_and_download_the_exact_bytes(client, monkeypatch
                           "out": str(job_dir(job.pk) / "batch.jsonl")}
     got_input = client.get(f"/api/jobs/{job.pk}/files/input.jsonl")
     assert (got_input.status_code, b"".join(got_input.streaming_content)) == (200, uploaded)
-    client.force_login(researcher)
+    client.force_login(researcher)  # the job is about study pasta-x, which does not exist (yet): admins only
+    assert client.get(f"/api/jobs/{job.pk}/files/batch.jsonl").status_code == 404
+    client.force_login(admin)
     got = client.get(f"/api/jobs/{job.pk}/files/batch.jsonl")
     written = (job_dir(job.pk) / "batch.jsonl").read_bytes()
     assert (got.status_code, b"".join(got.streaming_content)) == (200, written)
