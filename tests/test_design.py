@@ -134,8 +134,10 @@ def test_solve_items_finds_the_smallest_design():
     ({**BASE, "systems": {"a": 1}}, "'systems' must map 2 to 8 system ids to strengths (numbers), got {'a': 1}"),
     ({**BASE, "power": 1.5}, "'power' must be between 0 and 1, got 1.5"),
     ({**BASE, "kind": "scalar_rating"},
-     "'kind' 'scalar_rating': design simulates the pairwise kinds (pairwise_alignment, explanation_choice, "
-     "aspect_pairwise)"),
+     "'kind' 'scalar_rating': design simulates the kinds that compare candidates against a reference in pairs "
+     "(pairwise_alignment, explanation_choice)"),
+    ({k: v for k, v in BASE.items() if k != "kind"},
+     "'kind' must name a study kind (pairwise_alignment, explanation_choice), got None"),
 ])
 def test_bad_designs_are_refused_with_the_reason(raw, message):
     with pytest.raises(DesignInvalid) as refused:
@@ -168,7 +170,8 @@ def test_a_pilot_supplies_the_strengths_and_position_bias_from_its_report(tmp_pa
     study, _ = create_simulated_study()
     report, _ = study_report(study)
     path = tmp_path / "design.json"
-    path.write_text(json.dumps({"pilot": SLUG, "items": 12, "annotations_per_item": 3, "annotators": 6,
+    path.write_text(json.dumps({"kind": "pairwise_alignment", "pilot": SLUG, "items": 12, "annotations_per_item": 3,
+                                "annotators": 6,
                                 "targets": [{"test": "rank_separation", "a": "profile-rag", "b": "random-profile"}]}))
     out = io.StringIO()
     call_command("design", str(path), "--simulations", "4", "--workers", "1", stdout=out)

@@ -5,14 +5,14 @@ import difflib
 import math
 from dataclasses import dataclass, field
 
-from annotate.kinds import UnknownKind, get_kind
+from annotate.kinds import UnknownKind, all_kinds, get_kind
+from annotate.kinds.two_candidate import ReferenceChoiceKind
 
 KEYS = ("kind", "systems", "items", "annotations_per_item", "annotators", "item_sd", "annotator_sd",
         "position_bias", "pilot", "targets", "power", "simulations", "seed")
 TESTS = ("win_rate", "rank_separation", "alpha_width")
 TARGET_KEYS = {"win_rate": ("test", "system", "against"), "rank_separation": ("test", "a", "b"),
                "alpha_width": ("test", "width")}
-PAIRWISE_KINDS = ("pairwise_alignment", "explanation_choice", "aspect_pairwise")
 MAX_SYSTEMS = 8
 
 
@@ -84,19 +84,27 @@ def _targets(raw, systems, errors):
     return out
 
 
+def simulated_kinds() -> list[str]:
+    """The kinds a design can simulate: a choice between two of an item's candidates
+    (their items hold `input`, `reference` and `candidates`, as the simulation builds them)."""
+    return [k.name for k in all_kinds() if isinstance(k, ReferenceChoiceKind)]
+
+
 def parse_design(obj) -> Design:
     """A Design from the JSON object, or DesignInvalid naming every problem."""
     if not isinstance(obj, dict):
         raise DesignInvalid(["the design must be a JSON object"])
     errors = [_unknown(k, KEYS, "") for k in obj if k not in KEYS]
-    kind = obj.get("kind", "pairwise_alignment")
+    kind = obj.get("kind")
+    simulated = simulated_kinds()
     try:
         get_kind(kind)
     except UnknownKind:
-        errors.append(f"'kind' {kind!r} is not a study kind")
+        errors.append(f"'kind' must name a study kind ({', '.join(simulated)}), got {kind!r}")
     else:
-        if kind not in PAIRWISE_KINDS:
-            errors.append(f"'kind' {kind!r}: design simulates the pairwise kinds ({', '.join(PAIRWISE_KINDS)})")
+        if kind not in simulated:
+            errors.append(f"'kind' {kind!r}: design simulates the kinds that compare candidates against a "
+                          f"reference in pairs ({', '.join(simulated)})")
     systems = obj.get("systems")
     if obj.get("pilot") is None and (not isinstance(systems, dict) or not 2 <= len(systems) <= MAX_SYSTEMS
                                      or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
