@@ -1,10 +1,12 @@
 """Issue 32: an existing database upgrades across the reorganisation of annotate/ into
-rooms. The code of the last commit before it (BASE, taken from git) migrates a fresh
-PostgreSQL database, fills it with the demo studies and imported judgments and writes every
-study's report; then this checkout migrates the same database: no migration is left to
-apply (the rooms kept the app label and every migration), every table keeps every row,
-and every report (JSON and CSV) is the same, byte for byte. (A later change that alters a
-report on purpose moves BASE to its own parent.)"""
+rooms. The code of main before this work (BASE, taken from git) migrates a fresh PostgreSQL
+database and fills it with the demo studies and imported judgments; then this checkout
+migrates the same database: the migrations of BASE stay applied, the new ones (added by
+other changes of the same release, e.g. 0012's crowd-integrity columns) apply on top, and
+every table keeps every row (the bookkeeping tables gain exactly the new migrations and the
+new models' content types and permissions). The reports (JSON and CSV) that the code just
+before the rooms (PRE_ROOMS: every other change of the release, which alter some reports on
+purpose) writes from that database are the same, byte for byte, as this checkout's."""
 import json
 import os
 import subprocess
@@ -19,7 +21,9 @@ import psycopg
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BASE = "9bcaaa9"  # main before annotate/ was split into rooms
+BASE = "9bcaaa9"  # main before this release: the database is filled by its code
+PRE_ROOMS = "3a4ab8d"  # the release's other changes merged, annotate/ not yet in rooms
+BOOKKEEPING = ("django_migrations", "django_content_type", "auth_permission")
 
 pytestmark = [pytest.mark.postgres("the upgrade is checked on PostgreSQL, the production database"),
               pytest.mark.slow]
@@ -91,12 +95,27 @@ def upgrade_db():
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def test_a_database_filled_at_base_upgrades_with_every_row_and_the_same_reports(tmp_path, upgrade_db):
-    archive = subprocess.run(["git", "archive", BASE, "annotate", "evaluation", "humeval", "models_runtime",
+def checkout(commit: str, where: Path) -> Path:
+    archive = subprocess.run(["git", "archive", commit, "annotate", "evaluation", "humeval", "models_runtime",
                               "templates", "static", "manage.py"], cwd=ROOT, capture_output=True, check=True)
-    old = tmp_path / "base"
     with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
-        tar.extractall(old, filter="data")
+        tar.extractall(where, filter="data")
+    return where
+
+
+def new_migrations() -> tuple[list[list[str]], int]:
+    """([app, name] of each migration added since BASE, models those migrations create)."""
+    names = subprocess.run(["git", "diff", "--name-only", "--diff-filter=A", BASE, "HEAD", "--",
+                            "annotate/migrations", "models_runtime/migrations"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    added = sorted(n for n in names if Path(n).name[:4].isdigit())
+    created = sum((ROOT / n).read_text().count("migrations.CreateModel(") for n in added)
+    return [[n.split("/")[0], Path(n).stem] for n in added], created
+
+
+def test_a_database_filled_at_base_upgrades_with_every_row_and_the_same_reports(tmp_path, upgrade_db):
+    old = checkout(BASE, tmp_path / "base")
+    pre_rooms = checkout(PRE_ROOMS, tmp_path / "pre_rooms")
     env = {**os.environ, "DATABASE_URL": upgrade_db, "DJANGO_SETTINGS_MODULE": "humeval.test_settings",
            "PYTHONDONTWRITEBYTECODE": "1", "HUMEVAL_VAR_DIR": str(tmp_path / "var")}
     (tmp_path / "fill.py").write_text(FILL)
@@ -104,17 +123,22 @@ def test_a_database_filled_at_base_upgrades_with_every_row_and_the_same_reports(
 
     run(old, env, "manage.py", "migrate", "--noinput")
     run(old, env, str(tmp_path / "fill.py"), str(tmp_path / "judgments.csv"))
-    run(old, env, str(tmp_path / "reports.py"), str(tmp_path / "before.json"))
-    before = json.loads((tmp_path / "before.json").read_text())
+    run(old, env, str(tmp_path / "reports.py"), str(tmp_path / "base.json"))
+    base = json.loads((tmp_path / "base.json").read_text())
 
     run(ROOT, env, "manage.py", "migrate", "--noinput")
+    run(pre_rooms, env, str(tmp_path / "reports.py"), str(tmp_path / "before.json"))
     run(ROOT, env, str(tmp_path / "reports.py"), str(tmp_path / "after.json"))
-    after = json.loads((tmp_path / "after.json").read_text())
+    before, after = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("before", "after"))
 
-    assert before["rows"]["annotate_judgment"] > 0 and before["rows"]["annotate_item"] > 0
-    assert len(before["reports"]) == 2 * before["rows"]["annotate_study"]
-    # Every table keeps every row; the rooms added no migration (a later change may add some,
-    # after these).
-    assert {table: after["rows"].get(table) for table in before["rows"]} == before["rows"]
-    assert after["migrations"][:len(before["migrations"])] == before["migrations"]
+    assert base["rows"]["annotate_judgment"] > 0 and base["rows"]["annotate_item"] > 0
+    assert len(after["reports"]) == 2 * base["rows"]["annotate_study"]
+    # Every data table keeps every row; the bookkeeping tables gain the new migrations, and
+    # the content type and 4 permissions of each model they create.
+    added, created = new_migrations()
+    assert {t: after["rows"].get(t) for t in base["rows"] if t not in BOOKKEEPING} == {
+        t: n for t, n in base["rows"].items() if t not in BOOKKEEPING}
+    assert after["migrations"] == base["migrations"] + added
+    assert after["rows"]["django_content_type"] == base["rows"]["django_content_type"] + created
+    assert after["rows"]["auth_permission"] == base["rows"]["auth_permission"] + 4 * created
     assert after["reports"] == before["reports"]

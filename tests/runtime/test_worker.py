@@ -53,7 +53,8 @@ def database_url():
 def start_worker(queue, log):
     env = dict(os.environ, DATABASE_URL=database_url(), CELERY_BROKER_URL=BROKER, CELERY_TASK_DEFAULT_QUEUE=queue,
                CELERY_VISIBILITY_TIMEOUT="5", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               HUMEVAL_JOB_HEARTBEAT_SECONDS="0.2")
+               HUMEVAL_JOB_HEARTBEAT_SECONDS="0.2",
+               HUMEVAL_LOG_LEVEL="INFO")  # the level a deployment sets (scripts/test.sh quiets the suite to WARNING)
     env.pop("TEST_DATABASE_NAME", None)
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "humeval", "worker", "-Q", queue, "-P", "solo", "-c", "1",
