@@ -42,6 +42,7 @@ Input: one row per comparison, i.e. per non-gold judgment of a choice question: 
 """
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -151,6 +152,30 @@ def _loglik(theta: np.ndarray, w: np.ndarray) -> np.ndarray:
     return -(w * np.logaddexp(0.0, -d)).sum(axis=(1, 2))
 
 
+def _loglik_rows(w: np.ndarray, theta: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    return _loglik(theta, w[rows])
+
+
+def halved_step(th: np.ndarray, step: np.ndarray, ll: np.ndarray,
+                loglik: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One damped Newton step of a batch of fits (B, S): `th + step`, each row's step halved
+    (up to 60 times) while it lowers that row's log-likelihood below `ll` (B,).
+    `loglik(theta_rows, row_indices)` is the model's log-likelihood of those rows. Returns
+    (new strengths, their log-likelihoods, the scale each step kept). Shared by every
+    strength model fitted by Newton's method (Bradley-Terry here, Plackett-Luce)."""
+    scale = np.ones(len(th))
+    new = th + step
+    new_ll = loglik(new, np.arange(len(th)))
+    for _ in range(60):  # halve the steps that lowered the likelihood
+        worse = new_ll < ll - 1e-12 * np.abs(ll)
+        if not worse.any():
+            break
+        scale[worse] /= 2
+        new[worse] = th[worse] + scale[worse, None] * step[worse]
+        new_ll[worse] = loglik(new[worse], np.flatnonzero(worse))
+    return new, new_ll, scale
+
+
 def fit_batch(w: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Bradley-Terry strengths (B, S) of B win matrices (B, S, S), each strongly connected,
     by Newton's method from `start` (B, S) with step halving (module docstring)."""
@@ -175,16 +200,7 @@ def fit_batch(w: np.ndarray, start: np.ndarray) -> np.ndarray:
         lap[:, idx, idx] = q.sum(axis=2)
         step = np.linalg.solve(lap + pin, grad[:, :, None])[:, :, 0]
         step -= step.mean(axis=1, keepdims=True)
-        scale = np.ones(len(active))
-        new = th + step
-        new_ll = _loglik(new, wa)
-        for _ in range(60):  # halve the steps that lowered the likelihood
-            worse = new_ll < ll[active] - 1e-12 * np.abs(ll[active])
-            if not worse.any():
-                break
-            scale[worse] /= 2
-            new[worse] = th[worse] + scale[worse, None] * step[worse]
-            new_ll[worse] = _loglik(new[worse], wa[worse])
+        new, new_ll, scale = halved_step(th, step, ll[active], partial(_loglik_rows, wa))
         theta[active], ll[active] = new, new_ll
         moved = np.abs(scale[:, None] * step).max(axis=1)
         active = active[moved > STEP_TOL]

@@ -4,6 +4,7 @@
 import difflib
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 from annotate.kinds import UnknownKind, all_kinds, get_kind
 from annotate.kinds.two_candidate import ReferenceChoiceKind
@@ -95,12 +96,12 @@ def parse_design(obj) -> Design:
     if not isinstance(obj, dict):
         raise DesignInvalid(["the design must be a JSON object"])
     errors = [_unknown(k, KEYS, "") for k in obj if k not in KEYS]
-    kind = obj.get("kind")
+    kind = str(obj.get("kind"))
     simulated = simulated_kinds()
     try:
-        get_kind(kind)
+        get_kind(cast(str, obj.get("kind")))  # whatever the file holds: not a kind's name is UnknownKind
     except UnknownKind:
-        errors.append(f"'kind' must name a study kind ({', '.join(simulated)}), got {kind!r}")
+        errors.append(f"'kind' must name a study kind ({', '.join(simulated)}), got {obj.get('kind')!r}")
     else:
         if kind not in simulated:
             errors.append(f"'kind' {kind!r}: design simulates the kinds that compare candidates against a "

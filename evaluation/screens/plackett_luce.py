@@ -45,6 +45,7 @@ bootstrap interval over items.
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import combinations
 from typing import Any
 
@@ -58,6 +59,7 @@ from evaluation.ranking import (
     STEP_TOL,
     Comparisons,
     distinct_rows,
+    halved_step,
     reach,
     resampled_sums,
     strength_table,
@@ -205,6 +207,10 @@ def _loglik(theta: np.ndarray, won: np.ndarray, n: np.ndarray, sets: np.ndarray)
     return np.asarray((won * theta).sum(axis=1) - (n * _choice_probabilities(theta, sets)[1]).sum(axis=1))
 
 
+def _loglik_rows(won: np.ndarray, n: np.ndarray, sets: np.ndarray, theta: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    return _loglik(theta, won[rows], n[rows], sets)
+
+
 def fit_batch(won: np.ndarray, n: np.ndarray, sets: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Plackett-Luce strengths (B, S) of B statistics (won (B, S), n (B, M) over `sets`
     (M, S)), each with a strongly connected beats graph, by Newton's method from `start`
@@ -226,16 +232,7 @@ def fit_batch(won: np.ndarray, n: np.ndarray, sets: np.ndarray, start: np.ndarra
         hess[:, idx, idx] += expected
         step = np.linalg.solve(hess + pin, grad[:, :, None])[:, :, 0]
         step -= step.mean(axis=1, keepdims=True)
-        scale = np.ones(len(active))
-        new = th + step
-        new_ll = _loglik(new, wa, na, sets)
-        for _ in range(60):  # halve the steps that lowered the likelihood
-            worse = new_ll < ll[active] - 1e-12 * np.abs(ll[active])
-            if not worse.any():
-                break
-            scale[worse] /= 2
-            new[worse] = th[worse] + scale[worse, None] * step[worse]
-            new_ll[worse] = _loglik(new[worse], wa[worse], na[worse], sets)
+        new, new_ll, scale = halved_step(th, step, ll[active], partial(_loglik_rows, wa, na, sets))
         theta[active], ll[active] = new, new_ll
         moved = np.abs(scale[:, None] * step).max(axis=1)
         active = active[moved > STEP_TOL]

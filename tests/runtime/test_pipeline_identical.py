@@ -11,7 +11,6 @@ one item; 313 (one item): the three retrieving systems take it; 312 (empty profi
 left out as before. The live-worker test runs the chain in `celery worker`."""
 import json
 import re
-import uuid
 from io import StringIO
 
 import pytest
@@ -24,7 +23,7 @@ from models_runtime.plans import validate_plan
 from tests.factories import add_judgments, complete_assignments
 
 from .test_plans import ASK, OUTPUTS, QUESTIONS, plan
-from .test_worker import BROKER, groups_back, start_worker, stop_workers, wait_until  # noqa: F401 - fixture
+from .test_worker import BROKER, groups_back, run_in_worker  # noqa: F401 - fixture
 
 SYSTEMS = [{"id": "no-profile", "model": "fake", "retriever": "none"},
            {"id": "bm25-k1", "model": "fake", "retriever": "bm25", "k": 1},
@@ -84,7 +83,6 @@ def test_the_command_keeps_every_question_and_says_how_many_were_merged(fake_llm
 def test_a_live_worker_keeps_every_question_and_the_report_credits_each_system(
         fake_llm, groups_back, transactional_db, settings, tmp_path, monkeypatch):  # noqa: F811
     import redis
-    from celery import Celery
 
     redis.Redis.from_url(BROKER).ping()
     fake_llm.answer = titles_answer
@@ -94,16 +92,7 @@ def test_a_live_worker_keeps_every_question_and_the_report_credits_each_system(
         monkeypatch.setenv(name, value)  # the worker's settings: the fake server, this test's folders
     params = validate_plan(four_system_plan(tmp_path), tmp_path, settings.HUMEVAL_PIPELINE_DIR)
     job = Job.objects.create(kind="pipeline", params=params)
-    queue = f"humeval-test-{uuid.uuid4().hex[:8]}"
-    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed by stop_workers
-    workers = [start_worker(queue, log)]
-    try:
-        Celery("sender", broker=BROKER).send_task("models_runtime.run_job", args=[job.pk], queue=queue)
-        wait_until(lambda: Job.objects.get(pk=job.pk).state in Job.FINISHED_STATES, 300, "the chain to finish")
-    finally:
-        stop_workers(workers, [log], queue)
-    job.refresh_from_db()
-    assert job.state == "done", (tmp_path / "worker.log").read_text()
+    job = run_in_worker(job, tmp_path, "the chain to finish")
     check_batch_and_items(job.result)
     # Judgments: on each item, one per shown pair, always for the first system shown.
     study = Study.objects.get(slug="lamp4-pilot")

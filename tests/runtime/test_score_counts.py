@@ -13,17 +13,15 @@ scored on 3 items but compared on 2, showed n = 2 beside 3 items with no word wh
 now has `n_scored` 3 (the job's rows) and `n_note`.
 
 The score job runs in a live Celery worker (tests/runtime/test_worker.py's setup)."""
-import uuid
 
 import pytest
 
 from annotate.reports.data import study_report
 from annotate.studies.importing import import_batch_bytes
 from models_runtime.jobs import prepare_job
-from models_runtime.models import Job
 from tests.factories import add_judgments, complete_assignments, header, jsonl
 
-from .test_worker import BROKER, groups_back, start_worker, stop_workers, wait_until  # noqa: F401 - fixture
+from .test_worker import BROKER, groups_back, run_in_worker  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow]
 
@@ -44,22 +42,6 @@ def batch():
     return jsonl(*lines)
 
 
-def run_in_worker(job, tmp_path):
-    from celery import Celery
-
-    queue = f"humeval-test-{uuid.uuid4().hex[:8]}"
-    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed by stop_workers
-    workers = [start_worker(queue, log)]
-    try:
-        Celery("sender", broker=BROKER).send_task("models_runtime.run_job", args=[job.pk], queue=queue)
-        wait_until(lambda: Job.objects.get(pk=job.pk).state in Job.FINISHED_STATES, 300, "the score job")
-    finally:
-        stop_workers(workers, [log], queue)
-    job.refresh_from_db()
-    assert job.state == "done", (tmp_path / "worker.log").read_text()
-    return job
-
-
 @pytest.mark.postgres("the worker subprocess shares the test database; the SQLite one is in memory")
 def test_the_score_jobs_counts_and_the_reports_n_agree(fake_llm, groups_back, transactional_db, settings,  # noqa: F811
                                                        tmp_path, monkeypatch):
@@ -71,7 +53,7 @@ def test_the_score_jobs_counts_and_the_reports_n_agree(fake_llm, groups_back, tr
     monkeypatch.setenv("HUMEVAL_GENERATION_CACHE", settings.HUMEVAL_GENERATION_CACHE)
     study = import_batch_bytes(batch()).study
     job, _ = prepare_job("score", {"study": "counts", "metrics": "gemba,rouge1", "model": "fake"})
-    job = run_in_worker(job, tmp_path)
+    job = run_in_worker(job, tmp_path, "the score job")
     assert job.result["coverage"] == {"gemba": {"n_items": 3, "n_scored": 0, "n_unparsed": 3},
                                       "rouge1": {"n_items": 3, "n_scored": 3, "n_unparsed": 0}}
     pairs = {"i1": ["a|b", "a|c", "b|c"], "i2": ["a|b", "a|c", "b|c"], "i3": ["a|b"]}

@@ -62,6 +62,24 @@ def start_worker(queue, log):
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
+def run_in_worker(job, tmp_path, what="the job", timeout=300):
+    """Send `job` to a live worker on a queue of its own, wait until it ends, stop the worker;
+    the job (refreshed) must be done (the worker's log otherwise)."""
+    from celery import Celery
+
+    queue = f"humeval-test-{uuid.uuid4().hex[:8]}"
+    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed by stop_workers
+    workers = [start_worker(queue, log)]
+    try:
+        Celery("sender", broker=BROKER).send_task("models_runtime.run_job", args=[job.pk], queue=queue)
+        wait_until(lambda: type(job).objects.get(pk=job.pk).state in type(job).FINISHED_STATES, timeout, what)
+    finally:
+        stop_workers(workers, [log], queue)
+    job.refresh_from_db()
+    assert job.state == "done", (tmp_path / "worker.log").read_text()
+    return job
+
+
 def stop_workers(workers, logs, queue):
     """SIGKILL the workers still running, close their logs, drop the test queue."""
     import redis
