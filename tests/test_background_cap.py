@@ -35,6 +35,8 @@ class Concurrency:
         return counted
 
 
+@pytest.mark.postgres("20 threads refresh reports on their own connections; restoring the serialized rows "
+                     "after the test fails on SQLite's in-memory test database (duplicate content types)")
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)  # leaves the database as it found it
 def test_twenty_simultaneous_refresh_requests_never_run_more_than_the_cap(settings, monkeypatch):
     settings.HUMEVAL_BACKGROUND_THREADS = 3
