@@ -258,6 +258,11 @@ def _pairwise_item(entry):
     return item
 
 
+# The kind of the demo's study with simulated judgments (annotate/studies/demo_simulated.py):
+# the ExPerT alignment study, compared over four systems.
+SIMULATED_STUDY_KIND = PAIRWISE_ALIGNMENT
+
+
 def pairwise_batch(slug):
     head = {"study": {"slug": slug, "kind": PAIRWISE_ALIGNMENT,
                       "title": "Which reply sounds like its author?",

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from annotate.models import Study
-from annotate.studies.demo_data import unigram_f1
+from annotate.studies.demo_data import SIMULATED_STUDY_KIND, unigram_f1
 from annotate.studies.importing import import_batch_bytes
 from annotate.studies.judgments_io import import_judgments
 from evaluation.vocabulary import CHOICE_QUESTION
@@ -54,7 +54,7 @@ def _texts(index):
 
 def batch_bytes():
     header = {"study": {
-        "slug": SLUG, "kind": "pairwise_alignment", "annotations_per_item": 6,
+        "slug": SLUG, "kind": SIMULATED_STUDY_KIND, "annotations_per_item": 6,
         "title": "Four systems, SIMULATED judgments (demo of a full report)",
         "instructions": ("**Simulated data.** The judgments of this demo study were drawn by a program from a "
                          "Bradley-Terry model, not given by people. Pick the response closer to the user's own text.")}}
