@@ -21,8 +21,8 @@ from pathlib import Path
 
 from annotate import services
 from evaluation.lamp_metrics import METRIC_TASKS, canonical_task
-from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 from evaluation.vocabulary import CHOICE_QUESTION, TIE, USEFULNESS_QUESTION
+from models_runtime.plan_support.plan_kinds import ALIGNMENT_KIND
 
 from .backends.config import ModelNotAvailable, model_spec
 from .ip import plan as ip_plan
@@ -66,7 +66,7 @@ def check_study(check: Check, study) -> dict | None:
     slug = study.get("slug")
     if not (isinstance(slug, str) and SLUG_RE.match(slug)):
         check.add("study.slug", f"must be 1-50 lowercase letters, digits or '-', got {shown(slug)}")
-    kind = study.get("kind", PAIRWISE_ALIGNMENT)
+    kind = study.get("kind", ALIGNMENT_KIND)
     if kind not in PLAN_KINDS:
         check.add("study.kind", f"a plan builds {', '.join(PLAN_KINDS)} studies, got {shown(kind)}"
                                 f"{did_you_mean(str(kind), PLAN_KINDS)}")

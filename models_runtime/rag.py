@@ -1,7 +1,7 @@
 """The `rag` job (`manage.py generate rag`): LaMP-style personalized candidates.
 
 For each LaMP record (`{"id", "input", "profile": [...], "output"}`) retrieve k profile
-items, build the LaMP prompt, generate, and write an alignment batch (kind PAIRWISE_ALIGNMENT) with the
+items, build the LaMP prompt, generate, and write an alignment batch (the runtime's ALIGNMENT_KIND) with the
 expected output as `reference`. Two models: one candidate each, both with the profile
 (ids `<model>-<retriever>`). One model: with and without the profile (`<model>-<retriever>`,
 `<model>-noprofile`). Each record's candidates are the checkpointed result of its item, so
@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from evaluation.report.kinds import PAIRWISE_ALIGNMENT
+from models_runtime.plan_support.plan_kinds import ALIGNMENT_KIND
 
 from .backends.base import SamplingParams
 from .backends.config import model_spec
@@ -237,7 +237,7 @@ def rag_finish(job):
     if p.get("discriminative"):
         _metric_scores(items, p["metrics"], p.get("device"))
         items = pick_discriminative(items, p["discriminative"])
-    header = {"study": {"slug": p["slug"], "kind": PAIRWISE_ALIGNMENT,
+    header = {"study": {"slug": p["slug"], "kind": ALIGNMENT_KIND,
                         "title": p.get("title") or "Which response is closer to the user's own text?",
                         "instructions": p.get("instructions") or (
                             "Read the request and the user's own expected output, then pick the response "

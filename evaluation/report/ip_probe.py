@@ -1,4 +1,4 @@
-"""The report key `ip_probe` of an alignment study (kind PAIRWISE_ALIGNMENT) built from an implicit-
+"""The report key `ip_probe` of a pairwise alignment study built from an implicit-
 personalization probe (models_runtime/ip/study.py): per (model, cue pair, score), the
 probe's Delta (copied from the items' `ip_probe` prediction rows, computed by the probe
 over all its samples) beside the human preference rate: the share of decided items whose

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from evaluation.csv_cells import SafeWriter
 from evaluation.personalization.ip_effect import label_counts, label_of, label_scores, label_shifts, pair_effect
-from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 from evaluation.vocabulary import DEFAULT_MODEL
+from models_runtime.plan_support.plan_kinds import ALIGNMENT_KIND
 
 from ..backends.base import SamplingParams
 from ..backends.config import model_spec
@@ -102,7 +102,7 @@ def validate_generation(gen) -> dict:
 
 
 def validate_human_study(header) -> dict | None:
-    """The optional alignment study (PAIRWISE_ALIGNMENT) of the cue-conditioned answers."""
+    """The optional alignment study (ALIGNMENT_KIND) of the cue-conditioned answers."""
     if header in (None, {}):
         return None
     from annotate import services
@@ -113,12 +113,12 @@ def validate_human_study(header) -> dict | None:
     slug = header.get("slug")
     _need(isinstance(slug, str) and STUDY_SLUG.fullmatch(slug), "human study: slug must be 1-50 of a-z, 0-9, -")
     _need(isinstance(header.get("title"), str) and header["title"].strip(), "human study: title is required")
-    _need(header.get("kind", PAIRWISE_ALIGNMENT) == PAIRWISE_ALIGNMENT,
-          f"human study: kind must be {PAIRWISE_ALIGNMENT}")
+    _need(header.get("kind", ALIGNMENT_KIND) == ALIGNMENT_KIND,
+          f"human study: kind must be {ALIGNMENT_KIND}")
     existing = services.get_study(slug)
-    _need(existing is None or existing.kind == PAIRWISE_ALIGNMENT,
-          f"human study: {slug!r} exists and is {existing.kind if existing else ''}, not {PAIRWISE_ALIGNMENT}")
-    return dict(header, kind=PAIRWISE_ALIGNMENT)
+    _need(existing is None or existing.kind == ALIGNMENT_KIND,
+          f"human study: {slug!r} exists and is {existing.kind if existing else ''}, not {ALIGNMENT_KIND}")
+    return dict(header, kind=ALIGNMENT_KIND)
 
 
 RUN_PARAMS = ("server_paths", "chunk_size", "retries", "retry_delay_seconds", "throttle_seconds")

@@ -1,4 +1,4 @@
-"""The human side of an implicit-personalization probe: an alignment study (PAIRWISE_ALIGNMENT) that asks
+"""The human side of an implicit-personalization probe: an alignment study (the runtime's ALIGNMENT_KIND) that asks
 "which answer suits this user?".
 
 One item per (model, question, cue pair b0/b1, user cue u in {b0, b1}): the request is the

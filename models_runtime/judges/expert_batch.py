@@ -1,4 +1,4 @@
-"""Turn an alignment batch (kind PAIRWISE_ALIGNMENT) into an explanation batch
+"""Turn an alignment batch (the runtime's ALIGNMENT_KIND) into an explanation batch
 (EXPLANATION_CHOICE): ExPerT explains both candidates of every item against its reference,
 in one ExPerT run over all candidates."""
 import json

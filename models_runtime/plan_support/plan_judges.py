@@ -10,7 +10,7 @@ job's params).
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evaluation.report.kinds import PAIRWISE_ALIGNMENT
+from models_runtime.plan_support.plan_kinds import ALIGNMENT_KIND
 
 
 @dataclass(frozen=True)
@@ -22,9 +22,9 @@ class PlanJudge:
 
 
 PLAN_JUDGES: dict[str, PlanJudge] = {
-    "gemba": PlanJudge(kinds=(PAIRWISE_ALIGNMENT,)),
-    "geval": PlanJudge(kinds=(PAIRWISE_ALIGNMENT,)),
-    "expert": PlanJudge(kinds=(PAIRWISE_ALIGNMENT,)),
+    "gemba": PlanJudge(kinds=(ALIGNMENT_KIND,)),
+    "geval": PlanJudge(kinds=(ALIGNMENT_KIND,)),
+    "expert": PlanJudge(kinds=(ALIGNMENT_KIND,)),
 }
 
 

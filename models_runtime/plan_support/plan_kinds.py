@@ -20,6 +20,10 @@ from dataclasses import dataclass
 
 from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 
+# The kind of the batches the runtime writes (generation, LaMP rag, probes' human side, ExPerT's
+# input): the one place the runtime names it; every other runtime module imports this.
+ALIGNMENT_KIND = PAIRWISE_ALIGNMENT
+
 Builder = Callable[[dict, list[dict], dict], "list[dict] | str"]
 
 

@@ -11,8 +11,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate import services
-from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 from models_runtime.job_support.job_commands import add_wait_argument, check_outcome, job_summary, run_command_job
+from models_runtime.plan_support.plan_kinds import ALIGNMENT_KIND
 from models_runtime.retrieval import RETRIEVERS
 
 RAG_OPTIONS = ("input", "models", "retriever", "k", "out", "slug", "device", "discriminative", "metrics",
@@ -38,7 +38,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="what", required=True)
-        rag = sub.add_parser("rag", help=f"LaMP records in, a {PAIRWISE_ALIGNMENT} batch out")
+        rag = sub.add_parser("rag", help=f"LaMP records in, a {ALIGNMENT_KIND} batch out")
         rag.add_argument("--input", required=True)
         rag.add_argument("--models", required=True, help="one or two names from HUMEVAL_MODELS (smollm2 always exists)")
         rag.add_argument("--retriever", required=True, choices=RETRIEVERS)
