@@ -15,6 +15,8 @@ import json
 import statistics
 from collections import Counter
 
+from django.db.models import Count
+
 from annotate.kinds import get_kind
 from annotate.models import Participant
 from annotate.participants.recruitment import places_limit, recruits
@@ -58,11 +60,10 @@ def _rater_pool(study, report, pay):
             (report.get("excluded_annotators") or {}).values()).items())],
     }
     if recruits(study):
-        ended = Participant.objects.filter(study=study, finished_at__isnull=True).exclude(ended="")
-        for ending, words in ENDINGS.items():
-            n = ended.filter(ended=ending).count()
-            if n:
-                pool["exclusions"].append({"reason": words, "n": n})
+        ended = dict(Participant.objects.filter(study=study, finished_at__isnull=True, ended__in=ENDINGS)
+                     .values_list("ended").annotate(n=Count("id")).order_by())  # one query for every ending
+        pool["exclusions"] += [{"reason": words, "n": ended[ending]} for ending, words in ENDINGS.items()
+                               if ended.get(ending)]
     skipped = report.get("skipped") or {}
     for reason, n in sorted((skipped.get("by_reason") or {}).items()):
         pool["exclusions"].append({"reason": f"item skipped: {reason}", "n": n})
