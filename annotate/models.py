@@ -101,6 +101,11 @@ class Item(models.Model):
     # Completed + open (unexpired) assignments; kept in step by the assignment engine.
     n_assigned = models.PositiveIntegerField(default=0)
     n_completed = models.PositiveIntegerField(default=0)
+    # Whether humans are offered the item at all (`human_share`, `allocation:
+    # "judge_uncertain"`: the others are scored by evaluators alone), and the probability
+    # with which it was drawn for humans (None: not drawn at random, every item offered).
+    offered = models.BooleanField(default=True)
+    offer_probability = models.FloatField(null=True, blank=True)
 
     objects = ItemQuerySet.as_manager()
 
@@ -134,11 +139,22 @@ class Assignment(models.Model):
     # slot went back to the pool and this annotator is not given the item again.
     skipped = models.BooleanField(default=False)
     extensions = models.PositiveSmallIntegerField(default=0)  # times the owner extended expires_at
+    # The probability with which the study's allocation chose what this assignment shows
+    # (`allocation: "adaptive"`: its pair); None under the balanced rule.
+    probability = models.FloatField(null=True, blank=True)
+    # A test-retest repeat (header `retest`) of this annotator's earlier assignment of the
+    # item; None for a first showing. Repeats are never paid for and excluded from statistics.
+    repeat_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="repeats")
 
     objects = AssignmentQuerySet.as_manager()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["item", "annotator"], name="assignment_once_per_annotator")]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], condition=models.Q(repeat_of__isnull=True),
+                                    name="assignment_once_per_annotator"),
+            models.UniqueConstraint(fields=["item", "annotator"], condition=models.Q(repeat_of__isnull=False),
+                                    name="assignment_repeat_once"),
+        ]
         indexes = [
             models.Index(fields=["study", "annotator", "completed_at"], name="assignment_open_idx"),
             models.Index(fields=["study", "completed_at", "expires_at"], name="assignment_expiry_idx"),
@@ -164,10 +180,15 @@ class Judgment(models.Model):
     # never a rejection; None: not reported (an API client, an older page).
     pastes = models.PositiveIntegerField(null=True, blank=True)
     focus_losses = models.PositiveIntegerField(null=True, blank=True)
+    # The judgment this one repeats (test-retest, header `retest`); None for a first answer.
+    repeat_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="repeats")
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["item", "annotator", "question"], name="judgment_once"),
+            models.UniqueConstraint(fields=["item", "annotator", "question"],
+                                    condition=models.Q(repeat_of__isnull=True), name="judgment_once"),
+            models.UniqueConstraint(fields=["item", "annotator", "question"],
+                                    condition=models.Q(repeat_of__isnull=False), name="judgment_repeat_once"),
         ]
         indexes = [models.Index(fields=["study", "question"], name="judgment_report_idx"),
                    models.Index(fields=["study", "id"], name="judgment_version_idx")]  # report version
