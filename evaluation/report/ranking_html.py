@@ -11,6 +11,12 @@ from . import figures
 from .markup import Report, figure, interval, num, pval, table
 
 
+def model_name(part: Report) -> str:
+    """The strength model's name (a kind whose ranking is not Bradley-Terry's names its own
+    in `ranking_detail.model_name`: Plackett-Luce for listwise rankings)."""
+    return (part.get("ranking_detail") or {}).get("model_name") or "Bradley-Terry"
+
+
 def _systems(part: Report) -> list[str]:
     """Systems in rank order when there is a ranking, else in name order."""
     ranking = part.get("ranking")
@@ -39,9 +45,13 @@ def system_table(part: Report, systems: dict[str, Any], name: str) -> str:
     notes = sorted({f"{m}: {e['ci_note']}" for s in systems.values() for m, e in (s.get("metrics") or {}).items()
                     if e.get("ci_note")})
     detail = part.get("ranking_detail") or {}
-    caption = (f"{name}. comparisons: the judgments that showed the system (each judgment compares the two systems "
-               "it showed; a tie is half a win each); win rate = (wins + ties/2) / comparisons, 95% CI: Wilson score "
-               "interval over those judgments (none from fewer than 5 items). strength: Bradley-Terry log strength "
+    listwise = model_name(part) != "Bradley-Terry"
+    compares = ("the pairs implied by the rankings that held the system (every two outputs of a ranking are one "
+                "comparison, the higher wins, the same rank is a tie" if listwise else
+                "the judgments that showed the system (each judgment compares the two systems it showed")
+    caption = (f"{name}. comparisons: {compares}; a tie is half a win each); win rate = (wins + ties/2) / comparisons, "
+               "95% CI: Wilson score interval over those comparisons (none from fewer than 5 items). strength: "
+               f"{model_name(part)} log strength "
                "(mean 0 over the systems); its 95% CI and the rank interval: bootstrap over items "
                f"({detail.get('resamples', 2000)} resamples, seed {detail.get('seed', 0)}; "
                f"{detail.get('dropped_resamples', 0)} resamples without finite strengths dropped), rank 1 = "
@@ -83,19 +93,20 @@ def ranking_block(part: Report, prefix: str, title: str) -> str:
     names = _systems(part)
     ranking = part.get("ranking")
     detail = part.get("ranking_detail") or {}
-    n_comp, n_items = detail.get("n_comparisons", 0), detail.get("n_clusters", 0)
+    n_comp, n_items = detail.get("n_comparisons", detail.get("n_rankings", 0)), detail.get("n_clusters", 0)
+    unit = "ranking" if "n_rankings" in detail else "comparison"
     if not n_comp:
         return f'<p id="{prefix}-ranking" class="no-figure">No ranking: no judgment compares two systems yet.</p>'
     out = []
     if ranking:
         cis = [ranking[s].get("ci95") or [None, None] for s in names]
         svg = figures.forest(f"{prefix}-ranking", names, [ranking[s]["strength"] for s in names],
-                             [c[0] for c in cis], [c[1] for c in cis], "Bradley-Terry log strength (mean 0)")
+                             [c[0] for c in cis], [c[1] for c in cis], f"{model_name(part)} log strength (mean 0)")
         alt = "Ranking: " + "; ".join(f"{s} strength {num(ranking[s]['strength'])} 95% CI "
                                       f"{interval(ranking[s].get('ci95'))}" for s in names)
         out.append(figure(f"{prefix}-ranking", svg,
-                          f"{title}: Bradley-Terry strength of each system (log scale, mean 0; unit = judgment, "
-                          f"n = {n_comp} comparisons on {n_items} items), strongest on top. Lines: 95% interval, "
+                          f"{title}: {model_name(part)} strength of each system (log scale, mean 0; unit = judgment, "
+                          f"n = {n_comp} {unit}s on {n_items} items), strongest on top. Lines: 95% interval, "
                           f"bootstrap over items ({detail.get('resamples', 2000)} resamples, seed 0; "
                           f"{detail.get('dropped_resamples', 0)} dropped). Dashed line: the average system.", alt))
     else:
@@ -144,7 +155,7 @@ def correlations_ranking_table(r: Report) -> str:
     return ("<h3>Metrics against the human ranking</h3>"
             + table(["metric", "systems", "Kendall tau-b", "p", "p method"], rows,
                     "Kendall tau-b between each metric's system means (on the items of each system's human row; "
-                    "lower-is-better metrics negated) and the Bradley-Terry strengths; unit = system, n = systems; "
+                    f"lower-is-better metrics negated) and the {model_name(r)} strengths; unit = system, n = systems; "
                     "exact permutation p for n <= 9."))
 
 

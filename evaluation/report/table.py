@@ -43,6 +43,9 @@ def item_table_rows(inp: ReportInput) -> tuple[list[str], list[list[Any]]]:
         picks.setdefault(evaluator, {}).update(by)
     metrics = sorted(picks)
     columns = module.table_columns(inp) if hasattr(module, "table_columns") else {}
+    per_unit = np.bincount(units, minlength=len(unit_of)) if len(units) else np.zeros(0, dtype=np.int64)
+    if not getattr(module, "VALUE_COLUMNS", True):  # answers too many to count one column each (whole orders)
+        values = []
     header = (["item_id", "question", "is_gold", "n_judgments", "majority"]
               + [f"n_{v}" for v in values] + [f"pick_{m}" for m in metrics] + list(columns))
     rows = []
@@ -50,7 +53,8 @@ def item_table_rows(inp: ReportInput) -> tuple[list[str], list[list[Any]]]:
         item_id = str(inp.item_ids[item])
         n = [counts.get((unit, v), 0) for v in values]
         majority = labels.get(unit) if not inp.is_gold[item] else None
-        rows.append([item_id, question, int(inp.is_gold[item]), sum(n), "" if majority is None else majority]
+        rows.append([item_id, question, int(inp.is_gold[item]), int(per_unit[unit]),
+                     "" if majority is None else majority]
                     + n + [picks[m].get((item_id, question), "") for m in metrics]
                     + [cells.get((item_id, question), "") for cells in columns.values()])
     return header, rows
@@ -104,6 +108,7 @@ def _system_rows(aspect: str, part: dict[str, Any], systems: dict[str, Any]) -> 
                                                            for v in (value, lo, hi, n, clusters, method, note)])
 
     names = sorted(ranking, key=lambda s: (-ranking[s]["strength"], s)) if ranking else sorted(systems)
+    strength = (part.get("ranking_detail") or {}).get("strength_measure") or "bradley_terry_strength"
     for system in names:
         entry = systems.get(system) or {}
         human = entry.get("human") or {}
@@ -114,12 +119,12 @@ def _system_rows(aspect: str, part: dict[str, Any], systems: dict[str, Any]) -> 
             row(system, "human_ties", human.get("ties"), n=human.get("n"))
         ranked = ranking.get(system)
         if ranked:
-            row(system, "bradley_terry_strength", ranked["strength"], ranked.get("ci95"), None,
+            row(system, strength, ranked["strength"], ranked.get("ci95"), None,
                 ranked.get("n_clusters"), ranked.get("ci_method"), ranked.get("ci_reason"))
             row(system, "rank", ranked["rank"], ranked.get("rank_ci95"), None, ranked.get("n_clusters"),
                 (part.get("ranking_detail") or {}).get("rank_ci_method"), ranked.get("ci_reason"))
         elif not ranking and part.get("reason"):
-            row(system, "bradley_terry_strength", None, note=part.get("reason"))
+            row(system, strength, None, note=part.get("reason"))
         for metric, m in sorted((entry.get("metrics") or {}).items()):
             row(system, f"metric:{metric}", m.get("mean"), m.get("ci95"), m.get("n"), m.get("n_clusters"),
                 m.get("ci_method"), m.get("ci_note") or m.get("ci_reason"))

@@ -1,0 +1,265 @@
+"""The listwise ranking study's report (statistics.md, "Best-worst and listwise ranking";
+interfaces.md, report key `ranking`).
+
+Every counted judgment of question `rank` is one ranking of its item's outputs, stored as
+the candidate ids best first joined by ">" with "=" inside a tied rank (`a>b=c>d`,
+interfaces.md "Judgments CSV"; `split_order` / `join_order`). A value that does not rank
+every candidate of its item exactly once is left out and counted (`ranking_detail.n_unparsed`;
+every door refuses such answers, so this only guards data edited by hand).
+
+Keys besides the common ones (report/common.py; `agreement` is empty: the agreement of
+rankings is Kendall's W):
+- `ranking`: Plackett-Luce strengths by maximum likelihood (log scale, mean 0), item-
+  bootstrap `ci95` and `rank_ci95` (2,000 resamples, seed 0), ties by Luce's rule for tied
+  ranks (evaluation.screens.plackett_luce; docs/statistics.md); null with `reason` when the
+  strengths are not defined; `ranking_detail` (model, n_rankings, n_clusters, resamples,
+  seed, dropped_resamples, n_unparsed);
+- `kendall_w`: Kendall's W over annotators per item, mean over the items with >= 2
+  rankings, with its n and a bootstrap interval over items;
+- `systems` (per-system table: metric means on the items of its human row, `human` from
+  the implied pairs: every two outputs of a ranking are one comparison, the higher one
+  wins, the same rank is a tie), `pairwise_wins`, `pairwise_n`, `intransitivity`, and
+  `correlations_ranking` (each metric's system means against the strengths: Kendall tau-b,
+  exact p for n <= 9 systems), as the pairwise kinds report them (report/ranking.py).
+"""
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from evaluation.bootstrap import bootstrap_method, clustered_mean
+from evaluation.ranking import RESAMPLES, Comparisons, intransitivity, pairwise_n, pairwise_wins, win_matrix
+from evaluation.screens.plackett_luce import Rankings, implied_comparisons, kendall_w, plackett_luce
+from evaluation.vocabulary import TIE
+
+from ..choice import metric_scores, slot_scores
+from ..common import base_report, clean, item_majority
+from ..inputs import Judgments, ReportInput, codes_of, objects
+from ..ranking import compared_slots, correlations_ranking, human_part
+from ..systems import system_codes, system_wins, systems_table
+
+RANK_QUESTION = "rank"
+RANK_SEP = ">"  # between ranks, best first
+TIE_SEP = "="  # inside a tied rank
+MODEL_NAME = "Plackett-Luce"
+STRENGTH_MEASURE = "plackett_luce_strength"  # the per-system CSV's measure name
+VALUE_COLUMNS = False  # the per-item CSV has no n_<value> column per distinct order (up to 8! of them)
+
+REPORT_SCHEMA = {
+    "systems": {"type": "object", "additionalProperties": {"type": "object"},
+                "description": "system id -> n_items, metrics (mean, ci95 on the items of its human row), wins, "
+                               "decided, win_rate (items whose majority best is it), human (n, wins, ties, "
+                               "win_rate, ci95 over the implied pairs of the rankings)."},
+    "pairwise_wins": {"type": "object", "additionalProperties": {"type": "object"},
+                      "description": "a -> b -> times a was ranked above b (same rank 0.5)."},
+    "pairwise_n": {"type": "object", "additionalProperties": {"type": "object"},
+                   "description": "a -> b -> rankings holding both a and b."},
+    "ranking": {"type": "object", "nullable": True, "additionalProperties": {"type": "object"},
+                "description": "system id -> strength (Plackett-Luce, log, mean 0), ci95, rank, rank_ci95 (bootstrap "
+                               "over items); null with `reason` when the strengths are not defined."},
+    "reason": {"type": "string", "description": "why `ranking` is null."},
+    "ranking_detail": {"type": "object", "description": "model, n_rankings, n_clusters, resamples, seed, "
+                                                        "dropped_resamples, ci_method, n_unparsed."},
+    "kendall_w": {"type": "object", "description": "value (mean Kendall's W over items with >= 2 rankings), n (those "
+                                                   "items), n_rankings, n_items_undefined, tie_corrected, ci95, "
+                                                   "ci_method."},
+    "intransitivity": {"type": "object", "description": "circular_triads, zeta, n_systems, cycles, undecided_pairs "
+                                                        "(majority tournament of the implied pairs)."},
+    "correlations_ranking": {"type": "object", "description": "metric -> Kendall tau-b (and Pearson, Spearman) of "
+                                                              "its system means against the Plackett-Luce strengths."},
+}
+
+
+def split_order(value: Any) -> list[list[str]]:
+    """A stored order as its ranks, best first.
+
+    >>> split_order("a>b=c>d")
+    [['a'], ['b', 'c'], ['d']]
+    """
+    return [rank.split(TIE_SEP) for rank in str(value).split(RANK_SEP)]
+
+
+def join_order(groups: list[list[str]]) -> str:
+    """Ranks (best first; a rank of two or more ids is a tie) as the stored text.
+
+    >>> join_order([["a"], ["b", "c"], ["d"]])
+    'a>b=c>d'
+    """
+    return RANK_SEP.join(TIE_SEP.join(str(c) for c in group) for group in groups)
+
+
+def rankings_of(inp: ReportInput, rows: Judgments, systems: list[str]) -> tuple[Rankings, np.ndarray, int]:
+    """(the rankings of the `rank` rows that rank every candidate of their item once, the
+    mask of those rows, rows left out). Each distinct value is parsed once; rankings without
+    ties, all of one length, become an int array (Rankings' fast path)."""
+    code_of = {s: k for k, s in enumerate(systems)}
+    parsed: list[list[list[int]] | None] = []
+    for value in rows.value_names.tolist():
+        groups = [[code_of.get(c, -1) for c in g] for g in split_order(value)] if value not in (None, "") else []
+        placed = [c for g in groups for c in g]
+        ok = bool(placed) and min(placed) >= 0 and len(set(placed)) == len(placed)
+        parsed.append(groups if ok else None)
+    value_set = [frozenset(c for g in p for c in g) if p is not None else None for p in parsed]
+    # The item's candidate set, one frozenset per item (the rows' value sets compare with it).
+    labels, c_code = codes_of(inp.c_id)
+    system_of_label = np.array([code_of.get(str(x), -1) for x in labels.tolist()], dtype=np.int64)
+    item_sets: list[frozenset[int] | None] = [None] * inp.n_items
+    codes = system_of_label[c_code] if len(c_code) else np.zeros(0, dtype=np.int64)
+    bounds = np.searchsorted(inp.c_item, np.arange(inp.n_items + 1))
+    for i in np.unique(rows.item).tolist():
+        item_sets[i] = frozenset(codes[bounds[i]:bounds[i + 1]].tolist())
+    keep = np.fromiter((value_set[v] is not None and value_set[v] == item_sets[i]
+                        for v, i in zip(rows.vcode.tolist(), rows.item.tolist())), dtype=bool, count=len(rows))
+    kept_codes = rows.vcode[keep]
+    used = [parsed[v] or [] for v in np.unique(kept_codes).tolist()]
+    lengths = {len(p) for p in used}
+    orders: list[Any] | np.ndarray
+    if used and len(lengths) == 1 and all(len(g) == 1 for p in used for g in p):  # no ties, one length
+        width = lengths.pop()
+        table = np.array([[g[0] for g in p] if p is not None and len(p) == width else [-1] * width for p in parsed],
+                         dtype=np.int64)
+        orders = table[kept_codes]
+    else:
+        orders = [parsed[v] for v in kept_codes.tolist()]
+    return Rankings(systems, rows.item[keep], orders), keep, int(np.count_nonzero(~keep))
+
+
+def pair_comparisons(r: Rankings) -> Comparisons:
+    """The implied pairs of the rankings (evaluation.screens.plackett_luce.implied_comparisons),
+    vectorized over positions for the int-array form (no ties)."""
+    if not isinstance(r.orders, np.ndarray):
+        return implied_comparisons(r)
+    k = r.orders.shape[1] if r.orders.ndim == 2 else 0
+    pairs = list(combinations(range(k), 2))
+    if not pairs or not len(r.orders):
+        empty = np.zeros(0, dtype=np.int64)
+        return Comparisons(r.systems, empty, empty, empty, np.zeros(0))
+    first = np.concatenate([r.orders[:, a] for a, _ in pairs])
+    second = np.concatenate([r.orders[:, b] for _, b in pairs])
+    item = np.tile(np.asarray(r.item, dtype=np.int64), len(pairs))
+    return Comparisons(r.systems, item, first, second, np.ones(len(first)))
+
+
+def fast_kendall_w(r: Rankings, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Any]:
+    """evaluation.screens.plackett_luce.kendall_w for rankings without ties (the int-array
+    form), vectorized: per item the rank sums R_i of its outputs over its m rankings, W =
+    12 sum_i (R_i - m (n + 1) / 2)^2 / (m^2 (n^3 - n)). Every ranking of an item ranks the
+    same outputs (the rows were checked against the item's candidates)."""
+    if not isinstance(r.orders, np.ndarray):
+        return kendall_w(r, resamples, seed)
+    j, k = r.orders.shape if r.orders.ndim == 2 else (0, 0)
+    items, item_row = np.unique(np.asarray(r.item, dtype=np.int64), return_inverse=True)
+    item_row = item_row.ravel()
+    s = len(r.systems)
+    sums = np.zeros((len(items), s))
+    np.add.at(sums, (np.repeat(item_row, k), r.orders.ravel()), np.tile(np.arange(1, k + 1, dtype=float), j))
+    m = np.bincount(item_row, minlength=len(items)).astype(float)
+    present = np.zeros((len(items), s), dtype=bool)
+    if j:
+        present[item_row[:, None], r.orders] = True
+    multi = (m >= 2) & (k >= 2)
+    spread = (np.where(present, sums - (m * (k + 1) / 2)[:, None], 0.0) ** 2).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = 12 * spread / (m * m * (k**3 - k))
+    values, labels = w[multi], items[multi]
+    out: dict[str, Any] = {"value": None, "n": int(len(values)), "n_rankings": int(m[multi].sum()),
+                           "n_items_undefined": 0, "tie_corrected": False, "ci95": None,
+                           "ci_method": bootstrap_method("items", resamples, seed)}
+    if not len(values):
+        out["reason"] = "no item has 2 or more rankings with a defined W"
+        return out
+    mean, interval = clustered_mean(values, labels, resamples, seed)
+    out["value"], out["ci95"] = mean, interval.ci95
+    if interval.ci95 is None:
+        out["ci_reason"] = interval.reason
+    return out
+
+
+def best_of(r: Rankings) -> np.ndarray:
+    """Each ranking's best output ("tie" when it puts several first)."""
+    if isinstance(r.orders, np.ndarray):
+        return objects([r.systems[c] for c in r.orders[:, 0].tolist()]) if len(r.orders) else objects([])
+    return objects([r.systems[o[0][0]] if len(o[0]) == 1 else TIE for o in r.orders])
+
+
+def best_labels(inp: ReportInput, rows: Judgments, top: np.ndarray) -> np.ndarray:
+    """Per item: the majority of its rankings' best output (`best_of`; None where there is
+    no majority): the `wins` of the per-system table."""
+    names, code = codes_of(top)
+    js = Judgments(rows.item, rows.coder, code, np.zeros(len(code), dtype=np.int64),
+                   rows.annotator, rows.question, top, rows.shown, rows.seconds, rows.time,
+                   question_names=objects([RANK_QUESTION]), value_names=names)
+    return item_majority(js, inp.n_items, names, inp.min_votes).label
+
+
+def build(inp: ReportInput) -> dict[str, Any]:
+    """The report of a listwise ranking study (module docstring)."""
+    report, js = base_report(inp, [], RANK_QUESTION)
+    rows = js.of_question(RANK_QUESTION)
+    systems = [str(s) for s in system_codes(inp)[0].tolist()]
+    r, keep, n_unparsed = rankings_of(inp, rows, systems)
+    kept_rows = rows.where(keep)
+    fitted = plackett_luce(r)
+    compared = pair_comparisons(r)
+    w = win_matrix(compared)
+    same_items = compared_slots(inp, compared) if len(compared) else None
+    slots = slot_scores(inp, metric_scores(inp))
+    top = best_of(r)
+    table = systems_table(inp, system_wins(inp, best_labels(inp, kept_rows, top)), slots, same_items)
+    for system, human in human_part(compared).items():
+        table[system]["human"] = human
+    report["systems"] = table
+    report["pairwise_wins"], report["pairwise_n"] = pairwise_wins(w, systems), pairwise_n(w, systems)
+    report["ranking"] = fitted["ranking"]
+    if fitted["ranking"] is None:
+        report["reason"] = fitted["reason"]
+    report["ranking_detail"] = {**fitted["detail"], "n_unparsed": n_unparsed, "model_name": MODEL_NAME,
+                                "strength_measure": STRENGTH_MEASURE,
+                                **({"reason": fitted["reason"]} if "reason" in fitted else {})}
+    report["intransitivity"] = intransitivity(w, systems)
+    means = {m: {s: v["metrics"][m]["mean"] for s, v in table.items() if m in v["metrics"]} for m in slots}
+    report["correlations_ranking"] = {
+        m: dict(e, y=f"{MODEL_NAME} strength of the system")
+        for m, e in correlations_ranking(fitted["ranking"], means).items()}
+    names, code = codes_of(top)  # whole orders are too many to count: how often each output was ranked best
+    report["value_counts"] = {RANK_QUESTION: dict(sorted(zip(map(str, names.tolist()),
+                                                            np.bincount(code, minlength=len(names)).tolist())))}
+    report["kendall_w"] = {k: clean(v) if not isinstance(v, list) else [clean(x) for x in v]
+                           for k, v in fast_kendall_w(r).items()}
+    return report
+
+
+def table_columns(inp: ReportInput, report: dict[str, Any] | None = None) -> dict[str, dict[tuple[str, str], Any]]:
+    """The per-item CSV's `kendall_w` column: W of the item's rankings (items with >= 2)."""
+    js = Judgments.of(inp, inp.counted()).of_question(RANK_QUESTION)
+    systems = [str(s) for s in system_codes(inp)[0].tolist()]
+    r, _, _ = rankings_of(inp, js, systems)
+    by_item: dict[int, list[Any]] = {}
+    for item, order in zip(np.asarray(r.item).tolist(), r.groups()):
+        by_item.setdefault(item, []).append(order)
+    from evaluation.screens.plackett_luce import kendall_w_of_item
+    cells = {}
+    for item, orders in by_item.items():
+        if len(orders) >= 2:
+            w = kendall_w_of_item(orders)
+            if w is not None:
+                cells[(str(inp.item_ids[item]), RANK_QUESTION)] = round(w, 6)
+    return {"kendall_w": cells}
+
+
+def html_section(report: dict[str, Any], inp: Any = None) -> str:
+    """Kendall's W (the Systems section, with the strengths' forest plot, is the shared one:
+    report/ranking_html.py)."""
+    from html import escape
+
+    from ..markup import interval, num
+    w = report.get("kendall_w") or {}
+    if w.get("value") is None:
+        text = f"Kendall's W: not defined ({escape(str(w.get('reason') or w.get('ci_reason') or 'no data'))})."
+    else:
+        text = (f"Kendall's W (agreement of the annotators' rankings of an item; 0 = none, 1 = identical), mean over "
+                f"n = {w['n']} items with 2 or more rankings ({w['n_rankings']} rankings"
+                f"{'; tie-corrected' if w.get('tie_corrected') else ''}): {num(w['value'])}, 95% CI "
+                f"{interval(w.get('ci95'))} (bootstrap over items, 2,000 resamples, seed 0"
+                f"{'; ' + escape(str(w['ci_reason'])) if w.get('ci_reason') else ''}).")
+    return f'<section id="rank-agreement"><h2>Agreement of the rankings</h2><p>{text}</p></section>'
