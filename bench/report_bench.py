@@ -29,6 +29,11 @@ repeated to the size, judgments drawn per question, metric scores in the items a
 Prediction rows as the importer writes them, predictions of each kind's evaluators, 2%
 gold items) and prints the md5 of its JSON, CSV and HTML report (`--save DIR` keeps the
 texts, to diff two runs), and the fetch with and without quality thresholds.
+
+`--kind ranking` (issue 33) needs no database: an in-memory `ranking` ReportInput (4
+systems, 5 full rankings per item, 2 metric scores per candidate, 2% gold) and the 4-system
+pairwise_alignment input of `--systems` with as many judgments, timed in turns: the ranking
+report's statistics time and its ratio to the pairwise report's (target <= 1.5).
 """
 import argparse
 import os
@@ -449,6 +454,68 @@ def systems_run(sizes, repeat):
                   f"(median {alone[1]:.3f} s); {dropped} resamples dropped", flush=True)
 
 
+RANKING_RATIO_TARGET = 1.5  # the ranking report's time over the pairwise report's (issue 33)
+
+
+def listwise_input(n_judgments, n_systems=4, per_item=5, seed=0):
+    """A `ranking` ReportInput (vectorized): items holding every system, `per_item` full
+    rankings each (Plackett-Luce by Gumbel noise, no ties), two metric scores per candidate,
+    2% gold items, annotators 5 of 60 per item."""
+    from evaluation.report.inputs import ReportInput
+    from evaluation.report.kinds import RANKING
+    from evaluation.report.kinds.ranking import RANK_QUESTION, RANK_SEP
+
+    rng = np.random.default_rng(seed)
+    n_items = n_judgments // per_item
+    systems = np.array([f"system-{k}" for k in range(n_systems)], dtype=object)
+    strength = np.linspace(0.6, -0.6, n_systems)
+    gold = rng.random(n_items) < 0.02
+    c_item = np.repeat(np.arange(n_items), n_systems)
+    c_id = np.tile(systems, n_items)
+    s_item, s_candidate = np.repeat(c_item, 2), np.repeat(c_id, 2)
+    s_metric = np.tile(np.array(["rougeL", "bleu"], dtype=object), len(c_item))
+    j_item = np.repeat(np.arange(n_items), per_item)
+    orders = np.argsort(-(strength + rng.gumbel(size=(len(j_item), n_systems))), axis=1)
+    value = systems[orders[:, 0]]
+    for k in range(1, n_systems):
+        value = value + RANK_SEP + systems[orders[:, k]]
+    chosen = np.argsort(rng.random((n_items, 60)), axis=1)[:, :per_item].ravel()
+    annotator = np.array([f"ann{k:02d}" for k in range(60)], dtype=object)[chosen]
+    best = RANK_SEP.join(systems.tolist())
+    return ReportInput(slug="listwise", kind=RANKING, config={},
+                       item_ids=np.array([f"item-{i:07d}" for i in range(n_items)], dtype=object), is_gold=gold,
+                       gold=[best if g else None for g in gold], c_item=c_item, c_id=c_id, j_item=j_item,
+                       j_annotator=annotator, j_question=np.full(len(j_item), RANK_QUESTION, dtype=object),
+                       j_value=value.astype(object), j_shown=np.full(len(j_item), "|".join(systems), dtype=object),
+                       j_seconds=rng.integers(5, 120, len(j_item)).astype(float), s_item=s_item, s_metric=s_metric,
+                       s_candidate=s_candidate, s_value=np.round(rng.random(len(s_item)), 3))
+
+
+def ranking_run(sizes, repeat):
+    """The `ranking` report against the pairwise report of as many judgments (4 systems;
+    `systems_input`), measured in turns in one run: statistics only, no database."""
+    from evaluation.rank_bootstrap import warm_up
+    from evaluation.report import build_report
+
+    print(f"statistics kernels compiled or loaded from numba's cache in {warm_up():.2f} s", flush=True)
+    for n in sizes:
+        listwise, pairwise = listwise_input(n), systems_input(n, 4)
+        build_report(listwise), build_report(pairwise)  # warm (imports, caches)
+        ranked, paired = [], []
+        for _ in range(repeat):  # interleaved: a busy moment of the machine hits both alike
+            ranked.append(timed(lambda inp=listwise: build_report(inp), 1)[0])
+            paired.append(timed(lambda inp=pairwise: build_report(inp), 1)[0])
+        report = build_report(listwise)
+        ratio = min(ranked) / min(paired)
+        verdict = "within" if ratio <= RANKING_RATIO_TARGET else "OVER"
+        print(f"{report['n_judgments']:>9} judgments (4 systems): ranking report best {min(ranked):.3f} s "
+              f"(median {statistics.median(ranked):.3f} s); pairwise report best {min(paired):.3f} s "
+              f"(median {statistics.median(paired):.3f} s); ratio {ratio:.2f} ({verdict} the "
+              f"{RANKING_RATIO_TARGET:g}x target); {report['ranking_detail']['dropped_resamples']} resamples "
+              f"dropped; Kendall's W {report['kendall_w']['value']:.4f} over {report['kendall_w']['n']} items",
+              flush=True)
+
+
 def run(sizes, repeat, kinds=False, save_dir=None):
     import django
     from django.core.management import call_command
@@ -480,8 +547,13 @@ def main():
     parser.add_argument("--save", help="with --kinds: a directory to keep the report texts in")
     parser.add_argument("--systems", action="store_true",
                         help="2 vs 5 systems in memory, no database: the ranking's added time (issue 22)")
+    parser.add_argument("--kind", choices=["ranking"],
+                        help="ranking: the listwise report vs the pairwise report, in memory (issue 33)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if args.kind:
+        ranking_run(sizes, args.repeat)
+        return
     if args.systems:
         systems_run(sizes, args.repeat)
         return
