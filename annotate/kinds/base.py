@@ -275,6 +275,11 @@ class StudyKind:
         """The demo study's batch: a header line, then six or more items (one gold)."""
         raise NotImplementedError
 
+    def demo_judgments(self) -> bytes | None:
+        """Simulated judgments (an import_judgments file) that `manage.py demo` loads into the
+        kind's demo study so its report shows at once; None: the study starts empty."""
+        return None
+
     # What the annotator sees ------------------------------------------------------------
 
     def shown_order(self, item_data: dict, config: dict, randomize: bool, rng, previous_orders: list) -> dict:
