@@ -98,23 +98,26 @@ def assert_blind(body, kind):
 
 def real_answers(assignment, pick):
     """The answers the annotator gave, in real ids, from the researchers' record of what was
-    shown: `pick` chose the pick-th option of each choice; the n-th question shown got
-    `rating(question, n)`."""
+    shown: the kind's `example_answers(questions, pick)` to the choices (answers of one
+    screen that its cross-answer rule accepts); the n-th question shown got `rating(question, n)`."""
     from annotate.desk.display import shown_questions
 
     questions = shown_questions(assignment.study, assignment.item.data, assignment.shown_order)
-    return {q["id"]: q["options"][pick] if "options" in q else str(rating(q, n)) for n, q in enumerate(questions)}
+    choices = get_kind(assignment.study.kind).example_answers(questions, pick)
+    return {q["id"]: choices[q["id"]] if "options" in q else str(rating(q, n)) for n, q in enumerate(questions)}
 
 
 def form_answers(html, kind):
-    """The form fields of the item partial: the first radio of a choice, `rating` of a
-    rating question (the n-th shown)."""
-    fields = {}
+    """The form fields of the item partial: the kind's `example_answers(questions, 0)` to
+    the choices (their radios in page order), `rating` of a rating question (the n-th shown)."""
+    fields, choices = {}, []
     for n, block in enumerate(re.findall(r'<fieldset class="question.*?</fieldset>', html, re.S)):
         radios = re.findall(r'type="radio" name="([^"]+)" value="([^"]+)"', block)
-        rated = 'class="question rating' in block
-        fields[radios[0][0]] = str(int(radios[0][1]) + n % len(radios)) if rated else radios[0][1]
-    return fields
+        if 'class="question rating' in block:
+            fields[radios[0][0]] = str(int(radios[0][1]) + n % len(radios))
+        else:
+            choices.append({"id": radios[0][0], "options": [value for _, value in radios]})
+    return {**fields, **get_kind(kind).example_answers(choices, 0)}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -214,7 +217,8 @@ def test_api_is_blind_refuses_real_ids_and_stores_real_ids(kind):
             assert (refused.status_code, refused.json()) == (400, {"errors": errors})
             assert (Judgment.objects.count(), Assignment.objects.filter(completed_at=None).count()) == before
         # Tokens: stored under the real ids; the response repeats the tokens.
-        answers = {q["id"]: q["options"][1] if "options" in q else rating(q, n)
+        choices = get_kind(kind).example_answers(body["questions"], 1)
+        answers = {q["id"]: choices[q["id"]] if "options" in q else rating(q, n)
                    for n, q in enumerate(body["questions"])}
         saved = client.post(f"/api/assignments/{body['assignment']}/judgments/", answers, format="json")
         assert saved.status_code == 201

@@ -72,7 +72,6 @@ from annotate.access import may_read as reads_results
 from annotate.desk.blinding import blinding_for, build_mapping
 from annotate.desk.ordering import item_order_key, item_order_of, seeded_rng, shown_order_for
 from annotate.kinds import assignment_item, get_kind, study_config
-from annotate.kinds.two_candidate import pair_counts
 from annotate.models import OPEN, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, Item, Participant, Study
 from annotate.participants.participation import may_have_items
 from annotate.participants.recruitment import HOLDS_PLACE, end, hold_minutes, holds_place, recruits, take_place
@@ -422,10 +421,11 @@ def _store(study, item, user, now, timeout):
     lock, so they are all there), then the assignment with its blinding tokens, open for
     `timeout` minutes."""
     expires = now + timedelta(minutes=timeout)
-    whole_study = get_kind(study.kind).needs_study_pairs(item.data)  # more than two candidates
+    kind = get_kind(study.kind)
+    whole_study = kind.needs_study_pairs(item.data, study_config(study))  # e.g. more than two candidates
     if connection.vendor != "postgresql":  # serialized by _serialized's process-wide lock
         previous = [row["shown_order"] for row in PREVIOUS.rows(item_id=item.pk)]
-        pairs = pair_counts(_study_pairs(study.pk)) if whole_study else None
+        pairs = kind.study_screen_counts(_study_pairs(study.pk)) if whole_study else None
         assignment = Assignment.objects.create(study=study, item=item, annotator=user, expires_at=expires,
                                                shown_order=choose_shown_order(study, item, user, previous, pairs))
         Item.objects.filter(pk=item.pk).update(n_assigned=F("n_assigned") + 1)
@@ -437,7 +437,7 @@ def _store(study, item, user, now, timeout):
             cursor.execute(LOCK_STUDY_PG, [study.pk])
             cursor.execute(PREVIOUS_PAIRS_AND_ID_PG, [item.pk, study.pk])
             new_id, previous, pairs = cursor.fetchone()
-            pairs = pair_counts(json.loads(pairs or "[]"))
+            pairs = kind.study_screen_counts(json.loads(pairs or "[]"))
         else:
             cursor.execute(PREVIOUS_AND_ID_PG, [item.pk])
             new_id, previous = cursor.fetchone()

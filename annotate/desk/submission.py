@@ -81,7 +81,18 @@ def validate_answers(study, item_data, answers, partial=False):
         errors["answers"] = "nothing to change"
     if errors:
         raise SubmissionError(errors)
+    if not partial:
+        screen_check(study, item_data, values, questions)
     return values
+
+
+def screen_check(study, item_data, values, questions=None):
+    """The kind's rule across one screen's answers (StudyKind.answers_error: best != worst);
+    SubmissionError when they cannot stand together."""
+    questions = questions or {q["id"]: q for q in study_questions(study, item_data)}
+    errors = get_kind(study.kind).answers_error(values, questions, item_data)
+    if errors:
+        raise SubmissionError(errors)
 
 
 def checked_answers(assignment, answers, blinded, partial=False):
@@ -338,6 +349,11 @@ def edit(assignment_id, user, answers, comment=None, blinded=False):
             values = checked_answers(assignment, answers, blinded, partial=True)
         new_comment = None if comment is None else checked_comment(assignment.study, comment)
         stored = {j.question: j for j in stored_judgments(assignment)}
+        if values:  # the edited screen as a whole (errors keyed as the annotator knows them)
+            try:
+                screen_check(study, assignment_item(assignment), {**{q: j.value for q, j in stored.items()}, **values})
+            except SubmissionError as exc:
+                raise SubmissionError(blinding_for(assignment).errors(exc.errors) if blinded else exc.errors) from None
         before, after = {}, {}
         for qid, value in values.items():
             judgment = stored.get(qid)

@@ -15,6 +15,7 @@ not depend on how the batch validator collects and numbers them.
 """
 import math
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,6 +26,9 @@ MAX_ID_CHARS = 200  # Item.item_id, Judgment.question/value, Prediction.evaluato
 MAX_SHOWN_ORDER_CHARS = 500  # Judgment.shown_order: a question's options joined with "|"
 MAX_INT = 2**31 - 1  # PostgreSQL integer columns (annotations_per_item, assignment_timeout_minutes)
 MAX_SCALE_POINTS = 11  # the widest rating scale a page shows (issue 14: wider scales are refused)
+OPTION_LETTERS = "ABCDEFGH"  # option labels by shown position: "<noun> A" ... "<noun> H"
+PAIR_KEYS = (("1", "a"), ("2", "b"))  # the pairwise kinds' keys for the first and second option
+TIE_KEYS = ("3", "t")
 
 # Keys of Assignment.shown_order that are not question ids.
 CANDIDATES_KEY = "candidates"
@@ -111,6 +115,15 @@ class ScoreTarget:
 # JSON Schema pieces the kinds describe their header and display fields with (the API schema).
 SCALE_SCHEMA = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
 TEXT_SCHEMA = {"type": "string"}
+
+
+def pair_counts(rows) -> Counter:
+    """{(first, second): n} from rows (shown candidates, n): the pairs shown, in their order."""
+    counts: Counter = Counter()
+    for pair, n in rows:
+        if isinstance(pair, list) and len(pair) == 2:
+            counts[tuple(pair)] += n
+    return counts
 
 
 # --- the interface --------------------------------------------------------------------
@@ -262,6 +275,11 @@ class StudyKind:
         """The demo study's batch: a header line, then six or more items (one gold)."""
         raise NotImplementedError
 
+    def demo_judgments(self) -> bytes | None:
+        """Simulated judgments (an import_judgments file) that `manage.py demo` loads into the
+        kind's demo study so its report shows at once; None: the study starts empty."""
+        return None
+
     # What the annotator sees ------------------------------------------------------------
 
     def shown_order(self, item_data: dict, config: dict, randomize: bool, rng, previous_orders: list) -> dict:
@@ -271,7 +289,7 @@ class StudyKind:
         second): n} over the study's assignments (read under the study's lock)."""
         raise NotImplementedError
 
-    def needs_study_pairs(self, item_data: dict) -> bool:
+    def needs_study_pairs(self, item_data: dict, config: dict | None = None) -> bool:
         """Whether the item's shown order depends on the whole study (an item with more than
         two candidates: which pair it shows). The engine then serializes on the study."""
         return False
@@ -299,6 +317,57 @@ class StudyKind:
     def order_questions(self, questions: list[dict], shown_order: dict) -> list[dict]:
         """The questions in the order the annotator sees them."""
         return questions
+
+    # Labels and keys of the options (the task page asks these, never a pairwise default) -------
+
+    def option_label(self, position: int, option: str) -> str:
+        """The label of the option at `position` (0-based, shown order) of a choice question:
+        "<option_noun> A" ... "<option_noun> H", "Tie" for `tie`."""
+        if option == TIE:
+            return "Tie"
+        return f"{self.option_noun} {OPTION_LETTERS[position]}" if position < len(OPTION_LETTERS) else option
+
+    def option_labels(self) -> dict:
+        """{position: label} of the shown candidates (what `page_display` labels them with)."""
+        return {i: f"{self.option_noun} {letter}" for i, letter in enumerate(OPTION_LETTERS)}
+
+    def option_keys(self, question_id: str, position: int, option: str) -> tuple:
+        """The keyboard keys that pick the option at `position` of question `question_id`
+        (lower case; the first is shown on the page): 1/A, 2/B and 3/T for `tie`."""
+        if option == TIE:
+            return TIE_KEYS
+        return PAIR_KEYS[position] if position < len(PAIR_KEYS) else ()
+
+    def key_help(self, config: dict) -> list[tuple[str, str]] | None:
+        """Lines (keys, what they do) of the page's keyboard help for choices; None: the
+        pairwise wording (1/2 or A/B, 3/T for a tie)."""
+        return None
+
+    # Answers of one screen, together ------------------------------------------------------------
+
+    def answers_error(self, answers: dict, questions: dict, shown_item: dict) -> dict | None:
+        """Why answers that are each valid cannot stand together on one screen, or None:
+        {question id (or "answers"): message}. `answers` are real ids ({question id: stored
+        value}); only those present are checked against each other (an edit or an import
+        line may carry some of them; completeness is checked elsewhere). Every door calls
+        it: the page and its edits, the REST API, import_judgments and a batch's gold."""
+        return None
+
+    def example_answers(self, questions: list[dict], pick: int = 0) -> dict:
+        """Answers a test may give to the choice questions (`questions` with their options in
+        shown order, real ids or tokens): the pick-th option of each; a kind whose answers of
+        one screen must differ (answers_error) returns answers that pass it."""
+        return {q["id"]: q["options"][pick % len(q["options"])] for q in questions if q.get("options")}
+
+    def screen_size(self, config: dict, item_data: dict) -> int:
+        """How many of the item's candidates one screen shows (import_judgments: a shown order
+        naming fewer than all of them names the ones shown)."""
+        return len(self.candidate_ids(item_data))
+
+    def study_screen_counts(self, rows) -> dict:
+        """What the study has shown, from rows (shown candidates, n) over its assignments:
+        the `study_pairs` a kind that `needs_study_pairs` gets ({(first, second): n})."""
+        return pair_counts(rows)
 
     # The annotator's comment (stored on every judgment of the item) --------------------------
 

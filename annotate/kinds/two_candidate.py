@@ -31,6 +31,7 @@ from annotate.kinds.base import (
     StudyKind,
     id_flaw,
     is_text,
+    pair_counts,
 )
 from annotate.studies.answers import shown
 from evaluation.vocabulary import CHOICE_QUESTION, TIE
@@ -64,15 +65,6 @@ def balanced_candidate_order(candidate_ids: list, previous_orders: list, rng) ->
     if counts[b] < counts[a]:
         return [b, a]
     return [a, b] if rng.random() < 0.5 else [b, a]
-
-
-def pair_counts(rows) -> Counter:
-    """{(first, second): n} from rows (shown candidates, n): the pairs shown, in their order."""
-    counts: Counter = Counter()
-    for pair, n in rows:
-        if isinstance(pair, list) and len(pair) == 2:
-            counts[tuple(pair)] += n
-    return counts
 
 
 def shown_pairs(orders) -> Counter:
@@ -132,6 +124,15 @@ class TwoCandidateKind(StudyKind):
     allows_tie = True
     candidates_key = "candidates"
     takes_merged = True  # a candidate may carry `also_systems` (its report credits them: report/merged.py)
+    min_candidates, max_candidates = MIN_CANDIDATES, MAX_CANDIDATES
+
+    def gold_flaw(self, n_systems: int, config: dict) -> str | None:
+        """Why an item of `n_systems` candidates cannot hold gold, or None: with more than two,
+        an annotator is shown two of them, which need not hold the gold answer."""
+        if n_systems > MIN_CANDIDATES:
+            return (f"'gold' needs an item with exactly 2 candidates (this one has {n_systems}; "
+                    "an annotator is shown two of them)")
+        return None
 
     def choice_options(self, config: dict, item_data: dict) -> list:
         """The candidate ids, then `tie` when the study allows it."""
@@ -144,10 +145,10 @@ class TwoCandidateKind(StudyKind):
     def check_candidates(self, obj: dict, config: dict, error: Error) -> bool:
         """2 to 8 candidates {id, text} with distinct, storable ids; `gold` only with
         two (an annotator sees two of more, which need not hold the gold answer). False on error."""
-        candidates = obj["candidates"]
-        if not isinstance(candidates, list) or not MIN_CANDIDATES <= len(candidates) <= MAX_CANDIDATES:
+        candidates, lo, hi = obj["candidates"], self.min_candidates, self.max_candidates
+        if not isinstance(candidates, list) or not lo <= len(candidates) <= hi:
             count = len(candidates) if isinstance(candidates, list) else "not a list"
-            error(f"'candidates' must be a list of {MIN_CANDIDATES} to {MAX_CANDIDATES}, got {count}")
+            error(f"'candidates' must be a list of {lo} to {hi}, got {count}")
             return False
         ids = []
         for n, cand in enumerate(candidates):
@@ -174,9 +175,8 @@ class TwoCandidateKind(StudyKind):
         if len(ids) > MAX_CANDIDATES:
             error(f"candidates and their also_systems name {len(ids)} systems; at most {MAX_CANDIDATES}")
             ok = False
-        if len(ids) > MIN_CANDIDATES and "gold" in obj:
-            error(f"'gold' needs an item with exactly 2 candidates (this one has {len(ids)}; "
-                  "an annotator is shown two of them)")
+        if "gold" in obj and (flaw := self.gold_flaw(len(ids), config)):
+            error(flaw)
             ok = False
         reserved = self.reserved_ids(config)
         for cid in ids:
@@ -188,16 +188,19 @@ class TwoCandidateKind(StudyKind):
                 ok = False
         return ok
 
-    def needs_study_pairs(self, item_data):
+    def needs_study_pairs(self, item_data, config=None):
         return len(item_data.get("candidates") or []) > MIN_CANDIDATES
 
+    def screen_size(self, config, item_data):
+        return min(MIN_CANDIDATES, len(self.candidate_ids(item_data)))
+
     def shown_item(self, item_data, shown_order):
-        """With more than two candidates: only the two the assignment shows (item order)."""
-        pair = (shown_order or {}).get(CANDIDATES_KEY) or []
+        """With more candidates than a screen shows: only those the assignment shows (item order)."""
+        shown_ids = (shown_order or {}).get(CANDIDATES_KEY) or []
         candidates = item_data.get("candidates") or []
-        if len(candidates) <= MIN_CANDIDATES or len(pair) != 2:
+        if len(candidates) <= MIN_CANDIDATES or not MIN_CANDIDATES <= len(shown_ids) < len(candidates):
             return item_data
-        return {**item_data, "candidates": [c for c in candidates if c.get("id") in pair]}
+        return {**item_data, "candidates": [c for c in candidates if c.get("id") in shown_ids]}
 
     def shown_order(self, item_data, config, randomize, rng, previous_orders, study_pairs=None):
         ids = [c["id"] for c in item_data["candidates"]]

@@ -433,6 +433,9 @@ def normalize_gold(gold, header, questions, error):
             normalized[qid] = typed_answer(question, answer_value(question, value))
         except InvalidAnswer as exc:
             error(f"'gold' for {qid!r} {exc.reason}")
+    problems = header.study_kind.answers_error({q: str(v) for q, v in normalized.items()}, questions, {})
+    for qid, message in (problems or {}).items():  # e.g. a gold best that is also the gold worst
+        error(f"'gold' for {qid!r}: {message}")
     return normalized
 
 

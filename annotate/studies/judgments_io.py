@@ -25,6 +25,7 @@ from annotate.participants.participation import PARTICIPANT_USERNAME
 from annotate.studies.answers import SKIP, InvalidAnswer, answer_value
 from annotate.studies.batch_format import BatchInvalid, ErrorList
 from annotate.studies.json_lines import unstorable_text
+from annotate.studies.judgment_screens import check_screens, picks_subset
 from annotate.studies.judgments_csv import (
     JUDGMENT_COLUMNS,
     JUDGMENT_OPTIONAL_COLUMNS,
@@ -49,6 +50,8 @@ class ItemInfo:
     pk: int
     questions: dict  # question id -> {"options": [...]} or {"scale": [lo, hi]}
     candidates: list  # candidate ids ([] for a kind without candidates)
+    n_shown: int = 0  # how many of them one screen shows (StudyKind.screen_size)
+    data: dict | None = None  # the item's data (the kind's check across one screen's answers)
 
 
 class _Targets:
@@ -69,8 +72,9 @@ class _Targets:
                 query = Item.objects.filter(study=study, item_id__in=ids[start:start + CHUNK])
                 for pk, item_id, data in query.values_list("pk", "item_id", "data"):
                     questions = {q["id"]: q for q in questions_for(study.kind, config, data)}
-                    candidates = get_kind(study.kind).candidate_ids(data)
-                    self.items[(study.slug, item_id)] = ItemInfo(pk, questions, candidates)
+                    kind = get_kind(study.kind)
+                    self.items[(study.slug, item_id)] = ItemInfo(pk, questions, kind.candidate_ids(data),
+                                                                 kind.screen_size(config, data), data)
 
     def find(self, row, errors, line):
         """(Study, ItemInfo) or None after recording why not."""
@@ -118,16 +122,16 @@ def judgment_value(question, value):
 def check_shown_order(question, item, cell, value):
     """'' or option ids joined by '|': a permutation of the question's options (with `tie`,
     as the task page records it) or of the candidates alone (choices), or of 0|1
-    (similarity pairs). A choice between more than two candidates names the pair shown
-    (`_shown_pair`). Returns the list, or raises ValueError."""
-    picks_candidate = _picks_pair(question, item)
+    (similarity pairs). A choice on an item of more candidates than one screen shows names
+    the ones shown (`_shown_subset`). Returns the list, or raises ValueError."""
+    picks_candidate = picks_subset(question, item)
     if not cell and not picks_candidate:
         return []
     if len(cell) > MAX_SHOWN_ORDER_CHARS:
         raise ValueError(f"shown_order must be at most {MAX_SHOWN_ORDER_CHARS} characters")
     order = cell.split("|") if cell else []
     if picks_candidate:
-        return _shown_pair(question, item, order, value)
+        return _shown_subset(question, item, order, value)
     if "options" in question:
         allowed = [item.candidates, list(question["options"])]
     elif not item.candidates:  # similarity pair: text order
@@ -139,25 +143,19 @@ def check_shown_order(question, item, cell, value):
     return order
 
 
-def _picks_pair(question, item) -> bool:
-    """A choice among the candidates of an item of more than two: its shown order names the
-    pair the annotator compared."""
-    return (question is not None and "options" in question and len(item.candidates) > 2
-            and set(item.candidates) <= set(question["options"]))
-
-
-def _shown_pair(question, item, order, value):
-    """The shown order of a choice on an item with more than two candidates: two of its
-    candidates, then `tie` where the question offers it; the value is one of them (the
-    report reads which pair was compared from it)."""
-    pair = [o for o in order if o != TIE]
-    ties = len(order) - len(pair)
-    if (len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(item.candidates)
+def _shown_subset(question, item, order, value):
+    """The shown order of a choice on an item with more candidates than a screen shows: that
+    many distinct candidates, then `tie` where the question offers it; the value is one of
+    them (the report reads what was compared from it)."""
+    shown_ids = [o for o in order if o != TIE]
+    ties = len(order) - len(shown_ids)
+    if (len(shown_ids) != item.n_shown or len(set(shown_ids)) != len(shown_ids)
+            or not set(shown_ids) <= set(item.candidates)
             or ties > (TIE in question["options"]) or (ties and order[-1] != TIE)):
-        raise ValueError(f"shown_order must name the 2 candidates shown (of {'|'.join(item.candidates)}; then "
-                         f"'tie' where the study allows it), got {'|'.join(order)!r}")
-    if value not in pair and value != TIE:
-        raise ValueError(f"value {value!r} is not one of the candidates shown ({'|'.join(pair)})")
+        raise ValueError(f"shown_order must name the {item.n_shown} candidates shown (of {'|'.join(item.candidates)}; "
+                         f"then 'tie' where the study allows it), got {'|'.join(order)!r}")
+    if value not in shown_ids and value != TIE:
+        raise ValueError(f"value {value!r} is not one of the candidates shown ({'|'.join(shown_ids)})")
     return order
 
 
@@ -182,6 +180,7 @@ def import_judgments(binary_file, *, user=None, source=""):
                                         f"{row['item_id']!r} with {stored!r}, not {row['value']!r}")
         _check_new_usernames(rows, errors)
         _check_skips(rows, existing, errors)
+        check_screens(rows, existing, errors)
         if errors:
             raise BatchInvalid(errors.final())
         users, n_new_users = _annotator_users({r["annotator"] for r in rows})
@@ -323,9 +322,9 @@ def _complete_assignments(rows, users):
         times = [r["submitted_at"] for r in group if r["submitted_at"]]
         seconds = next((r["seconds"] for r in group if r["seconds"] is not None), None)
         orders = {r["question"]: r["order"] for r in group if r["order"]}
-        pair = next((r["order"][:2] for r in group if _picks_pair(r["item"].questions.get(r["question"]), r["item"])),
-                    None)
-        if pair:  # the pair compared counts in the study's pairs, as the engine's do
+        pair = next(([o for o in r["order"] if o != TIE] for r in group
+                     if picks_subset(r["item"].questions.get(r["question"]), r["item"])), None)
+        if pair:  # the candidates compared count in the study's pairs (tuples), as the engine's do
             orders[CANDIDATES_KEY] = pair
         skipped = any(r["question"] == SKIP_QUESTION for r in group)
         assignment = found.get(key)

@@ -125,6 +125,10 @@ def _system_rows(aspect: str, part: dict[str, Any], systems: dict[str, Any]) -> 
                 (part.get("ranking_detail") or {}).get("rank_ci_method"), ranked.get("ci_reason"))
         elif not ranking and part.get("reason"):
             row(system, strength, None, note=part.get("reason"))
+        bws = entry.get("bws")  # best-worst scaling (report/kinds/best_worst.py)
+        if bws:
+            row(system, "bws_score", bws.get("bws_score"), bws.get("ci95"), bws.get("n_shown"), bws.get("n_clusters"),
+                bws.get("ci_method"), bws.get("ci_reason"))
         for metric, m in sorted((entry.get("metrics") or {}).items()):
             row(system, f"metric:{metric}", m.get("mean"), m.get("ci95"), m.get("n"), m.get("n_clusters"),
                 m.get("ci_method"), m.get("ci_note") or m.get("ci_reason"))

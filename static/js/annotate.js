@@ -195,13 +195,19 @@
       form.requestSubmit();
       return;
     }
-    const fieldset = currentQuestion();
-    if (!fieldset) return;
+    const current = currentQuestion();
+    if (!current) return;
     const key = event.key.toLowerCase();
-    const input = Array.from(fieldset.querySelectorAll("input[type=radio]")).find(function (radio) {
-      return (radio.dataset.keys || "").split(" ").indexOf(key) !== -1;
-    });
+    function keyed(scope) {
+      return Array.from(scope.querySelectorAll("input[type=radio]")).find(function (radio) {
+        return (radio.dataset.keys || "").split(" ").indexOf(key) !== -1;
+      });
+    }
+    // The current question's key first; else a key that only one question of the item has
+    // (a kind that gives each question its own keys: best 1-6, worst q-y).
+    const input = keyed(current) || keyed(form);
     if (!input) return;
+    const fieldset = input.closest("fieldset.question");
     event.preventDefault();
     input.checked = true;
     fieldset.classList.remove("missing");

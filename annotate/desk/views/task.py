@@ -34,7 +34,6 @@ from annotate.participants.participation import flow_redirect
 from evaluation.vocabulary import SKIP_REASONS, TIE
 
 FIELD_PREFIX = "q:"
-KEY_HINTS = (("1", "a"), ("2", "b"), ("3", "t"))
 
 
 def _study(request, slug):
@@ -42,22 +41,20 @@ def _study(request, slug):
     return study_for(request.user, slug, "annotate")
 
 
-def _option_labels(study):
-    noun = get_kind(study.kind).option_noun
-    return {0: f"{noun} A", 1: f"{noun} B"}
-
-
-def _question_context(study, questions, values, errors):
-    """Questions as the templates need them: options with labels and keyboard keys."""
-    labels = _option_labels(study)
+def _question_context(study, questions, values, errors, real_ids=None):
+    """Questions as the templates need them: options with the kind's labels and keyboard
+    keys (StudyKind.option_label, option_keys; `real_ids` maps a question's token to its id)."""
+    kind, real_ids = get_kind(study.kind), real_ids or {}
     out = []
     for q in questions:
         entry = {"id": q["id"], "text": q["text"], "field": FIELD_PREFIX + q["id"],
                  "value": str(values.get(q["id"], "")), "error": errors.get(q["id"]), "choices": []}
         if "options" in q:
+            real_id = real_ids.get(q["id"], q["id"])
             for i, option in enumerate(q["options"]):
-                label = "Tie" if option == TIE else labels.get(i, option)
-                entry["choices"].append({"value": option, "label": label, "keys": KEY_HINTS[i] if i < 3 else ()})
+                shown_option = TIE if option == TIE else f"option {i}"  # tokens are no option ids
+                entry["choices"].append({"value": option, "label": kind.option_label(i, shown_option),
+                                         "keys": kind.option_keys(real_id, i, shown_option)})
             entry["kind"] = "choice"
         else:
             lo, hi = q["scale"]
@@ -75,15 +72,15 @@ def item_context(study, assignment, values=None, errors=None, mode="submit", com
     and `errors` (as the form posted them)."""
     values, errors = values or {}, errors or {}
     view = annotator_view(assignment)
-    questions = _question_context(study, view["questions"], values, errors)
-    kind, config = get_kind(study.kind), study_config(study)
     blinding = blinding_for(assignment)
+    questions = _question_context(study, view["questions"], values, errors, blinding.questions)
+    kind, config = get_kind(study.kind), study_config(study)
     for q in questions:  # the drafts' answer handles: stable across this item's assignments
         real_question = blinding.questions.get(q["id"], q["id"])
         for c in q["choices"]:
             c["draft"] = answer_handle(assignment.item_id, assignment.annotator_id, real_question,
                                        blinding.options.get(c["value"], c["value"]))
-    display = kind.page_display(view["item"], {q["id"]: q for q in questions}, _option_labels(study))
+    display = kind.page_display(view["item"], {q["id"]: q for q in questions}, kind.option_labels())
     return {
         "study": study, "assignment": assignment, "item": display, "questions": questions,
         "mode": mode, "errors": errors, "form_error": errors.get("answers") or errors.get("seconds"),
@@ -105,7 +102,8 @@ def key_help(study) -> dict:
     questions = study_questions(study, item.data) if item else []
     scales = [q["scale"] for q in questions if "scale" in q]
     rating = (max(0, min(s[0] for s in scales)), min(9, max(s[1] for s in scales))) if scales else None
-    return {"choice": any("options" in q for q in questions), "tie": study.allow_tie, "rating": rating}
+    return {"choice": any("options" in q for q in questions), "tie": study.allow_tie, "rating": rating,
+            "lines": get_kind(study.kind).key_help(study_config(study))}
 
 
 def _answers_from(post):

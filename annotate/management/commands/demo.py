@@ -4,17 +4,22 @@ The demo passwords are published (README, this file), so the command runs only w
 DEBUG=1 (a local instance) or --force, and it never touches an account that already
 exists: no password reset, no new role, no superuser flag.
 """
+import io
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from annotate.kinds import all_kinds
+from annotate.models import Judgment
 from annotate.roles import ADMINS, ANNOTATORS, RESEARCHERS
 from annotate.studies.batch_format import BatchInvalid
 from annotate.studies.demo_data import demo_batches
 from annotate.studies.demo_simulated import create_simulated_study
 from annotate.studies.importing import import_batch_bytes
+from annotate.studies.judgments_io import import_judgments
 
 # (username, password, role, superuser): local demo logins, printed by the command.
 DEMO_USERS = [
@@ -62,6 +67,10 @@ class Command(BaseCommand):
                 uploader = get_user_model().objects.filter(username="admin").first()
                 results = [import_batch_bytes(data, user=uploader, source=f"demo:{kind}")
                            for kind, data in demo_batches().items()]
+                for kind in all_kinds():  # a kind's simulated judgments (StudyKind.demo_judgments), once
+                    data = kind.demo_judgments()
+                    if data and not Judgment.objects.filter(study__slug=kind.demo_slug).exists():
+                        import_judgments(io.BytesIO(data), user=uploader, source=f"demo:{kind.name}")
                 simulated_study = create_simulated_study(uploader) if simulated else None
         except BatchInvalid as exc:  # a bug in demo_data, not a user error
             raise CommandError("demo data is invalid: " + "; ".join(exc.errors)) from None

@@ -1,0 +1,124 @@
+"""The base of the kinds that show several outputs of an item on one screen (studies.md,
+"Several outputs on one screen"): 3 to 8 candidates with unique ids, labelled A, B, C, ...
+by the kind (never the pairwise defaults), shown in a recorded, balanced permutation.
+
+`shown_order[CANDIDATES_KEY]` lists every candidate shown, in shown order, and each choice
+question's options follow it. Balance: each position, first to last, goes to the candidate
+shown there least often on this item so far (a seeded draw among ties), so over an item's
+assignments every candidate leads about equally often. A kind that shows only part of an
+item per screen (best_worst's tuples) narrows `screen_candidates`; the engine then passes
+what the whole study has shown (`study_screen_counts`: {shown set (sorted ids): n}).
+Gold: allowed when one screen shows all of the item's candidates.
+"""
+from collections import Counter
+from itertools import permutations
+
+from annotate.kinds.base import CANDIDATES_KEY, OPTION_LETTERS
+from annotate.kinds.two_candidate import TwoCandidateKind
+
+MIN_SHOWN, MAX_SHOWN = 3, len(OPTION_LETTERS)
+DIGITS = "123456789"
+EXHAUSTIVE = 6  # 720 permutations; 8 candidates (40,320) are balanced position by position
+
+
+def position_counts(previous_orders: list) -> Counter:
+    """{(position, candidate id): how many earlier assignments showed it there}."""
+    counts: Counter = Counter()
+    for order in previous_orders:
+        for position, cid in enumerate((order or {}).get(CANDIDATES_KEY) or []):
+            counts[(position, cid)] += 1
+    return counts
+
+
+def balanced_permutation(ids: list, previous_orders: list, rng) -> list:
+    """`ids` permuted so that candidates go where they were shown least on this item: up to
+    EXHAUSTIVE candidates, a permutation with the smallest sum of position_counts (a seeded
+    draw among ties: over n assignments of n candidates a Latin square); beyond, each
+    position in turn gets the remaining candidate least often shown there."""
+    counts = position_counts(previous_orders)
+    if len(ids) <= EXHAUSTIVE:
+        perms = list(permutations(ids))
+        costs = [sum(counts[(p, cid)] for p, cid in enumerate(perm)) for perm in perms]
+        tied = [perm for perm, cost in zip(perms, costs) if cost == min(costs)]
+        return list(tied[rng.randrange(len(tied))] if len(tied) > 1 else tied[0])
+    left, order = list(ids), []
+    for position in range(len(ids)):
+        fewest = min(counts[(position, cid)] for cid in left)
+        tied = [cid for cid in left if counts[(position, cid)] == fewest]
+        pick = tied[rng.randrange(len(tied))] if len(tied) > 1 else tied[0]
+        order.append(pick)
+        left.remove(pick)
+    return order
+
+
+def set_counts(rows) -> Counter:
+    """{shown set (sorted ids): n} from rows (shown candidates, n) over a study's assignments."""
+    counts: Counter = Counter()
+    for shown_ids, n in rows:
+        if isinstance(shown_ids, list) and shown_ids:
+            counts[tuple(sorted(map(str, shown_ids)))] += n
+    return counts
+
+
+class AllShownKind(TwoCandidateKind):
+    """N outputs on one screen. A subclass sets its questions (each a choice among the shown
+    candidates), `answers_error`, `option_keys`/`key_help` and its display."""
+
+    allows_tie = False
+    takes_merged = False  # the report counts each shown output once
+    min_candidates = MIN_SHOWN
+    option_noun = "Output"
+
+    def screen_candidates(self, ids: list, config: dict, study_sets: Counter | None, rng) -> list:
+        """Which of the item's candidate ids (item order) the next screen shows: all of them."""
+        return list(ids)
+
+    def max_screen(self, config: dict) -> int:
+        """The most candidates one screen shows."""
+        return MAX_SHOWN
+
+    def screen_size(self, config, item_data):
+        return min(len(self.candidate_ids(item_data)), self.max_screen(config))
+
+    def needs_study_pairs(self, item_data, config=None):
+        """Only when a screen shows part of the item: which part depends on the whole study."""
+        return len(self.candidate_ids(item_data)) > self.max_screen(config or {})
+
+    def gold_flaw(self, n_systems, config):
+        if n_systems > self.max_screen(config):
+            return (f"'gold' needs an item whose candidates are all shown on one screen (this one has "
+                    f"{n_systems}; a screen shows {self.max_screen(config)})")
+        return None
+
+    def study_screen_counts(self, rows):
+        return set_counts(rows)
+
+    def shown_order(self, item_data, config, randomize, rng, previous_orders, study_pairs=None):
+        ids = [c["id"] for c in item_data["candidates"]]
+        shown_ids = self.screen_candidates(ids, config, study_pairs, rng)
+        order = balanced_permutation(shown_ids, previous_orders, rng) if randomize else shown_ids
+        shown = {CANDIDATES_KEY: order}
+        for q in self.questions(config, self.shown_item(item_data, shown)):
+            if "options" in q:
+                shown[q["id"]] = list(order)
+        return shown
+
+    def shown_item(self, item_data, shown_order):
+        """Only the candidates the screen shows (item order), when it shows fewer than all."""
+        shown_ids = (shown_order or {}).get(CANDIDATES_KEY) or []
+        candidates = item_data.get("candidates") or []
+        if not MIN_SHOWN <= len(shown_ids) < len(candidates):
+            return item_data
+        return {**item_data, "candidates": [c for c in candidates if c.get("id") in shown_ids]}
+
+    def example_answers(self, questions, pick=0):
+        """The n-th choice question gets option pick + n: answers of one screen differ."""
+        choices = [q for q in questions if q.get("options")]
+        return {q["id"]: q["options"][(pick + n) % len(q["options"])] for n, q in enumerate(choices)}
+
+    def option_keys(self, question_id, position, option):
+        """Digits 1-9 by position (a subclass with several questions gives each its own row)."""
+        return (DIGITS[position],) if position < len(DIGITS) else ()
+
+    def key_help(self, config):
+        return [("1 … 8", "choose the output at that position for the current question")]
