@@ -20,7 +20,7 @@ from annotate.reports.data import study_report
 from annotate.studies.importing import import_batch_bytes
 from annotate.studies.judgments_io import import_judgments, import_predictions
 from evaluation.report.build import BUILDERS
-from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, SIMILARITY_SURVEY
+from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, RANKING, SIMILARITY_SURVEY
 from evaluation.report.table import CORRELATION_HEADER, SYSTEMS_HEADER
 from tests.factories import blinding, make_user
 
@@ -122,6 +122,19 @@ SAMPLES = {
         # majority per aspect: fun ex-0 plotA, ex-1 plotB; end ex-0 none (1:1), ex-1 plotB
         report={("n_judgments",): 8, ("aspects", "fun", "majority_share"): {"plotA": 0.5, "plotB": 0.5},
                 ("aspects", "end", "majority_share"): {"plotB": 1.0}}),
+    RANKING: dict(  # full orders, best first; ex-1 split: Kendall's W 0.5 (hand-worked below)
+        header={}, display=two_candidate_display,
+        answers={("ex-0", "ann1"): {"rank": "m1>m2>m3>m4"}, ("ex-0", "ann2"): {"rank": "m1>m2>m3>m4"},
+                 ("ex-1", "ann1"): {"rank": "m1>m3>m2>m4"}, ("ex-1", "ann2"): {"rank": "m2>m1>m4>m3"}},
+        # no n_<order> columns (whole orders); W of ex-1: rank sums m1 3, m2 4, m3 6, m4 7 about 5,
+        # S = 10, W = 12 * 10 / (2^2 * (4^3 - 4)) = 0.5
+        table=[["item_id", "question", "is_gold", "n_judgments", "majority", "kendall_w"],
+               ["ex-0", "rank", "0", "2", "m1>m2>m3>m4", "1.0"],
+               ["ex-1", "rank", "0", "2", "", "0.5"]],
+        # m1 above m2 in 3 of 4 rankings; W mean (1 + 0.5) / 2 over 2 items; m1 ranked first
+        report={("n_judgments",): 4, ("pairwise_wins", "m1", "m2"): 3.0, ("pairwise_n", "m1", "m2"): 4,
+                ("kendall_w", "value"): 0.75, ("kendall_w", "n"): 2, ("ranking", "m1", "rank"): 1,
+                ("ranking_detail", "n_rankings"): 4, ("value_counts", "rank"): {"m1": 3, "m2": 1}}),
     SCALAR: dict(  # the review is the item's comment; an evaluator's per-annotator predictions come in a CSV
         header={}, display=scalar_display,
         answers={("ex-0", "ann1"): {"score": 7}, ("ex-0", "ann2"): {"score": 4},
@@ -207,7 +220,7 @@ def annotate_all(kind, slug):
             assert set(questions) == set(mine)
             for qid in questions:
                 served[(item_id, name, qid)] = "|".join(shown.get(qid, []))
-            blinded = {tokens.question(q): tokens.option(v) if isinstance(v, str) else v for q, v in mine.items()}
+            blinded = {tokens.question(q): tokens.answer(v) if isinstance(v, str) else v for q, v in mine.items()}
             extra = {"comment": sample["comments"][(item_id, name)]} if "comments" in sample else {}
             submitted = client.post(f"/api/assignments/{body['assignment']}/judgments/",
                                     {**blinded, "seconds": SECONDS[name], **extra}, format="json")

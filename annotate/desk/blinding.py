@@ -22,10 +22,12 @@ from annotate.kinds import assignment_item, get_kind, study_config
 from annotate.models import Assignment
 from annotate.secrets import secret
 from annotate.studies.answers import OPTION_REFUSED, is_empty
+from evaluation.screens.answer_checks import RANK_SEP, TIE_SEP, order_groups, order_text
 from evaluation.vocabulary import TIE
 
 TOKEN_HEX = 12  # 48 bits; hex digits, so a token never spells a word such as "gold"
 ITEM, OPTION, QUESTION = "i", "o", "q"  # token prefixes
+ORDER_SEPS = (RANK_SEP, TIE_SEP)
 
 
 def make_token(assignment_pk: int, role: str, real) -> str:
@@ -80,9 +82,19 @@ class Blinding:
             out.append(entry)
         return out
 
+    def answer(self, value: str) -> str:
+        """A stored answer as the annotator knows it: an option's token, a full order's
+        tokens in its text (`t1>t2=t3`), anything else as it is."""
+        if value in self.option_tokens or not isinstance(value, str) or not any(s in value for s in ORDER_SEPS):
+            return self.option(value)
+        ranks = order_groups(value)
+        if any(c not in self.option_tokens for rank in ranks for c in rank):
+            return value
+        return order_text([[self.option_tokens[c] for c in rank] for rank in ranks])
+
     def values(self, real_values: dict) -> dict:
         """{question id: value} (stored judgments) as the annotator knows them."""
-        return {self.question(q): self.option(v) for q, v in real_values.items()}
+        return {self.question(q): self.answer(v) for q, v in real_values.items()}
 
     def errors(self, errors: dict) -> dict:
         """Error messages keyed by the annotator's question keys."""
@@ -91,7 +103,7 @@ class Blinding:
     def judgment(self, row: dict) -> dict:
         """A stored judgment (JudgmentSerializer fields) as the annotator knows it."""
         order = row.get("shown_order") or ""
-        return {**row, "question": self.question(row["question"]), "value": self.option(row["value"]),
+        return {**row, "question": self.question(row["question"]), "value": self.answer(row["value"]),
                 "shown_order": "|".join(self.option(o) for o in order.split("|")) if order else ""}
 
     # In: the annotator's answers -----------------------------------------------------------
@@ -100,7 +112,8 @@ class Blinding:
         """(answers with real ids, errors keyed as the annotator sent them). A real pair id
         as a key, or a real candidate id (or anything else but a token or `tie`) as a
         choice, is an error: the annotator's doors take tokens only."""
-        option_questions = {q["id"] for q in questions if "options" in q}
+        option_questions = {q["id"] for q in questions if "options" in q and not q.get("order")}
+        order_questions = {q["id"] for q in questions if q.get("order")}
         real, errors = {}, {}
         for key, raw in answers.items():
             if key in self.questions:
@@ -110,7 +123,12 @@ class Blinding:
                 continue
             else:
                 qid = key  # a readable question id (or an unknown one: the validator says so)
-            if qid in option_questions and not is_empty(raw):
+            if qid in order_questions and not is_empty(raw):
+                raw = self.unblind_order(raw)
+                if raw is None:
+                    errors[key] = OPTION_REFUSED
+                    continue
+            elif qid in option_questions and not is_empty(raw):
                 value = raw.strip() if isinstance(raw, str) else None
                 if value != TIE and value not in self.options:
                     errors[key] = OPTION_REFUSED
@@ -118,6 +136,30 @@ class Blinding:
                 raw = self.options.get(value, value)
             real[qid] = raw
         return real, errors
+
+
+    def unblind_order(self, raw):
+        """A full order of tokens (text `t1>t2=t3` or a list, ties as lists inside it) with
+        real ids in the same shape, or None when it holds anything but this assignment's
+        option tokens (its completeness is the answer rule's: annotate.studies.answers)."""
+        if isinstance(raw, str):
+            ranks = order_groups(raw)
+            if any(t not in self.options for rank in ranks for t in rank):
+                return None
+            return order_text([[self.options[t] for t in rank] for rank in ranks])
+        if not isinstance(raw, list):
+            return None
+        out = []
+        for entry in raw:
+            if isinstance(entry, list):
+                if not all(isinstance(t, str) and t in self.options for t in entry):
+                    return None
+                out.append([self.options[t] for t in entry])
+            elif isinstance(entry, str) and entry in self.options:
+                out.append(self.options[entry])
+            else:
+                return None
+        return out
 
 
 def blinding_for(assignment) -> Blinding:

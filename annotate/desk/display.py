@@ -22,6 +22,7 @@ def shown_questions(study, item_data, shown_order):
         entry = {"id": q["id"], "text": q["text"]}
         if "options" in q:
             entry["options"] = list(shown_order.get(q["id"]) or q["options"])
+            entry.update({k: q[k] for k in ("order", "ties") if k in q})  # a full order of the options
         else:
             entry["scale"] = list(q["scale"])
         out.append(entry)

@@ -10,6 +10,10 @@ same raw value gets the same verdict everywhere (docs/formats.md, "Answers"):
 - surrounding whitespace is ignored; an empty value is no answer;
 - a choice is one of the question's options (candidate ids, `tie` when allowed), given
   as text, or as a JSON number when the option is that number's shortest text (2, 2.0: "2");
+- a full order (a question with `"order": true`: the listwise ranking's) ranks every one of
+  the question's options once, best first, as text `a>b=c>d` or as a JSON list (ties, where
+  the question allows them, as lists inside it); it is stored as the text
+  (evaluation.screens.answer_checks.order_answer); a partial or repeated order is refused;
 - a rating is an integer within the scale, written in ASCII digits with an optional sign
   and an optional fraction of zeros ("4", "+4", "04", "4.0", 4, 4.0 are all 4); anything
   else ("4.5", "1e0", "1_0", "٤", true, NaN) is refused. It is stored as "4".
@@ -20,6 +24,7 @@ import math
 import re
 
 from annotate.studies.judgments_csv import format_number
+from evaluation.screens.answer_checks import InputError, order_answer
 from evaluation.vocabulary import SKIP_QUESTION, SKIP_REASON_IDS
 
 INTEGER_TEXT = re.compile(r"[+-]?([0-9]+)(?:\.0+)?")
@@ -28,6 +33,7 @@ SHOWN_CHARS = 60  # how much of a refused value an error message repeats
 # What an annotator is told about a refused choice: never the option ids, which are
 # candidate ids (model names); annotators see opaque tokens (annotate.desk.blinding).
 OPTION_REFUSED = "must be one of the options shown"
+ORDER_REFUSED = "rank every output shown exactly once (a partial or repeated order is refused)"
 
 
 def shown(value) -> str:
@@ -45,12 +51,14 @@ class InvalidAnswer(ValueError):
     """`raw` is not a valid answer to `question`. `reason` repeats the value (for
     researchers' files); `for_annotator` does not (for the task page and the API)."""
 
-    def __init__(self, question: dict, raw):
-        self.question, self.raw = question, raw
+    def __init__(self, question: dict, raw, detail: str = ""):
+        self.question, self.raw, self.detail = question, raw, detail
         super().__init__(self.reason)
 
     @property
     def expected(self) -> str:
+        if self.question.get("order"):
+            return f"a full order of {list(self.question['options'])}, best first (a>b>c)"
         if "options" in self.question:
             return f"one of {list(self.question['options'])}"
         lo, hi = self.question["scale"]
@@ -58,12 +66,16 @@ class InvalidAnswer(ValueError):
 
     @property
     def reason(self) -> str:
+        if self.detail:
+            return f"{self.detail}; got {shown(self.raw)}"
         return f"must be {self.expected}, got {shown(self.raw)}"
 
     @property
     def for_annotator(self) -> str:
         if is_empty(self.raw):
             return "not answered"
+        if self.question.get("order"):  # the detail names real ids: an annotator sees tokens only
+            return ORDER_REFUSED
         if "options" in self.question:
             return OPTION_REFUSED
         lo, hi = self.question["scale"]
@@ -104,6 +116,13 @@ def _choice(raw):
 def answer_value(question: dict, raw) -> str:
     """The stored text of `raw` as an answer to `question` ({"options": [...]} or
     {"scale": [lo, hi]}), or raise InvalidAnswer."""
+    if question.get("order"):
+        if is_empty(raw):
+            raise InvalidAnswer(question, raw)
+        try:
+            return order_answer(raw, question["options"], bool(question.get("ties")))
+        except InputError as exc:
+            raise InvalidAnswer(question, raw, str(exc)) from None
     if "options" in question:
         value = _choice(raw)
         if value is None or value not in question["options"]:

@@ -116,3 +116,46 @@ def check_retest(value: Any) -> dict[str, Any]:
     if isinstance(after, bool) or not isinstance(after, int) or after < 0:
         raise InputError(f"retest.after must be a whole number of items, 0 or more, got {after!r}")
     return {"share": float(share), "after": after}
+
+
+# A full order as stored (Judgment.value, the judgments CSV, gold): ids best first, RANK_SEP
+# between ranks and TIE_SEP inside a tied rank (interfaces.md: `a>b=c>d`).
+RANK_SEP, TIE_SEP = ">", "="
+
+
+def order_text(groups: Sequence[Sequence[Any]]) -> str:
+    """Ranks (best first; a rank of two or more is a tie) as the stored text.
+
+    >>> order_text([["a"], ["b", "c"], ["d"]])
+    'a>b=c>d'
+    """
+    return RANK_SEP.join(TIE_SEP.join(str(c) for c in group) for group in groups)
+
+
+def order_groups(text: str) -> list[list[str]]:
+    """A stored order's ranks, best first (ids stripped of surrounding spaces).
+
+    >>> order_groups("a>b=c>d")
+    [['a'], ['b', 'c'], ['d']]
+    """
+    return [[c.strip() for c in rank.split(TIE_SEP)] for rank in str(text).split(RANK_SEP)]
+
+
+def order_answer(raw: Any, candidates: Collection[Any], ties: bool = False) -> str:
+    """The stored text of a full order given as text (`a>b=c>d`) or as a list (ties: lists
+    inside it), when it ranks every candidate once (`check_order`); InputError else.
+
+    >>> order_answer(" b > a > c ", ["a", "b", "c"])
+    'b>a>c'
+    >>> order_answer([["b", "a"], "c"], ["a", "b", "c"], ties=True)
+    'b=a>c'
+    >>> order_answer("b=a>c", ["a", "b", "c"])
+    Traceback (most recent call last):
+    ...
+    evaluation.screens.answer_checks.InputError: ties are not allowed in this study: list each output on its own
+    """
+    if isinstance(raw, str):
+        groups: list[Any] = [g if len(g) > 1 else g[0] for g in order_groups(raw)] if raw.strip() else []
+    else:
+        groups = raw
+    return order_text(check_order(groups, candidates, ties))

@@ -29,7 +29,8 @@ import numpy as np
 
 from evaluation.bootstrap import bootstrap_method, clustered_mean
 from evaluation.ranking import RESAMPLES, Comparisons, intransitivity, pairwise_n, pairwise_wins, win_matrix
-from evaluation.screens.plackett_luce import Rankings, implied_comparisons, kendall_w, plackett_luce
+from evaluation.screens.answer_checks import order_groups, order_text
+from evaluation.screens.plackett_luce import Rankings, implied_comparisons, kendall_w, kendall_w_of_item, plackett_luce
 from evaluation.vocabulary import TIE
 
 from ..choice import metric_scores, slot_scores
@@ -39,8 +40,6 @@ from ..ranking import compared_slots, correlations_ranking, human_part
 from ..systems import system_codes, system_wins, systems_table
 
 RANK_QUESTION = "rank"
-RANK_SEP = ">"  # between ranks, best first
-TIE_SEP = "="  # inside a tied rank
 MODEL_NAME = "Plackett-Luce"
 STRENGTH_MEASURE = "plackett_luce_strength"  # the per-system CSV's measure name
 VALUE_COLUMNS = False  # the per-item CSV has no n_<value> column per distinct order (up to 8! of them)
@@ -71,21 +70,15 @@ REPORT_SCHEMA = {
 
 
 def split_order(value: Any) -> list[list[str]]:
-    """A stored order as its ranks, best first.
+    """A stored order as its ranks, best first (evaluation.screens.answer_checks.order_groups).
 
     >>> split_order("a>b=c>d")
     [['a'], ['b', 'c'], ['d']]
     """
-    return [rank.split(TIE_SEP) for rank in str(value).split(RANK_SEP)]
+    return order_groups(str(value))
 
 
-def join_order(groups: list[list[str]]) -> str:
-    """Ranks (best first; a rank of two or more ids is a tie) as the stored text.
-
-    >>> join_order([["a"], ["b", "c"], ["d"]])
-    'a>b=c>d'
-    """
-    return RANK_SEP.join(TIE_SEP.join(str(c) for c in group) for group in groups)
+join_order = order_text  # ranks as the stored text: [["a"], ["b", "c"]] -> "a>b=c"
 
 
 def rankings_of(inp: ReportInput, rows: Judgments, systems: list[str]) -> tuple[Rankings, np.ndarray, int]:
@@ -237,7 +230,6 @@ def table_columns(inp: ReportInput, report: dict[str, Any] | None = None) -> dic
     by_item: dict[int, list[Any]] = {}
     for item, order in zip(np.asarray(r.item).tolist(), r.groups()):
         by_item.setdefault(item, []).append(order)
-    from evaluation.screens.plackett_luce import kendall_w_of_item
     cells = {}
     for item, orders in by_item.items():
         if len(orders) >= 2:
