@@ -463,7 +463,8 @@ def listwise_input(n_judgments, n_systems=4, per_item=5, seed=0):
     2% gold items, annotators 5 of 60 per item."""
     from evaluation.report.inputs import ReportInput
     from evaluation.report.kinds import RANKING
-    from evaluation.report.kinds.ranking import RANK_QUESTION, RANK_SEP
+    from evaluation.report.kinds.ranking import RANK_QUESTION
+    from evaluation.screens.answer_checks import RANK_SEP
 
     rng = np.random.default_rng(seed)
     n_items = n_judgments // per_item

@@ -177,3 +177,22 @@ def test_kind_questions_and_example_answers():
                   "ties": True}]
     assert kind.example_answers(q, 1) == {"rank": "m2>m3>m4>m1"}
     assert ORDER_REFUSED.startswith("rank every output")
+
+
+def test_demo_study_with_simulated_rankings_recovers_the_true_order():
+    """The demo batch and its simulated judgments go through the ordinary doors; the report's
+    Plackett-Luce ranking puts the systems in the order of the strengths they were drawn from."""
+    from annotate.kinds.ranking import DEMO_ANNOTATORS, DEMO_ITEMS, DEMO_STRENGTHS
+    from annotate.reports.data import study_report
+    from annotate.studies.demo_data import demo_batches
+
+    kind = get_kind(RANKING)
+    import_batch_bytes(demo_batches()[RANKING])
+    result = import_judgments(io.BytesIO(kind.demo_judgments()))
+    assert result["created"] == DEMO_ITEMS * DEMO_ANNOTATORS
+    report, _ = study_report(Study.objects.get(slug=kind.demo_slug), "json")
+    assert report["n_judgments"] == DEMO_ITEMS * DEMO_ANNOTATORS
+    ranking = report["ranking"]
+    assert sorted(ranking, key=lambda s: ranking[s]["rank"]) == list(DEMO_STRENGTHS)
+    assert report["kendall_w"]["n"] == DEMO_ITEMS and report["kendall_w"]["ci95"] is not None
+    assert all(entry["ci95"] is not None for entry in ranking.values())

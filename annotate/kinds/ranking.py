@@ -145,14 +145,14 @@ class RankingKind(AllShownKind):
         rng = np.random.default_rng(DEMO_SEED)
         ids = list(DEMO_STRENGTHS)
         strength = np.array([DEMO_STRENGTHS[s] for s in ids])
-        rows = ["study,item_id,annotator,question,value,shown_order,seconds"]
+        rows = ["study,item_id,annotator,question,value,shown_order,seconds,submitted_at"]
         for index in range(DEMO_ITEMS):
             for judge in rng.choice(DEMO_POOL, size=DEMO_ANNOTATORS, replace=False):
                 shown = [ids[k] for k in rng.permutation(len(ids))]
                 order = [ids[k] for k in np.argsort(-(strength + rng.gumbel(size=len(ids))))]
                 seconds = round(float(rng.lognormal(np.log(45.0), 0.4)), 1)
                 rows.append(f"{self.demo_slug},rank-{index + 1:02d},sim-rank-{judge + 1:02d},{RANK},"
-                            f"{RANK_SEP.join(order)},{'|'.join(shown)},{seconds}")
+                            f"{RANK_SEP.join(order)},{'|'.join(shown)},{seconds},")
         return ("\n".join(rows) + "\n").encode()
 
 
