@@ -208,3 +208,24 @@ def test_a_hostile_plan_is_a_clear_refusal_not_a_500():
         parse_plan('{"generation": {"temperature": NaN}}')
     with pytest.raises(PlanInvalid, match="plan: must be a JSON object"):
         validate_plan([1], ".", ".")
+
+
+def test_a_ranking_plan_needs_three_systems_and_writes_every_output(fake_llm, files):
+    """A listwise ranking study shows every output at once: 3 to 8 systems; its items carry
+    each system's output as a candidate, identical ones included (nothing merged)."""
+    from evaluation.report.kinds import RANKING
+    from models_runtime.plan_support.plan_kinds import PLAN_KINDS
+
+    two = plan(study={**plan()["study"], "kind": RANKING})
+    assert refused(two, files) == [f"systems: a {RANKING} study takes 3 to 8 systems (a list), got 2"]
+    three = plan(study={**plan()["study"], "kind": RANKING},
+                 systems=plan()["systems"] + [{"id": "bm25-k2", "model": "fake", "retriever": "bm25", "k": 2}])
+    params = validate_plan(three, files, files / "work")
+    assert params["study_header"]["instructions"].startswith("Read the request and the user's own expected output, "
+                                                             "then rank")
+    items = PLAN_KINDS[RANKING].items({"id": 7, "input": "Q", "output": "A"},
+                                      [{"id": "a", "text": "same"}, {"id": "b", "text": "same "},
+                                       {"id": "c", "text": "other"}], {"task": "LaMP-4"})
+    assert items == [{"item_id": "7", "input": "Q", "reference": "A", "meta": {"task": "LaMP-4"},
+                      "candidates": [{"id": "a", "text": "same"}, {"id": "b", "text": "same "},
+                                     {"id": "c", "text": "other"}]}]
