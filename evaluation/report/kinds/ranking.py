@@ -27,10 +27,18 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.bootstrap import bootstrap_method, clustered_mean
-from evaluation.ranking import RESAMPLES, Comparisons, intransitivity, pairwise_n, pairwise_wins, win_matrix
+from evaluation.bootstrap import bootstrap_interval, bootstrap_method, interval_refusal
+from evaluation.ranking import (
+    RESAMPLES,
+    Comparisons,
+    intransitivity,
+    pairwise_n,
+    pairwise_wins,
+    resampled_sums,
+    win_matrix,
+)
 from evaluation.screens.answer_checks import order_groups, order_text
-from evaluation.screens.plackett_luce import Rankings, implied_comparisons, kendall_w, kendall_w_of_item, plackett_luce
+from evaluation.screens.plackett_luce import Rankings, implied_comparisons, kendall_w_of_item, plackett_luce
 from evaluation.vocabulary import TIE
 
 from ..choice import metric_scores, slot_scores
@@ -133,13 +141,28 @@ def pair_comparisons(r: Rankings) -> Comparisons:
     return Comparisons(r.systems, item, first, second, np.ones(len(first)))
 
 
-def fast_kendall_w(r: Rankings, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Any]:
-    """evaluation.screens.plackett_luce.kendall_w for rankings without ties (the int-array
-    form), vectorized: per item the rank sums R_i of its outputs over its m rankings, W =
-    12 sum_i (R_i - m (n + 1) / 2)^2 / (m^2 (n^3 - n)). Every ranking of an item ranks the
-    same outputs (the rows were checked against the item's candidates)."""
+def item_w(r: Rankings) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(W per item with >= 2 rankings and a defined W, those items' codes, their rankings,
+    items whose W is undefined) by plackett_luce.kendall_w_of_item's formula. Rankings
+    without ties (the int-array form) take a vectorized path: per item the rank sums R_i of
+    its outputs over its m rankings, W = 12 sum_i (R_i - m (n + 1) / 2)^2 / (m^2 (n^3 - n));
+    every ranking of an item ranks the same outputs (rankings_of checked them)."""
     if not isinstance(r.orders, np.ndarray):
-        return kendall_w(r, resamples, seed)
+        by_item: dict[int, list[Any]] = {}
+        for it, order in zip(np.asarray(r.item).tolist(), r.orders):
+            by_item.setdefault(int(it), []).append(order)
+        values, labels, n_rankings, undefined = [], [], 0, 0
+        for it, orders in sorted(by_item.items()):
+            if len(orders) < 2:
+                continue
+            w = kendall_w_of_item(orders)
+            if w is None:
+                undefined += 1
+                continue
+            values.append(w)
+            labels.append(it)
+            n_rankings += len(orders)
+        return np.array(values, dtype=float), np.array(labels, dtype=np.int64), n_rankings, undefined
     j, k = r.orders.shape if r.orders.ndim == 2 else (0, 0)
     items, item_row = np.unique(np.asarray(r.item, dtype=np.int64), return_inverse=True)
     item_row = item_row.ravel()
@@ -154,15 +177,36 @@ def fast_kendall_w(r: Rankings, resamples: int = RESAMPLES, seed: int = 0) -> di
     spread = (np.where(present, sums - (m * (k + 1) / 2)[:, None], 0.0) ** 2).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         w = 12 * spread / (m * m * (k**3 - k))
-    values, labels = w[multi], items[multi]
-    out: dict[str, Any] = {"value": None, "n": int(len(values)), "n_rankings": int(m[multi].sum()),
-                           "n_items_undefined": 0, "tie_corrected": False, "ci95": None,
-                           "ci_method": bootstrap_method("items", resamples, seed)}
+    return w[multi], items[multi], int(m[multi].sum()), 0
+
+
+def mean_w(r: Rankings, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Any]:
+    """The report's `kendall_w`: plackett_luce.kendall_w's keys and value (the mean of W
+    over the items with >= 2 rankings, its n), with the interval drawn the way the strengths'
+    is: the items' W values as profiles (items of equal W are one profile; W takes few
+    values), resampled by the compiled item bootstrap (evaluation.ranking.resampled_sums:
+    rank_bootstrap.draw_counts, 2,000 resamples, seed 0), each resample's mean over its
+    drawn items, the report's bias-corrected expanded percentile interval. At 20,000 items
+    this costs a fraction of a second where evaluation.bootstrap.clustered_mean's per-item
+    draw took seconds."""
+    values, labels, n_rankings, undefined = item_w(r)
+    ties = not isinstance(r.orders, np.ndarray) and any(len(g) > 1 for o in r.orders for g in o)
+    out: dict[str, Any] = {"value": None, "n": int(len(values)), "n_rankings": n_rankings,
+                           "n_items_undefined": undefined, "tie_corrected": ties, "ci95": None,
+                           "ci_method": bootstrap_method("items", resamples, seed), "n_clusters": int(len(values))}
     if not len(values):
         out["reason"] = "no item has 2 or more rankings with a defined W"
         return out
-    mean, interval = clustered_mean(values, labels, resamples, seed)
-    out["value"], out["ci95"] = mean, interval.ci95
+    out["value"] = float(np.mean(values))
+    refusal = interval_refusal(len(values))
+    if refusal is not None:
+        out["ci_reason"] = refusal
+        return out
+    distinct, profile = np.unique(values, return_inverse=True)
+    mult = np.bincount(profile.ravel(), minlength=len(distinct))
+    sums = resampled_sums(mult, np.c_[distinct, np.ones(len(distinct))], resamples, seed)
+    interval = bootstrap_interval(sums[:, 0] / sums[:, 1], out["value"], len(values))
+    out["ci95"] = interval.ci95
     if interval.ci95 is None:
         out["ci_reason"] = interval.reason
     return out
@@ -218,7 +262,7 @@ def build(inp: ReportInput) -> dict[str, Any]:
     report["value_counts"] = {RANK_QUESTION: dict(sorted(zip(map(str, names.tolist()),
                                                             np.bincount(code, minlength=len(names)).tolist())))}
     report["kendall_w"] = {k: clean(v) if not isinstance(v, list) else [clean(x) for x in v]
-                           for k, v in fast_kendall_w(r).items()}
+                           for k, v in mean_w(r).items()}
     return report
 
 
