@@ -20,7 +20,14 @@ from annotate.reports.data import study_report
 from annotate.studies.importing import import_batch_bytes
 from annotate.studies.judgments_io import import_judgments, import_predictions
 from evaluation.report.build import BUILDERS
-from evaluation.report.kinds import ASPECT_PAIRWISE, EXPLANATION_CHOICE, PAIRWISE_ALIGNMENT, RANKING, SIMILARITY_SURVEY
+from evaluation.report.kinds import (
+    ASPECT_PAIRWISE,
+    BEST_WORST,
+    EXPLANATION_CHOICE,
+    PAIRWISE_ALIGNMENT,
+    RANKING,
+    SIMILARITY_SURVEY,
+)
 from evaluation.report.table import CORRELATION_HEADER, SYSTEMS_HEADER
 from tests.factories import blinding, make_user
 
@@ -135,6 +142,28 @@ SAMPLES = {
         report={("n_judgments",): 4, ("pairwise_wins", "m1", "m2"): 3.0, ("pairwise_n", "m1", "m2"): 4,
                 ("kendall_w", "value"): 0.75, ("kendall_w", "n"): 2, ("ranking", "m1", "rank"): 1,
                 ("ranking_detail", "n_rankings"): 4, ("value_counts", "rank"): {"m1": 3, "m2": 1}}),
+    BEST_WORST: dict(  # four outputs, all shown (tuple_size 4); best != worst on every screen
+        header={}, display=two_candidate_display,
+        answers={("ex-0", "ann1"): {"best": "m1", "worst": "m4"}, ("ex-0", "ann2"): {"best": "m1", "worst": "m3"},
+                 ("ex-1", "ann1"): {"best": "m2", "worst": "m1"}, ("ex-1", "ann2"): {"best": "m3", "worst": "m1"}},
+        table=[["item_id", "question", "is_gold", "n_judgments", "majority", "n_m1", "n_m2", "n_m3", "n_m4"],
+               ["ex-0", "best", "0", "2", "m1", "2", "0", "0", "0"],
+               ["ex-0", "worst", "0", "2", "", "0", "0", "1", "1"],
+               ["ex-1", "best", "0", "2", "", "0", "1", "1", "0"],
+               ["ex-1", "worst", "0", "2", "m1", "2", "0", "0", "0"]],
+        # each system shown on all 4 screens: m1 best 2 worst 2 -> 0; m2 best 1 -> 1/4; m3 best 1 worst 1 -> 0;
+        # m4 worst 1 -> -1/4. Majority best: ex-0 m1 (2 votes), ex-1 none (m2 : m3).
+        report={("n_judgments",): 8, ("n_screens",): 4, ("majority",): {"ex-0": "m1", "ex-1": None},
+                ("bws", "m1", "bws_score"): 0.0, ("bws", "m2", "bws_score"): 0.25, ("bws", "m3", "bws_score"): 0.0,
+                ("bws", "m4", "bws_score"): -0.25, ("bws", "m1", "n_shown"): 4, ("bws", "m1", "n_best"): 2,
+                ("bws", "m1", "n_worst"): 2, ("bws", "m4", "n_worst"): 1,
+                # implied pairs, 5 a screen (best > 3 others, 2 middle > worst): m1 wins 3+3+0+0 of 3+3+3+3,
+                # m2 1+1+3+1 of 2+2+3+2, m3 1+0+1+3 of 2+3+2+3, m4 0+1+1+1 of 3+2+2+2
+                ("systems", "m1", "human", "win_rate"): 0.5, ("systems", "m2", "human", "wins"): 6,
+                ("systems", "m2", "human", "n"): 9, ("systems", "m3", "human", "n"): 10,
+                ("systems", "m4", "human", "wins"): 3, ("ranking", "m2", "rank"): 1, ("ranking", "m4", "rank"): 4,
+                # rougeL means m1 .25, m2 .35, m3 .25, m4 .15 order the systems as the bws scores do (ties alike)
+                ("correlations_system", "rougeL", "kendall", "r"): 1.0, ("split_half", "n"): 2}),
     SCALAR: dict(  # the review is the item's comment; an evaluator's per-annotator predictions come in a CSV
         header={}, display=scalar_display,
         answers={("ex-0", "ann1"): {"score": 7}, ("ex-0", "ann2"): {"score": 4},

@@ -143,10 +143,8 @@ class BestWorstKind(AllShownKind):
 
         head = {"study": {"slug": self.demo_slug, "kind": self.name, "tuple_size": DEFAULT_TUPLE_SIZE,
                           "annotations_per_item": DEMO_ANNOTATORS + 3, "gold_rate": 0.0,
-                          "title": "Best-worst scaling of six systems (SIMULATED judgments)",
-                          "instructions": ("**Simulated data** from `sim-bw-NN` accounts: the report shows its tables "
-                                           "at once. Of the outputs shown, pick the one closest to the user's own "
-                                           "text as **best** and the one furthest from it as **worst**.")}}
+                          "title": "Best-worst scaling of six systems (demo; --simulated adds SIMULATED judgments)",
+                          "instructions": DEMO_INSTRUCTIONS}}
         lines = [head]
         for index in range(DEMO_ITEMS):
             request, own, texts = demo_texts(index)
@@ -154,6 +152,13 @@ class BestWorstKind(AllShownKind):
                           "candidates": [{"id": system, "text": text} for system, text in texts.items()],
                           "metric_scores": {"unigram_f1": {s: round(unigram_f1(t, own), 4) for s, t in texts.items()}},
                           "meta": {"demo": True, "simulated": True}})
+        lines.append({"item_id": "gold-bw", "input": "Write a one-line reminder to buy milk.",
+                      "reference": "Buy milk on the way home.",
+                      "candidates": [{"id": "profile-rag", "text": "Buy milk on the way home."},
+                                     {"id": "bm25-k2", "text": "Remember to buy milk today."},
+                                     {"id": "no-profile", "text": "Milk is a dairy product."},
+                                     {"id": "generic-lm", "text": "The French Revolution began in 1789."}],
+                      "gold": {BEST: "profile-rag", WORST: "generic-lm"}, "meta": {"demo": True}})
         return lines
 
     def demo_judgments(self) -> bytes:
@@ -164,7 +169,7 @@ class BestWorstKind(AllShownKind):
         rng = np.random.default_rng(DEMO_SEED)
         ids = list(DEMO_STRENGTHS)
         design = [[sorted(ids)[k] for k in t] for t in _design(len(ids), DEFAULT_TUPLE_SIZE)]
-        rows, turn = ["study,item_id,annotator,question,value,shown_order,seconds"], 0
+        rows, turn = ["study,item_id,annotator,question,value,shown_order,seconds,submitted_at"], 0
         for index in range(DEMO_ITEMS):
             for judge in rng.choice(DEMO_POOL, size=DEMO_ANNOTATORS, replace=False):
                 shown = [str(s) for s in rng.permutation(design[turn % len(design)])]
@@ -176,14 +181,18 @@ class BestWorstKind(AllShownKind):
                 worst = rest[rng.choice(len(rest), p=weak / weak.sum())]
                 seconds = round(float(rng.lognormal(np.log(30.0), 0.4)), 1)
                 for question, value in ((BEST, best), (WORST, worst)):
+                    when = f"2026-12-02T{9 + index // 4:02d}:{index % 4 * 15:02d}:00+00:00"
                     rows.append(f"{self.demo_slug},bw-{index + 1:02d},sim-bw-{judge + 1:02d},{question},{value},"
-                                f"{'|'.join(shown)},{seconds}")
+                                f"{'|'.join(shown)},{seconds},{when}")
         return ("\n".join(rows) + "\n").encode()
 
 
 DEMO_ITEMS, DEMO_ANNOTATORS, DEMO_POOL, DEMO_SEED = 12, 6, 10, 20261206
 DEMO_STRENGTHS = {"profile-rag": 1.2, "bm25-k2": 0.7, "recent-k4": 0.3, "no-profile": -0.4,
                   "random-profile": -0.8, "generic-lm": -1.0}
+DEMO_INSTRUCTIONS = ("With `manage.py demo --simulated`: **simulated** judgments from `sim-bw-NN` accounts, so the "
+                     "report shows its tables at once. Of the outputs shown, pick the one closest to the user's own "
+                     "text as **best** and the one furthest from it as **worst**.")
 DEMO_TOPICS = ["folding bike", "lentil soup", "trail shoes", "rain jacket", "espresso grinder", "night train"]
 
 

@@ -11,10 +11,9 @@ or a string saying why the question is left out of the batch:
   first of them in plan order and lists the others in `also_systems`, is shown once, and
   counts for each of them in the report (evaluation/report/merged.py). A question is left
   out only when fewer than two distinct outputs remain (nothing to compare).
-- a kind that shows every output on one screen (the listwise ranking, 3 to 8 systems): one
-  item per question with every system's output as its own candidate, identical outputs
-  included (an annotator ranks what they see; with ties allowed they may share a rank), so
-  every ranking orders the same systems;
+- kinds that show every output on one screen (best-worst scaling, listwise ranking): one item per question
+  with every system's candidate (3 to 8; ids = system ids). Identical outputs are not
+  merged (those kinds take no `also_systems`): each system is shown and judged as itself.
 - a per-output kind (PerSE's scalar rating, registered by models_runtime/judges/perse_scalar.py)
   returns one item per (question, system): `{"item_id": "<question>-<system>", "candidate":
   {...}, ...}`, so its builder is its own.
@@ -22,7 +21,7 @@ or a string saying why the question is left out of the batch:
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evaluation.report.kinds import PAIRWISE_ALIGNMENT, RANKING
+from evaluation.report.kinds import BEST_WORST, PAIRWISE_ALIGNMENT, RANKING
 
 # The kind of the batches the runtime writes (generation, LaMP rag, probes' human side, ExPerT's
 # input): the one place the runtime names it; every other runtime module imports this.
@@ -62,9 +61,9 @@ def pairwise_items(record: dict, candidates: list[dict], meta: dict) -> list[dic
              "candidates": merged, "meta": meta}]
 
 
-def all_shown_items(record: dict, candidates: list[dict], meta: dict) -> list[dict] | str:
-    """One item with every system's output as a candidate (nothing merged: every screen
-    shows all of them)."""
+def screen_items(record: dict, candidates: list[dict], meta: dict) -> list[dict] | str:
+    """One item with every system's output as a candidate, all of them shown on one screen
+    (or in the study's tuples)."""
     return [{"item_id": str(record["id"]), "input": record["input"], "reference": record["output"],
              "candidates": [{"id": c["id"], "text": c["text"]} for c in candidates], "meta": meta}]
 
@@ -72,8 +71,11 @@ def all_shown_items(record: dict, candidates: list[dict], meta: dict) -> list[di
 PLAN_KINDS: dict[str, PlanKind] = {
     PAIRWISE_ALIGNMENT: PlanKind(pairwise_items, "Read the request and the user's own expected output, then pick the "
                                                  "response that is closer to it in content and writing style."),
-    RANKING: PlanKind(all_shown_items, "Read the request and the user's own expected output, then rank the responses "
-                                       "from the one closest to it in content and writing style to the furthest.",
+    BEST_WORST: PlanKind(screen_items, "Read the request and the user's own expected output, then pick the best "
+                                       "output (closest to it in content and writing style) and the worst.",
+                         min_systems=3),
+    RANKING: PlanKind(screen_items, "Read the request and the user's own expected output, then rank the responses "
+                                    "from the one closest to it in content and writing style to the furthest.",
                       min_systems=3),
 }
 

@@ -229,3 +229,24 @@ def test_a_ranking_plan_needs_three_systems_and_writes_every_output(fake_llm, fi
     assert items == [{"item_id": "7", "input": "Q", "reference": "A", "meta": {"task": "LaMP-4"},
                       "candidates": [{"id": "a", "text": "same"}, {"id": "b", "text": "same "},
                                      {"id": "c", "text": "other"}]}]
+
+
+def test_a_plan_of_three_systems_opens_a_best_worst_study(fake_llm, files):
+    """Issue 33: a plan with 3+ systems may build a best_worst study (every output on one
+    screen, `tuple_size` passed through to the study); with two systems it is refused."""
+    from evaluation.report.kinds import BEST_WORST
+    from models_runtime.plan_support.plan_kinds import PLAN_KINDS
+
+    three = plan(study={"slug": "lamp4-bws", "kind": BEST_WORST, "title": "BWS", "annotations_per_item": 3,
+                        "tuple_size": 3},
+                 systems=plan()["systems"] + [{"id": "recent-k2", "model": "fake", "retriever": "recency", "k": 2}])
+    params = validate_plan(three, files, files / "work")
+    assert params["study_header"]["kind"] == BEST_WORST and params["study_header"]["tuple_size"] == 3
+    assert params["study_header"]["instructions"].startswith("Read the request and the user's own expected output")
+    items = PLAN_KINDS[BEST_WORST].items({"id": 7, "input": "Q", "output": "Mine"},
+                                         [{"id": s, "text": "same"} for s in ("a", "b", "c")], {"task": "LaMP-4"})
+    assert items == [{"item_id": "7", "input": "Q", "reference": "Mine", "meta": {"task": "LaMP-4"},
+                      "candidates": [{"id": "a", "text": "same"}, {"id": "b", "text": "same"},
+                                     {"id": "c", "text": "same"}]}]
+    two = plan(study={"slug": "lamp4-bws", "kind": BEST_WORST, "title": "BWS"})
+    assert refused(two, files) == [f"systems: a {BEST_WORST} study takes 3 to 8 systems (a list), got 2"]

@@ -55,7 +55,8 @@ class Command(BaseCommand):
         parser.add_argument("--force", action="store_true",
                             help="run without DEBUG=1 (the demo passwords are public)")
         parser.add_argument("--simulated", action="store_true",
-                            help="also create the 4-system study with simulated judgments (a full report at once)")
+                            help="also create the 4-system study with simulated judgments, and load the simulated "
+                                 "judgments a kind has for its demo study (a full report at once)")
 
     def handle(self, *args, force=False, simulated=False, **options):
         if not settings.DEBUG and not force:
@@ -67,7 +68,7 @@ class Command(BaseCommand):
                 uploader = get_user_model().objects.filter(username="admin").first()
                 results = [import_batch_bytes(data, user=uploader, source=f"demo:{kind}")
                            for kind, data in demo_batches().items()]
-                for kind in all_kinds():  # a kind's simulated judgments (StudyKind.demo_judgments), once
+                for kind in all_kinds() if simulated else ():  # a kind's simulated judgments, once
                     data = kind.demo_judgments()
                     if data and not Judgment.objects.filter(study__slug=kind.demo_slug).exists():
                         import_judgments(io.BytesIO(data), user=uploader, source=f"demo:{kind.name}")
