@@ -190,7 +190,9 @@ def test_demo_study_with_simulated_rankings_recovers_the_true_order():
     import_batch_bytes(demo_batches()[RANKING])
     result = import_judgments(io.BytesIO(kind.demo_judgments()))
     assert result["created"] == DEMO_ITEMS * DEMO_ANNOTATORS
-    report, _ = study_report(Study.objects.get(slug=kind.demo_slug), "json")
+    study = Study.objects.get(slug=kind.demo_slug)
+    assert study.items.filter(is_gold=True).get().gold == {"rank": "profile-rag>bm25-k2>no-profile>generic-lm"}
+    report, _ = study_report(study, "json")
     assert report["n_judgments"] == DEMO_ITEMS * DEMO_ANNOTATORS
     ranking = report["ranking"]
     assert sorted(ranking, key=lambda s: ranking[s]["rank"]) == list(DEMO_STRENGTHS)

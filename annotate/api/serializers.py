@@ -228,6 +228,11 @@ class QuestionSerializer(serializers.Serializer):
                                     help_text="Choice questions: allowed values (opaque tokens, or `tie`), in "
                                               "the order shown.")
     scale = scale_field(required=False, help_text="Rating questions: [min, max], integers.")
+    order = serializers.BooleanField(required=False, help_text="True: the answer is a full order of the options, "
+                                                               "best first: a list of tokens (or the text "
+                                                               "`t1>t2>t3`), every option once.")
+    ties = serializers.BooleanField(required=False, help_text="With `order`: whether several options may share a "
+                                                              "rank (a list of tokens inside the list, or `t1=t2`).")
 
 
 def example_token(role: str, real) -> str:
@@ -250,7 +255,8 @@ def next_assignment_example(kind) -> dict:
                          "questions": {example_token(QUESTION, q["id"]): q["id"] for q in questions}
                          if kind.blind_question_ids else {}})
     asked = [{"id": q["id"], "text": q["text"], **({"options": shown.get(q["id"]) or q["options"]}
-                                                    if "options" in q else {"scale": q["scale"]})} for q in questions]
+                                                    if "options" in q else {"scale": q["scale"]}),
+              **{k: q[k] for k in ("order", "ties") if k in q}} for q in questions]
     return {"assignment": 42, "item_id": blinding.item, "item": blinding.display(kind, kind.display(item, shown)),
             "questions": blinding.shown_questions(kind.order_questions(asked, shown))}
 
@@ -269,7 +275,11 @@ def answers_example(kind) -> dict:
     """Answers to the kind's next-assignment example: the first option of each choice, the
     bottom of each scale."""
     questions = next_assignment_example(kind)["questions"]
-    return {**{q["id"]: q["options"][0] if "options" in q else q["scale"][0] for q in questions}, "seconds": 12.5}
+    def first(q):
+        if q.get("order"):
+            return list(q["options"])  # a full order: every option, best first
+        return q["options"][0] if "options" in q else q["scale"][0]
+    return {**{q["id"]: first(q) for q in questions}, "seconds": 12.5}
 
 
 @extend_schema_serializer(examples=[OpenApiExample(kind.name, request_only=True, value=answers_example(kind))

@@ -123,12 +123,12 @@ class RankingKind(AllShownKind):
 
         head = {"study": {"slug": self.demo_slug, "kind": self.name, "ties": True,
                           "annotations_per_item": DEMO_ANNOTATORS + 3, "gold_rate": 0.0,
-                          "title": "Listwise ranking of five systems (SIMULATED judgments)",
-                          "instructions": ("**Simulated data** from `sim-rank-NN` accounts: the report shows its "
-                                           "tables at once. Rank the outputs from the one closest to the user's own "
-                                           "text to the one furthest from it: tap them in order, drag them, or "
-                                           "move the focused one with the arrow keys. Two outputs that are equally "
-                                           "good may share a rank.")}}
+                          "title": "Listwise ranking of five systems (demo; --simulated adds SIMULATED judgments)",
+                          "instructions": ("With `manage.py demo --simulated`: **simulated** rankings from "
+                                           "`sim-rank-NN` accounts, so the report shows its tables at once. Rank the "
+                                           "outputs from the one closest to the user's own text to the one furthest "
+                                           "from it: tap them in order, drag them, or move the focused one with the "
+                                           "arrow keys. Two outputs that are equally good may share a rank.")}}
         lines = [head]
         for index in range(DEMO_ITEMS):
             request, own, texts = demo_texts(index)
@@ -136,6 +136,13 @@ class RankingKind(AllShownKind):
                           "candidates": [{"id": system, "text": text} for system, text in texts.items()],
                           "metric_scores": {"unigram_f1": {s: round(unigram_f1(t, own), 4) for s, t in texts.items()}},
                           "meta": {"demo": True, "simulated": True}})
+        lines.append({"item_id": "gold-rank", "input": "Write a one-line reminder to buy milk.",
+                      "reference": "Buy milk on the way home.",
+                      "candidates": [{"id": "profile-rag", "text": "Buy milk on the way home."},
+                                     {"id": "bm25-k2", "text": "Remember to buy milk today."},
+                                     {"id": "no-profile", "text": "Milk is a dairy product."},
+                                     {"id": "generic-lm", "text": "The French Revolution began in 1789."}],
+                      "gold": "profile-rag>bm25-k2>no-profile>generic-lm", "meta": {"demo": True}})
         return lines
 
     def demo_judgments(self) -> bytes:
