@@ -100,7 +100,8 @@ def _tables(report):
             rows.append([system, entry["rank"], entry["rank_ci95"], entry["strength"], entry["ci95"],
                          human.get("win_rate"), human.get("ci95"), human.get("n")])
         detail = report.get("ranking_detail") or {}
-        tables.append({"key": "ranking", "title": "System ranking (Bradley-Terry, log strengths, mean 0)",
+        model = detail.get("model_name") or "Bradley-Terry"  # a listwise study's is Plackett-Luce
+        tables.append({"key": "ranking", "title": f"System ranking ({model}, log strengths, mean 0)",
                        "columns": ["system", "rank", "rank 95% CI", "strength", "95% CI", "win rate", "95% CI", "n"],
                        "rows": rows, "note": f"Intervals: {detail.get('ci_method', '')}; "
                                              f"n = comparisons (judgments) of the system."})

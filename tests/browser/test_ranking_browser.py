@@ -10,6 +10,7 @@ import pytest
 
 from annotate.models import Assignment, Judgment
 from annotate.studies.importing import import_batch_bytes
+from evaluation.report.kinds import RANKING
 from tests.browser.axe import csp_violations, serious_violations, watch
 from tests.browser.conftest import CHROMIUM  # noqa: F401 (the browser these tests need)
 from tests.browser.test_annotate_browser import PASSWORD, SCREENSHOTS, log_in, open_task, wait_done
@@ -29,7 +30,7 @@ TEXTS = {"rag-k4": "Pitched in ten minutes up the ridge, dry through a night of 
 
 
 def ranking_study(slug, ties=False):
-    head = {"study": {"slug": slug, "kind": "ranking", "title": "Rank the tent reviews", "annotations_per_item": 1,
+    head = {"study": {"slug": slug, "kind": RANKING, "title": "Rank the tent reviews", "annotations_per_item": 1,
                       "gold_rate": 0.0, "ties": ties,
                       "instructions": "Rank the reviews from the one closest to the user's own text to the furthest."}}
     line = {"item_id": "tent-1", "input": "Write a short review of my tent for two.", "reference": OWN,

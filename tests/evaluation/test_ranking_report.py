@@ -11,6 +11,7 @@ import numpy as np
 
 from evaluation.report import build_report, render
 from evaluation.report.inputs import ReportInput
+from evaluation.report.kinds import RANKING
 from evaluation.report.kinds.ranking import join_order, mean_w, pair_comparisons, rankings_of, split_order
 from evaluation.screens.plackett_luce import Rankings, implied_comparisons, kendall_w, plackett_luce
 
@@ -21,7 +22,7 @@ def ranking_input(items, judgments, scores=()):
     ids = [i for i, _ in items]
     at = {i: k for k, i in enumerate(ids)}
     return ReportInput(
-        slug="rank-test", kind="ranking", config={}, item_ids=ids, is_gold=[False] * len(ids), gold=None,
+        slug="rank-test", kind=RANKING, config={}, item_ids=ids, is_gold=[False] * len(ids), gold=None,
         c_item=[k for k, (_, c) in enumerate(items) for _ in c], c_id=[x for _, c in items for x in c],
         j_item=[at[i] for i, _, _ in judgments], j_annotator=[a for _, a, _ in judgments],
         j_question=["rank"] * len(judgments), j_value=[v for *_, v in judgments],
