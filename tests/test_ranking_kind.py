@@ -198,3 +198,24 @@ def test_demo_study_with_simulated_rankings_recovers_the_true_order():
     assert sorted(ranking, key=lambda s: ranking[s]["rank"]) == list(DEMO_STRENGTHS)
     assert report["kendall_w"]["n"] == DEMO_ITEMS and report["kendall_w"]["ci95"] is not None
     assert all(entry["ci95"] is not None for entry in ranking.values())
+
+
+def test_an_edit_shows_the_order_in_tokens_and_takes_a_new_full_order_only():
+    study_of("rank-edit")
+    user = make_user("ann-edit")
+    client = Client()
+    client.force_login(user)
+    html = client.post("/annotate/rank-edit/next/", **HX).content.decode()
+    field, shown = form_of(html)
+    assignment = Assignment.objects.get(annotator=user, completed_at=None)
+    client.post(f"/annotate/rank-edit/items/{assignment.pk}/submit/", {field: ">".join(shown), "seconds": "3"}, **HX)
+    edit_url = f"/annotate/rank-edit/items/{assignment.pk}/edit/"
+    form = client.get(edit_url, **HX).content.decode()
+    assert f'class="rank-value" name="{field}" value="{"&gt;".join(shown)}"' in form  # tokens, never ids
+    assert not any(c in form for c in ("m1&gt;", "&gt;m4"))
+    refused_edit = client.post(edit_url, {field: ">".join(shown[:2])}, **HX).content.decode()
+    assert "rank every output shown exactly once" in refused_edit
+    tokens = blinding(assignment.pk)
+    assert Judgment.objects.get().value == ">".join(tokens.options[t] for t in shown)
+    client.post(edit_url, {field: ">".join(reversed(shown))}, **HX)
+    assert Judgment.objects.get().value == ">".join(tokens.options[t] for t in reversed(shown))
