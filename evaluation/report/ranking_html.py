@@ -128,8 +128,8 @@ def ranking_block(part: Report, prefix: str, title: str) -> str:
         n_text = str(low) if low == high else f"{low} to {high}"
         out.append(figure(f"{prefix}-wins", svg,
                           f"{title}: share of the comparisons between two systems won by the row's system (a tie "
-                          f"= half; unit = judgment, n = {n_text} per pair, {n_comp} in all; no interval: see the "
-                          "ranking's). Empty: never compared. Counts in the table below.",
+                          f"= half; unit = comparison, n = {n_text} per pair, {round(sum(counts) / 2)} in all; no "
+                          "interval: see the ranking's). Empty: never compared. Counts in the table below.",
                           "Win matrix: " + "; ".join(f"{a} vs {b}: {num(s)}" for a, row in zip(names, shares)
                                                      for b, s in zip(names, row) if s is not None)))
         out.append(win_matrix_table(part))
