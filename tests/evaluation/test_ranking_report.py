@@ -76,7 +76,7 @@ def test_report_keys_and_pairwise_table():
         "study", "kind", "n_items", "n_gold_items", "n_judgments", "n_annotators", "complete_items", "min_votes",
         "skipped", "excluded_annotators", "agreement", "pairwise_kappa", "position_bias", "annotators",
         "value_counts", "systems", "pairwise_wins", "pairwise_n", "ranking", "ranking_detail", "intransitivity",
-        "correlations_ranking", "kendall_w"}
+        "correlations_ranking", "kendall_w", "correlations"}
     assert set(report["ranking"]["s0"]) >= {"strength", "ci95", "rank", "rank_ci95", "ci_method", "n_clusters"}
     # Every ranking of 5 outputs holds every pair once: 120 comparisons per pair.
     assert all(report["pairwise_n"][a][b] == 120 for a in report["pairwise_n"] for b in report["pairwise_n"][a]
@@ -92,6 +92,19 @@ def test_report_keys_and_pairwise_table():
     tau = report["correlations_ranking"]["rougeL"]
     assert tau["n"] == 5 and abs(tau["kendall"]["r"] + 1) < 1e-12 and tau["y"] == "Plackett-Luce strength of the system"
     assert report["agreement"] == {}
+    # Item level: (item, output) units, the score against minus the output's mean rank on the
+    # item (3 rankings each), clustered in the 40 items; tau-b re-done with scipy.
+    from scipy.stats import kendalltau
+
+    x, y = [], []
+    for i in range(40):
+        for c in range(5):
+            x.append(0.1 * c + 0.01 * i)
+            y.append(-np.mean([o.index(c) + 1 for o in orders[3 * i:3 * i + 3]]))
+    units = report["correlations"]["rougeL"]
+    assert (units["n"], units["n_clusters"], units["unit"]) == (200, 40, "(item, output)")
+    assert abs(units["kendall"]["r"] - kendalltau(x, y).statistic) < 1e-12
+    assert units["kendall"]["ci95"] is not None
 
 
 def test_kendall_w_hand_worked():

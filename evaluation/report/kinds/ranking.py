@@ -38,11 +38,18 @@ from evaluation.ranking import (
     win_matrix,
 )
 from evaluation.screens.answer_checks import order_groups, order_text
-from evaluation.screens.plackett_luce import Rankings, implied_comparisons, kendall_w_of_item, plackett_luce
-from evaluation.vocabulary import TIE
+from evaluation.screens.plackett_luce import (
+    Rankings,
+    implied_comparisons,
+    kendall_w_of_item,
+    midranks,
+    plackett_luce,
+)
+from evaluation.vocabulary import LOWER_IS_BETTER, TIE
 
 from ..choice import metric_scores, slot_scores
 from ..common import base_report, clean, item_majority
+from ..correlations import entries
 from ..inputs import Judgments, ReportInput, codes_of, objects
 from ..ranking import compared_slots, correlations_ranking, human_part
 from ..systems import system_codes, system_wins, systems_table
@@ -229,6 +236,49 @@ def best_labels(inp: ReportInput, rows: Judgments, top: np.ndarray) -> np.ndarra
     return item_majority(js, inp.n_items, names, inp.min_votes).label
 
 
+def mean_ranks(inp: ReportInput, r: Rankings) -> np.ndarray:
+    """(n_items, systems): each output's mean rank over its item's rankings (1 = best; a
+    tied output at the mean of its group's positions), NaN where it was never ranked."""
+    s = len(r.systems)
+    total, count = np.zeros((inp.n_items, s)), np.zeros((inp.n_items, s))
+    if isinstance(r.orders, np.ndarray):
+        j, k = r.orders.shape if r.orders.ndim == 2 else (0, 0)
+        rows = np.repeat(np.asarray(r.item, dtype=np.int64), k)
+        np.add.at(total, (rows, r.orders.ravel()), np.tile(np.arange(1, k + 1, dtype=float), j))
+        np.add.at(count, (rows, r.orders.ravel()), 1.0)
+    else:
+        for it, order in zip(np.asarray(r.item).tolist(), r.orders):
+            for c, rank in midranks(order)[0].items():
+                total[it, c] += rank
+                count[it, c] += 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / count, np.nan)
+
+
+def output_correlations(inp: ReportInput, r: Rankings, slots: dict[str, np.ndarray]) -> dict[str, Any]:
+    """`correlations`: per metric, over the (item, output) units of the non-gold items where
+    the output has a score and was ranked, the metric's score against minus the output's
+    mean rank on the item (higher = better on both sides; lower-is-better metrics negated),
+    every interval and p-value from the bootstrap over items (units nest in items:
+    report/correlations.py `entry`)."""
+    ranks = mean_ranks(inp, r)
+    code_of = {name: k for k, name in enumerate(r.systems)}
+    labels, code = codes_of(inp.c_id)
+    system = np.array([code_of.get(str(x), -1) for x in labels.tolist()], dtype=np.int64)[code]
+    known = system >= 0
+    item, slot, system = inp.c_item[known], inp.c_slot[known], system[known]
+    y = -ranks[item, system] if len(item) else np.zeros(0)
+    jobs = {}
+    for metric, matrix in sorted(slots.items()):
+        x = matrix[item, slot] * (-1.0 if metric in LOWER_IS_BETTER else 1.0)
+        use = np.isfinite(x) & np.isfinite(y)
+        if use.any():
+            sign = "minus " if metric in LOWER_IS_BETTER else ""
+            jobs[metric] = (x[use], y[use], "(item, output)", f"{sign}{metric} score of the output",
+                            "minus the output's mean rank over the item's rankings (1 = best)", item[use])
+    return entries(jobs)
+
+
 def build(inp: ReportInput) -> dict[str, Any]:
     """The report of a listwise ranking study (module docstring)."""
     report, js = base_report(inp, [], RANK_QUESTION)
@@ -263,6 +313,7 @@ def build(inp: ReportInput) -> dict[str, Any]:
                                                             np.bincount(code, minlength=len(names)).tolist())))}
     report["kendall_w"] = {k: clean(v) if not isinstance(v, list) else [clean(x) for x in v]
                            for k, v in mean_w(r).items()}
+    report["correlations"] = output_correlations(inp, r, slots)
     return report
 
 
