@@ -83,6 +83,9 @@
   function keepAnswers(form) {
     const answers = {};
     form.querySelectorAll("input[type=radio]:checked").forEach(function (input) { answers[input.name] = input.value; });
+    form.querySelectorAll("input.rank-value").forEach(function (input) { // a ranking (static/js/ranking.js)
+      if (input.value) answers[input.name] = input.value;
+    });
     try { localStorage.setItem(keptKey(form), JSON.stringify(answers)); } catch (e) { /* storage off or full */ }
   }
   function forgetAnswers(form) {
@@ -96,6 +99,13 @@
     form.querySelectorAll("input[type=radio]").forEach(function (input) {
       if (Object.prototype.hasOwnProperty.call(answers, input.name) && answers[input.name] === input.value) {
         input.checked = true;
+        restored += 1;
+      }
+    });
+    form.querySelectorAll("input.rank-value").forEach(function (input) {
+      if (Object.prototype.hasOwnProperty.call(answers, input.name) && !input.value) {
+        input.value = answers[input.name];
+        input.dispatchEvent(new CustomEvent("humeval:restored", { bubbles: true })); // ranking.js redraws it
         restored += 1;
       }
     });

@@ -293,6 +293,12 @@
     focusHandle(poolItems(open[0])[0]);
   });
 
+  document.addEventListener("humeval:restored", function (event) { // kept answers after a lost session (annotate.js)
+    const widget = widgetOf(event.target);
+    if (!widget) return;
+    restore(widget);
+    refresh(widget);
+  });
   document.addEventListener("DOMContentLoaded", function () { setUp(document); });
   document.body.addEventListener("htmx:afterSwap", function (event) { setUp(event.detail.target); });
   if (document.readyState !== "loading") setUp(document);

@@ -176,3 +176,34 @@ def test_drag_with_the_mouse(live_server, new_page):
     wait_done(page)
     ids = real(user)
     assert Judgment.objects.get(annotator=user).value == ">".join(ids[x] for x in "DABC")
+
+
+def test_a_ranking_survives_a_lost_session(live_server, new_page):
+    """Rank, lose the cookies, submit: after logging in again the same item shows the same
+    ranking (annotate.js keeps the hidden field; ranking.js redraws it), and one submit
+    stores it once."""
+    ranking_study("tents-lost")
+    user = make_user("lou-lost", password=PASSWORD)
+    page = watch(new_page(1366, 768))
+    log_in(page, live_server, "lou-lost")
+    open_task(page, live_server, "tents-lost")
+    assignment = page.locator("#item-form").get_attribute("data-assignment")
+    for label in ("Output C", "Output A", "Output D"):
+        page.locator(".rank-handle", has_text=label).click()
+    page.wait_for_selector("fieldset.ranking.complete")
+    page.context.clear_cookies()
+    page.get_by_role("button", name="Submit").click()
+    page.wait_for_url(f"{live_server.url}/login/?next=%2Fannotate%2Ftents-lost%2F")
+    assert Judgment.objects.count() == 0
+    page.get_by_label("Username").fill("lou-lost")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live_server.url}/annotate/tents-lost/")
+    page.wait_for_selector("fieldset.ranking.complete")
+    assert page.locator("#item-form").get_attribute("data-assignment") == assignment
+    assert page.locator(".rank-list .rank-handle").all_inner_texts() == ["Output C", "Output A", "Output D", "Output B"]
+    assert "ticked again" in page.locator("#status").inner_text()
+    page.get_by_role("button", name="Submit").click()
+    wait_done(page)
+    ids = real(user)
+    assert list(Judgment.objects.values_list("value", flat=True)) == [">".join(ids[x] for x in "CADB")]

@@ -92,19 +92,25 @@ def test_report_keys_and_pairwise_table():
     tau = report["correlations_ranking"]["rougeL"]
     assert tau["n"] == 5 and abs(tau["kendall"]["r"] + 1) < 1e-12 and tau["y"] == "Plackett-Luce strength of the system"
     assert report["agreement"] == {}
-    # Item level: (item, output) units, the score against minus the output's mean rank on the
-    # item (3 rankings each), clustered in the 40 items; tau-b re-done with scipy.
-    from scipy.stats import kendalltau
+    # Item level: per item, the coefficients between the 5 outputs' scores and minus their mean
+    # rank over the item's 3 rankings, averaged over the 40 items; re-done with scipy per item.
+    from scipy import stats
 
-    x, y = [], []
+    taus, rhos, rs = [], [], []
     for i in range(40):
-        for c in range(5):
-            x.append(0.1 * c + 0.01 * i)
-            y.append(-np.mean([o.index(c) + 1 for o in orders[3 * i:3 * i + 3]]))
-    units = report["correlations"]["rougeL"]
-    assert (units["n"], units["n_clusters"], units["unit"]) == (200, 40, "(item, output)")
-    assert abs(units["kendall"]["r"] - kendalltau(x, y).statistic) < 1e-12
-    assert units["kendall"]["ci95"] is not None
+        x = [0.1 * c + 0.01 * i for c in range(5)]
+        y = [-np.mean([o.index(c) + 1 for o in orders[3 * i:3 * i + 3]]) for c in range(5)]
+        taus.append(stats.kendalltau(x, y).statistic)
+        rhos.append(stats.spearmanr(x, y).statistic)
+        rs.append(stats.pearsonr(x, y).statistic)
+    item_level = report["correlations"]["rougeL"]
+    assert (item_level["n"], item_level["unit"]) == (40, "item")
+    for name, expected in (("kendall", taus), ("spearman", rhos), ("pearson", rs)):
+        assert abs(item_level[name]["r"] - np.mean(expected)) < 1e-12, name
+        t = stats.ttest_1samp(expected, 0.0)
+        assert abs(item_level[name]["p_value"] - t.pvalue) < 1e-9, name
+        low, high = stats.t.interval(0.95, 39, loc=np.mean(expected), scale=stats.sem(expected))
+        assert np.allclose(item_level[name]["ci95"], [low, high], atol=1e-12), name
 
 
 def test_kendall_w_hand_worked():

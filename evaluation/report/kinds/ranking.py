@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.bootstrap import bootstrap_interval, bootstrap_method, interval_refusal
+from evaluation.intervals import t_interval
 from evaluation.ranking import (
     RESAMPLES,
     Comparisons,
@@ -48,8 +49,7 @@ from evaluation.screens.plackett_luce import (
 from evaluation.vocabulary import LOWER_IS_BETTER, TIE
 
 from ..choice import metric_scores, slot_scores
-from ..common import base_report, clean, item_majority
-from ..correlations import entries
+from ..common import base_report, clean, clean_list, item_majority
 from ..inputs import Judgments, ReportInput, codes_of, objects
 from ..ranking import compared_slots, correlations_ranking, human_part
 from ..systems import system_codes, system_wins, systems_table
@@ -255,28 +255,80 @@ def mean_ranks(inp: ReportInput, r: Rankings) -> np.ndarray:
         return np.where(count > 0, total / count, np.nan)
 
 
+def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson's r of each row pair (NaN where a row is constant)."""
+    xc, yc = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray((xc * yc).sum(axis=1) / np.sqrt((xc * xc).sum(axis=1) * (yc * yc).sum(axis=1)))
+
+
+def _kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of each row pair over its k(k - 1)/2 pairs of outputs (NaN where a
+    row is constant)."""
+    a, b = np.triu_indices(x.shape[1], 1)
+    sx, sy = np.sign(x[:, a] - x[:, b]), np.sign(y[:, a] - y[:, b])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray((sx * sy).sum(axis=1) / np.sqrt((sx != 0).sum(axis=1) * (sy != 0).sum(axis=1)))
+
+
+def item_coefficients(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """Per row (item): Pearson, Spearman (Pearson of the average ranks) and Kendall tau-b
+    between its outputs' scores x and human values y (rows of one width)."""
+    from scipy.stats import rankdata  # heavy imports inside the function: docs/architecture.md
+
+    return {"pearson": _pearson_rows(x, y),
+            "spearman": _pearson_rows(rankdata(x, axis=1), rankdata(y, axis=1)),
+            "kendall": _kendall_rows(x, y)}
+
+
+ITEM_CORRELATION = ("mean over items of the per-item coefficient between the item's outputs' scores and minus their "
+                    "mean ranks (items with >= 3 such outputs and neither side constant)")
+
+
 def output_correlations(inp: ReportInput, r: Rankings, slots: dict[str, np.ndarray]) -> dict[str, Any]:
-    """`correlations`: per metric, over the (item, output) units of the non-gold items where
-    the output has a score and was ranked, the metric's score against minus the output's
-    mean rank on the item (higher = better on both sides; lower-is-better metrics negated),
-    every interval and p-value from the bootstrap over items (units nest in items:
-    report/correlations.py `entry`)."""
+    """`correlations` (item level): per metric and item, Pearson, Spearman and Kendall tau-b
+    between the metric's scores of the item's outputs (negated for lower-is-better metrics)
+    and minus their mean ranks over the item's rankings (the segment-level correlation of
+    machine-translation metric evaluation), over the outputs with both (>= 3); each
+    coefficient's mean over the items, with the t interval and one-sample t-test (against 0)
+    over items (independent units: one value per item)."""
     ranks = mean_ranks(inp, r)
     code_of = {name: k for k, name in enumerate(r.systems)}
     labels, code = codes_of(inp.c_id)
     system = np.array([code_of.get(str(x), -1) for x in labels.tolist()], dtype=np.int64)[code]
     known = system >= 0
     item, slot, system = inp.c_item[known], inp.c_slot[known], system[known]
-    y = -ranks[item, system] if len(item) else np.zeros(0)
-    jobs = {}
+    human = -ranks[item, system] if len(item) else np.zeros(0)
+    out = {}
     for metric, matrix in sorted(slots.items()):
-        x = matrix[item, slot] * (-1.0 if metric in LOWER_IS_BETTER else 1.0)
-        use = np.isfinite(x) & np.isfinite(y)
-        if use.any():
-            sign = "minus " if metric in LOWER_IS_BETTER else ""
-            jobs[metric] = (x[use], y[use], "(item, output)", f"{sign}{metric} score of the output",
-                            "minus the output's mean rank over the item's rankings (1 = best)", item[use])
-    return entries(jobs)
+        score = matrix[item, slot] * (-1.0 if metric in LOWER_IS_BETTER else 1.0)
+        use = np.isfinite(score) & np.isfinite(human)
+        it, xs, ys = item[use], score[use], human[use]  # rows in item order
+        per_item = np.bincount(it, minlength=inp.n_items)
+        starts = np.r_[0, np.cumsum(per_item)[:-1]]
+        values: dict[str, list[np.ndarray]] = {"pearson": [], "spearman": [], "kendall": []}
+        for k in sorted(set(per_item[per_item >= 3].tolist())):
+            rows = starts[per_item == k][:, None] + np.arange(k)
+            for name, coefficient in item_coefficients(xs[rows], ys[rows]).items():
+                values[name].append(coefficient)
+        pooled = {name: np.concatenate(v) if v else np.zeros(0) for name, v in values.items()}
+        if not len(pooled["kendall"]):
+            continue
+        entry: dict[str, Any] = {"n": int(len(pooled["kendall"])), "n_clusters": int(len(pooled["kendall"])),
+                                 "unit": "item", "x": f"{'minus ' if metric in LOWER_IS_BETTER else ''}{metric} "
+                                                      "scores of the item's outputs",
+                                 "y": "minus the outputs' mean ranks over the item's rankings (1 = best)",
+                                 "method": ITEM_CORRELATION}
+        for name, v in pooled.items():
+            defined = v[np.isfinite(v)]
+            t = t_interval(defined, null=0.0)
+            entry[name] = {"r": clean(t.mean), "ci95": clean_list(list(t.ci95)) if t.ci95 else None,
+                           "p_value": clean(t.p_value), "ci_method": "t interval over items",
+                           "n_clusters": int(len(defined)), "n_undefined": int(len(v) - len(defined)),
+                           "p_method": "one-sample t-test over items against 0",
+                           **({"ci_reason": t.reason} if t.ci95 is None and t.reason else {})}
+        out[metric] = entry
+    return out
 
 
 def build(inp: ReportInput) -> dict[str, Any]:
