@@ -316,7 +316,9 @@ def output_correlations(inp: ReportInput, r: Rankings, slots: dict[str, np.ndarr
             continue
         entry: dict[str, Any] = {"n": int(len(pooled["kendall"])), "n_clusters": int(len(pooled["kendall"])),
                                  "unit": "item", "x": f"{'minus ' if metric in LOWER_IS_BETTER else ''}{metric} "
-                                                      "scores of the item's outputs",
+                                                      "scores of the item's outputs (each coefficient per item, "
+                                                      "then its mean over items; 95% CI: t interval, p: one-sample "
+                                                      "t-test against 0, over items)",
                                  "y": "minus the outputs' mean ranks over the item's rankings (1 = best)",
                                  "method": ITEM_CORRELATION}
         for name, v in pooled.items():
