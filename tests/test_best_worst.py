@@ -101,6 +101,8 @@ def test_hand_worked_bws_counts_on_four_systems_and_six_items():
     assert set(report["ranking"]["A"]) >= {"strength", "ci95", "rank", "rank_ci95"}
     # metric m scores D 0 ... A 3: its system means order the systems as the bws scores do
     assert report["correlations_system"]["m"]["kendall"]["r"] == 1.0
+    # item level: the 24 (item, system) units of 6 items
+    assert (report["correlations"]["m"]["n"], report["correlations"]["m"]["n_clusters"]) == (24, 6)
     _, html = study_report(Study.objects.get(slug="bws-hand"), "html")
     assert 'id="bws-scores"' in html and "n = 6 screens" in html
     _, text = study_report(Study.objects.get(slug="bws-hand"), "csv")
