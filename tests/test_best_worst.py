@@ -12,6 +12,7 @@ from django.test import Client
 
 from annotate.desk.assignment import next_assignment
 from annotate.desk.submission import SubmissionError, edit
+from annotate.kinds import get_kind
 from annotate.models import Assignment, Judgment, Study
 from annotate.reports.data import study_report
 from annotate.studies.answers import OPTION_REFUSED
@@ -125,6 +126,7 @@ def test_tuples_of_seven_systems_cover_every_pair_once_in_seven_screens():
         pairs.update(combinations(sorted(shown), 2))
         Assignment.objects.filter(pk=assignment.pk).update(completed_at=assignment.created_at)
     assert len(pairs) == 21 and set(pairs.values()) == {1}
+    assert get_kind(BEST_WORST).allocation(study.config, 7).startswith("tuples of 3 outputs from a balanced incomplete")
     body = api_client(make_user("fano2")).post("/api/studies/bws-fano/assignments/next/").json()
     assert [len(q["options"]) for q in body["questions"]] == [3, 3]  # the annotator is asked about the tuple only
     assert len(body["item"]["candidates"]) == 3

@@ -6,7 +6,7 @@ by the kind (never the pairwise defaults), shown in a recorded, balanced permuta
 question's options follow it. Balance: each position, first to last, goes to the candidate
 shown there least often on this item so far (a seeded draw among ties), so over an item's
 assignments every candidate leads about equally often. A kind that shows only part of an
-item per screen (best_worst's tuples) narrows `screen_candidates`; the engine then passes
+item per screen (best-worst tuples) narrows `screen_candidates`; the engine then passes
 what the whole study has shown (`study_screen_counts`: {shown set (sorted ids): n}).
 Gold: allowed when one screen shows all of the item's candidates.
 """
@@ -89,6 +89,12 @@ class AllShownKind(TwoCandidateKind):
             return (f"'gold' needs an item whose candidates are all shown on one screen (this one has "
                     f"{n_systems}; a screen shows {self.max_screen(config)})")
         return None
+
+    def allocation(self, config, n_systems):
+        if n_systems > self.max_screen(config):
+            return (f"tuples of {self.max_screen(config)} outputs from a balanced incomplete block design, the tuple "
+                    "the study showed least first; outputs permuted, balanced per item")
+        return "every output on one screen, permuted (balanced per item)"
 
     def study_screen_counts(self, rows):
         return set_counts(rows)
