@@ -11,7 +11,10 @@ what the whole study has shown (`study_screen_counts`: {shown set (sorted ids): 
 Gold: allowed when one screen shows all of the item's candidates.
 """
 from collections import Counter
+from functools import lru_cache
 from itertools import permutations
+
+import numpy as np
 
 from annotate.kinds.base import CANDIDATES_KEY, OPTION_LETTERS
 from annotate.kinds.two_candidate import TwoCandidateKind
@@ -30,6 +33,11 @@ def position_counts(previous_orders: list) -> Counter:
     return counts
 
 
+@lru_cache(maxsize=EXHAUSTIVE + 1)
+def _permutations(n: int) -> np.ndarray:
+    return np.array(list(permutations(range(n))), dtype=np.int64).reshape(-1, n)
+
+
 def balanced_permutation(ids: list, previous_orders: list, rng) -> list:
     """`ids` permuted so that candidates go where they were shown least on this item: up to
     EXHAUSTIVE candidates, a permutation with the smallest sum of position_counts (a seeded
@@ -37,10 +45,12 @@ def balanced_permutation(ids: list, previous_orders: list, rng) -> list:
     position in turn gets the remaining candidate least often shown there."""
     counts = position_counts(previous_orders)
     if len(ids) <= EXHAUSTIVE:
-        perms = list(permutations(ids))
-        costs = [sum(counts[(p, cid)] for p, cid in enumerate(perm)) for perm in perms]
-        tied = [perm for perm, cost in zip(perms, costs) if cost == min(costs)]
-        return list(tied[rng.randrange(len(tied))] if len(tied) > 1 else tied[0])
+        perms = _permutations(len(ids))  # (n!, n): candidate index at each position
+        shown_at = np.array([[counts[(p, cid)] for cid in ids] for p in range(len(ids))])
+        costs = shown_at[np.arange(len(ids)), perms].sum(axis=1)
+        best = np.flatnonzero(costs == costs.min())
+        row = int(best[rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
+        return [ids[k] for k in perms[row]]
     left, order = list(ids), []
     for position in range(len(ids)):
         fewest = min(counts[(position, cid)] for cid in left)
