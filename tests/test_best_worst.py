@@ -149,6 +149,7 @@ def test_best_equal_worst_is_refused_at_the_page_the_api_and_an_edit():
     page = client.post(f"/annotate/{study.slug}/items/{assignment.pk}/submit/",
                        {"q:best": first, "q:worst": first, "seconds": "3"}, **HX)
     assert page.status_code == 200 and SAME in page.content.decode()
+    assert "Please correct the answers marked below." in page.content.decode()
     assert Judgment.objects.count() == 0
     api = api_client(user)
     refused = api.post(f"/api/assignments/{assignment.pk}/judgments/", {"best": first, "worst": first},
