@@ -12,6 +12,7 @@ from django.test import Client
 
 from annotate.desk.assignment import next_assignment
 from annotate.desk.submission import SubmissionError, edit
+from annotate.kinds import get_kind
 from annotate.models import Assignment, Judgment, Study
 from annotate.reports.data import study_report
 from annotate.studies.answers import OPTION_REFUSED
@@ -101,6 +102,8 @@ def test_hand_worked_bws_counts_on_four_systems_and_six_items():
     assert set(report["ranking"]["A"]) >= {"strength", "ci95", "rank", "rank_ci95"}
     # metric m scores D 0 ... A 3: its system means order the systems as the bws scores do
     assert report["correlations_system"]["m"]["kendall"]["r"] == 1.0
+    # item level: the 24 (item, system) units of 6 items
+    assert (report["correlations"]["m"]["n"], report["correlations"]["m"]["n_clusters"]) == (24, 6)
     _, html = study_report(Study.objects.get(slug="bws-hand"), "html")
     assert 'id="bws-scores"' in html and "n = 6 screens" in html
     _, text = study_report(Study.objects.get(slug="bws-hand"), "csv")
@@ -123,6 +126,7 @@ def test_tuples_of_seven_systems_cover_every_pair_once_in_seven_screens():
         pairs.update(combinations(sorted(shown), 2))
         Assignment.objects.filter(pk=assignment.pk).update(completed_at=assignment.created_at)
     assert len(pairs) == 21 and set(pairs.values()) == {1}
+    assert get_kind(BEST_WORST).allocation(study.config, 7).startswith("tuples of 3 outputs from a balanced incomplete")
     body = api_client(make_user("fano2")).post("/api/studies/bws-fano/assignments/next/").json()
     assert [len(q["options"]) for q in body["questions"]] == [3, 3]  # the annotator is asked about the tuple only
     assert len(body["item"]["candidates"]) == 3
@@ -145,6 +149,7 @@ def test_best_equal_worst_is_refused_at_the_page_the_api_and_an_edit():
     page = client.post(f"/annotate/{study.slug}/items/{assignment.pk}/submit/",
                        {"q:best": first, "q:worst": first, "seconds": "3"}, **HX)
     assert page.status_code == 200 and SAME in page.content.decode()
+    assert "Please correct the answers marked below." in page.content.decode()
     assert Judgment.objects.count() == 0
     api = api_client(user)
     refused = api.post(f"/api/assignments/{assignment.pk}/judgments/", {"best": first, "worst": first},

@@ -28,6 +28,7 @@ def test_pairwise_kinds_keep_their_labels_and_keys():
         assert kind.key_help({}) is None
         assert kind.answers_error({"choice": "m1"}, {}, {}) is None
         assert kind.screen_size({}, {"candidates": [{"id": "a"}, {"id": "b"}, {"id": "c"}]}) == 2
+        assert (kind.allocation({}, 2), kind.allocation({}, 3)) == ("fixed", "balanced (least-shown pair first)")
 
 
 def test_all_shown_labels_run_to_h_and_keys_by_position():

@@ -6,12 +6,15 @@ by the kind (never the pairwise defaults), shown in a recorded, balanced permuta
 question's options follow it. Balance: each position, first to last, goes to the candidate
 shown there least often on this item so far (a seeded draw among ties), so over an item's
 assignments every candidate leads about equally often. A kind that shows only part of an
-item per screen (best_worst's tuples) narrows `screen_candidates`; the engine then passes
+item per screen (best-worst tuples) narrows `screen_candidates`; the engine then passes
 what the whole study has shown (`study_screen_counts`: {shown set (sorted ids): n}).
 Gold: allowed when one screen shows all of the item's candidates.
 """
 from collections import Counter
+from functools import lru_cache
 from itertools import permutations
+
+import numpy as np
 
 from annotate.kinds.base import CANDIDATES_KEY, OPTION_LETTERS
 from annotate.kinds.two_candidate import TwoCandidateKind
@@ -30,6 +33,11 @@ def position_counts(previous_orders: list) -> Counter:
     return counts
 
 
+@lru_cache(maxsize=EXHAUSTIVE + 1)
+def _permutations(n: int) -> np.ndarray:
+    return np.array(list(permutations(range(n))), dtype=np.int64).reshape(-1, n)
+
+
 def balanced_permutation(ids: list, previous_orders: list, rng) -> list:
     """`ids` permuted so that candidates go where they were shown least on this item: up to
     EXHAUSTIVE candidates, a permutation with the smallest sum of position_counts (a seeded
@@ -37,10 +45,12 @@ def balanced_permutation(ids: list, previous_orders: list, rng) -> list:
     position in turn gets the remaining candidate least often shown there."""
     counts = position_counts(previous_orders)
     if len(ids) <= EXHAUSTIVE:
-        perms = list(permutations(ids))
-        costs = [sum(counts[(p, cid)] for p, cid in enumerate(perm)) for perm in perms]
-        tied = [perm for perm, cost in zip(perms, costs) if cost == min(costs)]
-        return list(tied[rng.randrange(len(tied))] if len(tied) > 1 else tied[0])
+        perms = _permutations(len(ids))  # (n!, n): candidate index at each position
+        shown_at = np.array([[counts[(p, cid)] for cid in ids] for p in range(len(ids))])
+        costs = shown_at[np.arange(len(ids)), perms].sum(axis=1)
+        best = np.flatnonzero(costs == costs.min())
+        row = int(best[rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
+        return [ids[k] for k in perms[row]]
     left, order = list(ids), []
     for position in range(len(ids)):
         fewest = min(counts[(position, cid)] for cid in left)
@@ -89,6 +99,12 @@ class AllShownKind(TwoCandidateKind):
             return (f"'gold' needs an item whose candidates are all shown on one screen (this one has "
                     f"{n_systems}; a screen shows {self.max_screen(config)})")
         return None
+
+    def allocation(self, config, n_systems):
+        if n_systems > self.max_screen(config):
+            return (f"tuples of {self.max_screen(config)} outputs from a balanced incomplete block design, the tuple "
+                    "the study showed least first; outputs permuted, balanced per item")
+        return "every output on one screen, permuted (balanced per item)"
 
     def study_screen_counts(self, rows):
         return set_counts(rows)

@@ -275,6 +275,10 @@ class StudyKind:
         """The demo study's batch: a header line, then six or more items (one gold)."""
         raise NotImplementedError
 
+    def allocation(self, config: dict, n_systems: int) -> str:
+        """How the engine chose what each screen shows, in words (the datasheet)."""
+        return "balanced (least-shown pair first)" if n_systems > 2 else "fixed"
+
     def demo_judgments(self) -> bytes | None:
         """Simulated judgments (an import_judgments file) that `manage.py demo` loads into the
         kind's demo study so its report shows at once; None: the study starts empty."""

@@ -27,7 +27,7 @@ class ReplayEngine:
         self.previous: list[list[dict]] = [[] for _ in items]
         self.study_pairs: Counter = Counter()
         self.had: dict[int, set[int]] = {}
-        self.whole_study = [self.kind.needs_study_pairs(item) for item in items]
+        self.whole_study = [self.kind.needs_study_pairs(item, config) for item in items]
         # The engine's order, fullest first then position: free items by how many assignments
         # they hold (levels), each level in position order.
         self.levels: list[list[int]] = [list(range(len(items)))] + [[] for _ in range(overlap)]
@@ -55,7 +55,5 @@ class ReplayEngine:
         insort(self.levels[level + 1], index)
         self.n_assigned[index] = level + 1
         had.add(index)
-        pair = shown.get(CANDIDATES_KEY)
-        if isinstance(pair, list) and len(pair) == 2:
-            self.study_pairs[tuple(pair)] += 1
+        self.study_pairs.update(self.kind.study_screen_counts([(shown.get(CANDIDATES_KEY), 1)]))  # as the engine
         return index, shown

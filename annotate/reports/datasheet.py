@@ -17,7 +17,7 @@ from collections import Counter
 
 from django.db.models import Count
 
-from annotate.kinds import get_kind
+from annotate.kinds import get_kind, study_config
 from annotate.models import Participant
 from annotate.participants.recruitment import places_limit, recruits
 from annotate.reports.data import study_report
@@ -39,7 +39,7 @@ def _design(study, report):
         "n_items": report["n_items"], "n_gold_items": report["n_gold_items"],
         "annotations_per_item": study.annotations_per_item, "n_judgments": report["n_judgments"],
         "n_annotators": report["n_annotators"], "complete_items": report["complete_items"],
-        "allocation": config.get("allocation", "balanced (least-shown pair first)" if len(systems) > 2 else "fixed"),
+        "allocation": config.get("allocation", get_kind(study.kind).allocation(study_config(study), len(systems))),
         "randomization": ("order of the options randomized per assignment, balanced, and recorded"
                           if study.randomize_order else "options shown in the batch's order"),
         "repeats": config.get("retest"),

@@ -1,6 +1,6 @@
 """import_judgments: the answers of one screen (one annotator on one item) checked together.
 
-A kind may refuse answers that are each valid but cannot stand together (best_worst: best
+A kind may refuse answers that are each valid but cannot stand together (best-worst scaling: best
 and worst the same output; StudyKind.answers_error): the file's rows of one (item,
 annotator) are checked with what is already stored for them. Rows that name the
 candidates shown (an item of more candidates than one screen shows) must name the same

@@ -213,9 +213,12 @@
         return (radio.dataset.keys || "").split(" ").indexOf(key) !== -1;
       });
     }
-    // The current question's key first; else a key that only one question of the item has
-    // (a kind that gives each question its own keys: best 1-6, worst q-y).
-    const input = keyed(current) || keyed(form);
+    // The current question's key first; else, from a choice, another choice question's key
+    // (a kind that gives each question its own keys: best 1-6, worst q-y). Rating keys act
+    // only in their own question.
+    const onChoice = current.classList.contains("choice");
+    const input = keyed(current) || (onChoice ? Array.from(form.querySelectorAll("fieldset.question.choice"))
+      .map(keyed).find(Boolean) : undefined);
     if (!input) return;
     const fieldset = input.closest("fieldset.question");
     event.preventDefault();

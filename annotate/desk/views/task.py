@@ -195,7 +195,9 @@ def submit_item(request, slug, pk):
         context = item_context(study, assignment, values=answers, errors=exc.errors,
                                comment=request.POST.get("comment", ""))
         context.update(progress=annotator_progress(study, request.user), oob=True, notice_level="error",
-                       notice="Please answer every question before submitting.")
+                       notice=("Please answer every question before submitting."
+                               if set(exc.errors.values()) <= {"not answered"}
+                               else "Please correct the answers marked below."))
         return render(request, "annotate/_item.html", context)
     except AssignmentGone:
         return _render_next(request, desk, level="warning", notice="That item had expired and went back "

@@ -12,6 +12,8 @@ of one half is the pairwise kinds'):
 - `systems`: the pairwise kinds' per-system table (metric means on the items where the
   system was shown, the `human` row of the implied pairs, wins = items whose majority `best`
   it was), plus `bws` per system;
+- `correlations`: per metric, (item, system) units: its score against the system's bws score
+  on the item, clustered in items;
 - `correlations_system`: each metric's system means against the bws scores (Kendall tau-b,
   Pearson, Spearman over systems); `correlations_ranking`: against the BT strengths;
 - `split_half`: Spearman-Brown-corrected split-half reliability of the bws scores over
@@ -25,13 +27,13 @@ from typing import Any
 import numpy as np
 
 from evaluation.correlation import correlations
-from evaluation.screens.best_worst import BestWorst, bws_scores, implied_comparisons, split_half
+from evaluation.screens.best_worst import BestWorst, bws_scores, counts_by, implied_comparisons, split_half
 from evaluation.vocabulary import LOWER_IS_BETTER, TIE
 
 from .. import figures
 from ..choice import metric_scores, slot_scores
 from ..common import NOMINAL, Question, base_report, clean, clean_list, item_majority, majority_keys, question_rows
-from ..correlations import entry_from
+from ..correlations import entry, entry_from
 from ..inputs import Judgments, ReportInput, objects
 from ..markup import figure, interval, num, table
 from ..ranking import compared_slots, correlations_ranking, human_part, ranking_part
@@ -95,6 +97,31 @@ def bws_correlations(bws: dict[str, Any], systems_keys: dict[str, Any]) -> dict[
     return out or None
 
 
+def item_correlations(inp: ReportInput, bw: BestWorst, slots: dict[str, np.ndarray]) -> dict[str, Any]:
+    """{metric: entry}: each (item, system shown on it) as a unit, the metric's score
+    (lower-is-better negated) against the system's bws score on that item; clustered in
+    items. Metrics with fewer than 3 units are left out."""
+    shown, best, worst = counts_by(bw, bw.item, inp.n_items)
+    code_of = {s: k for k, s in enumerate(bw.systems)}
+    out = {}
+    for metric, matrix in sorted(slots.items()):
+        sign = -1.0 if metric in LOWER_IS_BETTER else 1.0
+        xs, ys, clusters = [], [], []
+        for i, row in enumerate(inp.candidates.tolist()):
+            for k, candidate in enumerate(row):
+                s = code_of.get(str(candidate), -1) if candidate is not None else -1
+                if s < 0 or np.isnan(matrix[i, k]) or not shown[i, s]:
+                    continue
+                xs.append(sign * matrix[i, k])
+                ys.append((best[i, s] - worst[i, s]) / shown[i, s])
+                clusters.append(i)
+        if len(xs) >= 3:
+            out[metric] = entry(np.array(xs), np.array(ys), "(item, system)",
+                                f"{'minus ' if sign < 0 else ''}{metric} score of the output",
+                                "bws score of the output on the item ((best - worst) / shown)", np.array(clusters))
+    return out
+
+
 def build(inp: ReportInput) -> dict[str, Any]:
     counted = Judgments.of(inp, inp.counted())
     # Agreement and annotator statistics as every kind has them; no position-bias test (the
@@ -114,14 +141,17 @@ def build(inp: ReportInput) -> dict[str, Any]:
     systems_keys = systems_table(inp, wins, slots, compared_slots(inp, compared) if len(compared) else None)
     for system, human in human_part(compared).items():
         systems_keys[system]["human"] = human
-    for system, entry in systems_keys.items():
-        entry["bws"] = report["bws"].get(system)
+    for system, row in systems_keys.items():
+        row["bws"] = report["bws"].get(system)
     report.update(majority_keys(majority, inp.item_ids))
     report["systems"] = systems_keys
     report.update(ranked)
+    report["ranking_detail"]["comparisons"] = ("implied by each screen: best > every other shown output, every "
+                                               "other shown output > worst (best > worst once); 2k - 3 from k shown")
     report["correlations_ranking"] = correlations_ranking(
         ranked["ranking"], {m: {s: v["metrics"][m]["mean"] for s, v in systems_keys.items() if m in v["metrics"]}
                             for m in slots})
+    report["correlations"] = item_correlations(inp, bw, slots)
     report["correlations_system"] = bws_correlations(report["bws"], systems_keys)
     half = split_half(bw)
     report["split_half"] = {**{k: clean(v) for k, v in half.items()}, "n": half["n_annotators"]}
