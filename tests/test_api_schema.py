@@ -100,7 +100,11 @@ def test_enums_for_kind_state_and_format(schema):
 def test_answers_are_documented_as_question_keyed_values(schema):
     answers = schema["components"]["schemas"]["Answers"]
     assert set(answers["properties"]) == {"seconds", "edit", "comment", "pastes", "focus_losses"}
-    assert answers["additionalProperties"]["oneOf"] == [{"type": "string"}, {"type": "integer"}]
+    one_of = answers["additionalProperties"]["oneOf"]
+    assert one_of[:2] == [{"type": "string"}, {"type": "integer"}]
+    # a full order (the listwise ranking's `rank`): a list of tokens, ties as lists inside it
+    assert one_of[2]["type"] == "array" and one_of[2]["items"] == {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
 
 
 def test_study_create_serializer_names_every_header_key():

@@ -285,8 +285,9 @@ def answers_example(kind) -> dict:
 @extend_schema_serializer(examples=[OpenApiExample(kind.name, request_only=True, value=answers_example(kind))
                                     for kind in all_kinds()])
 class AnswersSerializer(serializers.Serializer):
-    """One value per question key (a choice question's option token or `tie`, or an integer
-    rating), plus the control keys below. A real candidate id is refused."""
+    """One value per question key (a choice question's option token or `tie`, an integer
+    rating, or a full order of tokens for an `order` question), plus the control keys
+    below. A real candidate id is refused."""
 
     seconds = serializers.FloatField(required=False, min_value=0,
                                      help_text="Time spent; default: since the item was handed out.")
@@ -308,8 +309,13 @@ class AnswersSchema(OpenApiSerializerExtension):
 
     def map_serializer(self, auto_schema, direction):
         schema = auto_schema._map_serializer(self.target_class, direction, bypass_extensions=True)
-        schema["additionalProperties"] = {"oneOf": [{"type": "string"}, {"type": "integer"}],
-                                          "description": "question id -> option id or integer rating"}
+        rank = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+        order = {"type": "array", "items": rank,
+                 "description": "a full order (a question with `order`): option tokens best first; with `ties`, "
+                                "a list of tokens inside it is one rank"}
+        schema["additionalProperties"] = {"oneOf": [{"type": "string"}, {"type": "integer"}, order],
+                                          "description": "question id -> option id, integer rating, or a full "
+                                                         "order (a list, or the text `t1>t2>t3`)"}
         return schema
 
 
