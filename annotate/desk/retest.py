@@ -80,7 +80,8 @@ def serve_repeat(study, user, now, timeout_minutes: int) -> Assignment | None:
     if first is None:
         return None
     repeat = Assignment.objects.create(
-        study=study, item=first.item, annotator=user, repeat_of=first, expires_at=now + timedelta(minutes=timeout_minutes),
+        study=study, item=first.item, annotator=user, repeat_of=first,
+        expires_at=now + timedelta(minutes=timeout_minutes),
         shown_order=get_kind(study.kind).reversed_order(first.shown_order))
     blinding_for(repeat)  # its own tokens, from its own id
     return repeat
