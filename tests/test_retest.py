@@ -285,3 +285,10 @@ def test_retest_header_is_stored_and_api_refuses_bad_ones(admin_user_):
     good = client.post("/api/studies/", {"slug": "rt2", "kind": PAIRWISE_ALIGNMENT, "title": "T",
                                          "retest": {"share": 0.2, "after": 3}}, format="json")
     assert good.status_code == 201 and json.loads(good.content)["config"]["retest"] == {"share": 0.2, "after": 3}
+
+
+def test_bad_max_flip_rate_is_refused():
+    with pytest.raises(BatchInvalid) as caught:
+        import_batch_bytes(jsonl(header("rt", PAIRWISE_ALIGNMENT, quality={"max_flip_rate": 1.5}), pairwise("a")))
+    assert caught.value.errors == ["line 1: 'quality.max_flip_rate' must be a number in [0, 1]"]
+    assert Study.objects.count() == 0

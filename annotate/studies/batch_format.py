@@ -292,13 +292,16 @@ def _header_participants(study, header, error):
         _header_recruitment(study, header, error)
     if "quality" in study:
         quality = study["quality"]
-        if not (isinstance(quality, dict) and set(quality) <= set(QUALITY_KEYS)
-                and all(is_number(v) and v >= 0 for v in quality.values())
-                and quality.get("min_gold_accuracy", 0) <= 1 and quality.get("max_flip_rate", 0) <= 1
-                and ("fast_seconds" in quality) == ("max_fast_submits" in quality)):
+        flips = quality.get("max_flip_rate", 0) if isinstance(quality, dict) else 0
+        if not (is_number(flips) and 0 <= flips <= 1):  # test-retest (annotate/desk/retest.py)
+            error("'quality.max_flip_rate' must be a number in [0, 1]")
+        elif not (isinstance(quality, dict) and set(quality) <= set(QUALITY_KEYS)
+                  and all(is_number(v) and v >= 0 for v in quality.values())
+                  and quality.get("min_gold_accuracy", 0) <= 1
+                  and ("fast_seconds" in quality) == ("max_fast_submits" in quality)):
             error("'quality' must be {\"min_gold_accuracy\": number in [0, 1], \"min_median_seconds\": number >= 0,"
-                  " \"fast_seconds\": number >= 0, \"max_fast_submits\": number >= 0, \"max_flip_rate\": number in"
-                  " [0, 1]} (all optional; fast_seconds and max_fast_submits together)")
+                  " \"fast_seconds\": number >= 0, \"max_fast_submits\": number >= 0} (all optional; the last two"
+                  " together)")
         else:
             header.extra["quality"] = quality
 
