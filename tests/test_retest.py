@@ -292,3 +292,80 @@ def test_bad_max_flip_rate_is_refused():
         import_batch_bytes(jsonl(header("rt", PAIRWISE_ALIGNMENT, quality={"max_flip_rate": 1.5}), pairwise("a")))
     assert caught.value.errors == ["line 1: 'quality.max_flip_rate' must be a number in [0, 1]"]
     assert Study.objects.count() == 0
+
+
+# --- exports: repeats included, marked ------------------------------------------------------------
+
+def engine_study_with_repeats():
+    study = make_study(overlap=1, config={"retest": {"share": 0.5, "after": 1}})
+    make_items(study, 6)
+    run_annotator(study, make_user("ann"))
+    assert Judgment.objects.filter(repeat_of__isnull=False).count() == 3  # floor(0.5 * 6 + u)
+    return study
+
+
+def pairs_of(study):
+    """(item, question, first value, repeat value) of every repeat, sorted."""
+    return sorted(Judgment.objects.filter(study=study, repeat_of__isnull=False).values_list(
+        "item__item_id", "question", "repeat_of__value", "value"))
+
+
+def test_judgments_export_marks_repeats_and_reads_them_back():
+    import io
+
+    from annotate.studies.judgments_csv import write_judgments
+    from annotate.studies.judgments_io import export_judgment_rows, import_judgments
+
+    study = engine_study_with_repeats()
+    before = pairs_of(study)
+    out = io.StringIO()
+    write_judgments(export_judgment_rows(study), out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith(",comment,platform,study_id,session_id,repeat")
+    assert sum(line.endswith(",1") for line in lines[1:]) == 3 and len(lines) == 1 + 9
+    data = out.getvalue().encode()
+    assert import_judgments(io.BytesIO(data))["skipped"] == 9  # idempotent: nothing new
+    Judgment.objects.filter(study=study).delete()
+    assert import_judgments(io.BytesIO(data))["created"] == 9
+    assert pairs_of(study) == before
+    assert Judgment.objects.filter(study=study, repeat_of__isnull=True).count() == 6
+    assert set(Item.objects.filter(study=study).values_list("n_completed", flat=True)) == {1}
+
+
+def test_a_repeat_without_its_first_answer_is_refused():
+    import io
+
+    from annotate.studies.judgments_io import import_judgments
+
+    study = make_study(overlap=1)
+    make_items(study, 1)
+    text = ("study,item_id,annotator,question,value,shown_order,seconds,submitted_at,repeat\n"
+            f"{study.slug},item-0000,ann,choice,m1,,,,1\n")
+    with pytest.raises(BatchInvalid) as caught:
+        import_judgments(io.BytesIO(text.encode()))
+    assert caught.value.errors == [
+        "line 2: a repeat needs the first answer of ann to 'choice' on 'item-0000' (stored or in the file)"]
+    assert Judgment.objects.count() == 0
+
+
+def test_backup_restores_repeats():
+    import io
+
+    from annotate.studies.backup import import_study, write_study
+
+    study = engine_study_with_repeats()
+    before = pairs_of(study)
+    stream = io.StringIO()
+    write_study(study, stream)
+    restored = import_study(io.StringIO(stream.getvalue().replace('"slug": "pairwise-alignment"',
+                                                                  '"slug": "restored"')))
+    assert restored.slug == "restored" and pairs_of(restored) == before
+    assert Assignment.objects.filter(study=restored, repeat_of__isnull=False).count() == 3
+
+
+def test_release_tables_mark_repeats():
+    from annotate.studies.release import release_tables
+
+    study = engine_study_with_repeats()
+    rows = release_tables(study)["judgments"]
+    assert sum(row["repeat"] for row in rows) == 3 and len(rows) == 9
