@@ -80,7 +80,7 @@ def html_section(report: dict[str, Any]) -> str:
     for part, block in _parts(section):
         agreement = block.get("agreement") or {}
         statistic = {"cohen_kappa": "Cohen's kappa", "krippendorff_alpha": "Krippendorff's alpha"}.get(
-            agreement.get("statistic"), "agreement")
+            str(agreement.get("statistic")), "agreement")
         rows = [("all annotators", block.get("n_pairs"), _fmt(block.get("flip_rate")),
                  _interval(block.get("flip_rate_ci95")), _fmt(agreement.get("value")), _interval(agreement.get("ci95")),
                  "")]
