@@ -137,6 +137,12 @@ def test_similarity_repeat_reverses_pairs_and_texts():
     assert all(repeats[0].shown_order[p] == first.shown_order[p][::-1] for p in pairs)
     firsts = dict(Judgment.objects.filter(assignment=first).values_list("question", "pk"))
     assert {j.question: j.repeat_of_id for j in Judgment.objects.filter(assignment=repeats[0])} == firsts
+    # ratings: Krippendorff's alpha (interval) between first and repeat, one pair per rated text pair
+    retest = study_report(study)[0]["retest"]
+    assert (retest["n_pairs"], retest["agreement"]["statistic"], retest["agreement"]["level"]) == (
+        len(pairs), "krippendorff_alpha", "interval")
+    # the position-biased annotator rates every pair the scale's minimum both times: no flip
+    assert retest["flip_rate"] == 0.0
 
 
 def test_double_submit_of_a_repeat_stores_once():
