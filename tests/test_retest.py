@@ -375,3 +375,20 @@ def test_release_tables_mark_repeats():
     study = engine_study_with_repeats()
     rows = release_tables(study)["judgments"]
     assert sum(row["repeat"] for row in rows) == 3 and len(rows) == 9
+
+
+def test_choices_and_ratings_of_one_study_are_reported_apart():
+    """explanation_choice asks a choice (nominal: `retest`) and a usefulness rating
+    (interval: `retest.ratings`); the engine's position-biased annotator flips every choice
+    (the swap) and repeats every rating (the scale minimum)."""
+    from evaluation.report.kinds import EXPLANATION_CHOICE
+
+    study = make_study(EXPLANATION_CHOICE, overlap=1, config={"retest": {"share": 0.5, "after": 0},
+                                                              "usefulness_scale": [1, 5]})
+    make_items(study, 2)
+    run_annotator(study, make_user("ann"))
+    retest = study_report(study)[0]["retest"]
+    assert (retest["n_pairs"], retest["flip_rate"], retest["agreement"]["statistic"]) == (1, 1.0, "cohen_kappa")
+    ratings = retest["ratings"]
+    assert (ratings["n_pairs"], ratings["flip_rate"], ratings["agreement"]["statistic"]) == (
+        1, 0.0, "krippendorff_alpha")
