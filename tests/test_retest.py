@@ -392,3 +392,14 @@ def test_choices_and_ratings_of_one_study_are_reported_apart():
     ratings = retest["ratings"]
     assert (ratings["n_pairs"], ratings["flip_rate"], ratings["agreement"]["statistic"]) == (
         1, 0.0, "krippendorff_alpha")
+
+
+def test_datasheet_has_the_retest_table():
+    from annotate.reports.datasheet import datasheet, render_datasheet
+
+    sheet = datasheet(hand_worked_study())
+    table = next(t for t in sheet["results"] if t["key"] == "retest")
+    assert table["rows"][0][:4] == ["all", "*", 6, pytest.approx(1 / 3)]
+    text = render_datasheet(sheet, "md")
+    assert "## Test-retest (first answer vs its repeat, order reversed)" in text and "| all | * | 6 | 0.333 |" in text
+    assert "\\begin{tabular}" in render_datasheet(sheet, "tex")

@@ -149,7 +149,8 @@ class StudySerializer(serializers.Serializer):
                 annotators=sorted(study.annotators.values_list("username", flat=True)),
                 researchers=sorted(study.researchers.values_list("username", flat=True)),
                 n_items=study.items.count(), n_gold_items=study.items.filter(is_gold=True).count(),
-                n_judgments=study.judgments.count(), created_at=study.created_at)
+                n_judgments=study.judgments.filter(repeat_of__isnull=True).count(),  # as the report: no repeats
+                created_at=study.created_at)
         return super().to_representation(values)
 
 
