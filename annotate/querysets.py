@@ -12,7 +12,10 @@ report.
 - a study's *complete* items are its real items with `annotations_per_item` completed
   assignments (Item.n_completed, kept in step with the Assignment rows by the engine,
   the submit path and the importers). Gold items are never counted: they are attention
-  checks, not data.
+  checks, not data;
+- a test-retest *repeat* (Assignment.repeat_of set) is open while open, but never
+  completed in this sense: answered-item counts, quotas, places, completion codes and
+  progress count first showings only, and a repeat takes no slot.
 """
 from __future__ import annotations
 
@@ -66,8 +69,9 @@ def open_q(now: datetime | None = None, relation: str = "") -> Q:
 
 class AssignmentQuerySet(models.QuerySet):
     def completed(self) -> AssignmentQuerySet:
-        """Answered (closed and not skipped)."""
-        return self.filter(completed_at__isnull=False, skipped=False)
+        """Answered (closed and not skipped) first showings: a test-retest repeat
+        (`repeat_of`, annotate/desk/retest.py) is never counted as an answered item."""
+        return self.filter(completed_at__isnull=False, skipped=False, repeat_of__isnull=True)
 
     def open(self, now: datetime | None = None) -> AssignmentQuerySet:
         """Handed out, not answered, not expired."""

@@ -160,7 +160,8 @@ def judgments_for_perse(slug: str, questions: Iterable[str], annotators: Iterabl
     (submission time, then storage order): the order PerSE builds profiles in. `item_data`
     is the item as its annotator saw it: of an item of more than two candidates, the pair
     the judgment's shown_order names."""
-    rows = (Judgment.objects.filter(study__slug=slug, item__is_gold=False, question__in=list(questions))
+    rows = (Judgment.objects.filter(study__slug=slug, item__is_gold=False, question__in=list(questions),
+                                    repeat_of__isnull=True)  # test-retest repeats: no second profile entry
             .select_related("item", "annotator", "study").order_by("submitted_at", "id"))
     if annotators is not None:
         rows = rows.filter(annotator__username__in=list(annotators))

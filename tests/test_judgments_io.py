@@ -169,7 +169,7 @@ def test_judgment_row_errors(studies, case):
 def test_bad_header_duplicates_and_conflicts(studies):
     assert errors_of("study,item_id,annotator,question,value\npw,p1,a,choice,m1\n") == [
         "line 1: header must be study,item_id,annotator,question,value,shown_order,seconds,submitted_at "
-        "(optional at the end: comment,platform,study_id,session_id) "
+        "(optional at the end: comment,platform,study_id,session_id,repeat) "
         "(missing: ['shown_order', 'seconds', 'submitted_at'], unexpected: none)"]
     assert errors_of(HEAD + "pw,p1,ann1,choice,m1,,,\n\npw,p1,ann1,choice,m1,,,\n") == [
         "line 4: duplicate of line 2 (same item, annotator and question)"]

@@ -149,7 +149,8 @@ class StudySerializer(serializers.Serializer):
                 annotators=sorted(study.annotators.values_list("username", flat=True)),
                 researchers=sorted(study.researchers.values_list("username", flat=True)),
                 n_items=study.items.count(), n_gold_items=study.items.filter(is_gold=True).count(),
-                n_judgments=study.judgments.count(), created_at=study.created_at)
+                n_judgments=study.judgments.filter(repeat_of__isnull=True).count(),  # as the report: no repeats
+                created_at=study.created_at)
         return super().to_representation(values)
 
 
@@ -177,6 +178,10 @@ class StudyCreateSerializer(serializers.Serializer):
         required=False, min_value=1, default=settings.HUMEVAL_ASSIGNMENT_TIMEOUT_MINUTES)
     min_votes = serializers.IntegerField(required=False, min_value=1, default=2,
                                          help_text="Non-gold judgments an item needs for a majority label.")
+    retest = serializers.DictField(required=False,
+                                   help_text='Test-retest repeats: {"share": number in (0, 0.5], "after": int >= 0 '
+                                             '(default 5)}: that share of each annotator\'s judged items shown again, '
+                                             'order reversed, after at least `after` other items')
     # Participants from recruiting platforms (docs/running-a-study.md).
     status = serializers.ChoiceField(["draft", "open", "paused", "closed"], required=False, default="open",
                                      help_text="Only open studies hand out items.")
@@ -191,7 +196,7 @@ class StudyCreateSerializer(serializers.Serializer):
                                            help_text="[{key, question, type: text|choice|number, options?}]")
     quality = serializers.DictField(child=serializers.FloatField(), required=False,
                                     help_text='{"min_gold_accuracy", "min_median_seconds", "fast_seconds", '
-                                              '"max_fast_submits"}: numbers, all optional')
+                                              '"max_fast_submits", "max_flip_rate"}: numbers, all optional')
     recruitment = serializers.DictField(required=False,
                                         help_text='{"platform": "prolific" | "mturk" | "link", "places"?: int, '
                                                   '"screenout_code"?: str, "per_address"?: int, "hold_minutes"?: '

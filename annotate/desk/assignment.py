@@ -71,6 +71,7 @@ from annotate.access import NotAllowed, access_flags, refuse
 from annotate.access import may_read as reads_results
 from annotate.desk.blinding import blinding_for, build_mapping
 from annotate.desk.ordering import item_order_key, item_order_of, seeded_rng, shown_order_for
+from annotate.desk.retest import serve_repeat
 from annotate.kinds import assignment_item, get_kind, study_config
 from annotate.models import OPEN, RETURNED, SCREENED_OUT, TIMED_OUT, Assignment, Item, Participant, Study
 from annotate.participants.participation import may_have_items
@@ -235,14 +236,15 @@ def reclaim_expired(study, now=None):
     now = now or timezone.now()
     expired = list(Assignment.objects.select_for_update(skip_locked=True)
                    .filter(study=study).expired(now)
-                   .order_by("id").values_list("id", "item_id", "annotator_id")[:RECLAIM_LIMIT])
-    for _, item_id, _ in sorted(expired, key=lambda row: row[1]):  # one lock order: no deadlocks
-        Item.objects.filter(pk=item_id, n_assigned__gt=0).update(n_assigned=F("n_assigned") - 1)
+                   .order_by("id").values_list("id", "item_id", "annotator_id", "repeat_of_id")[:RECLAIM_LIMIT])
+    for _, item_id, _, repeat_of in sorted(expired, key=lambda row: row[1]):  # one lock order: no deadlocks
+        if repeat_of is None:  # a repeat took no slot
+            Item.objects.filter(pk=item_id, n_assigned__gt=0).update(n_assigned=F("n_assigned") - 1)
     if expired:
-        Assignment.objects.filter(pk__in=[a for a, _, _ in expired]).delete()
+        Assignment.objects.filter(pk__in=[a for a, _, _, _ in expired]).delete()
         log.info("assignments reclaimed: study=%s expired=%d", study.slug, len(expired))
         # Participants whose item expired time out: their places go back (annotate/participants/recruitment.py).
-        holders = Participant.objects.filter(HOLDS_PLACE, user__in={user for _, _, user in expired})
+        holders = Participant.objects.filter(HOLDS_PLACE, user__in={user for _, _, user, _ in expired})
         if recruits(study) and (returned := end(study, holders, TIMED_OUT, now)):
             log.info("places returned: study=%s timed_out=%d", study.slug, returned)
     return len(expired)
@@ -388,6 +390,8 @@ def _serve(desk, user, now, patient):
         needs_place = recruits(study) and not holds_place(seat["place_taken_at"], seat["ended"])
         if recruits(study) and mine[0]["answered"] == 0:
             timeout = min(timeout, hold_minutes(study))  # the place is only held until the first answer
+    if not needs_place and (repeat := serve_repeat(study, user, now, timeout)) is not None:
+        return repeat  # a test-retest repeat (annotate/desk/retest.py): no slot, no place
     item = None
     if _gold_drawn(study, user, had):  # (3)
         item = _pick(study, user, seat, patient, gold=True)

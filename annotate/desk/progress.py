@@ -27,7 +27,7 @@ def _progress_statement(study_id, overlap, user_id, now, quota):
     from django.contrib.auth import get_user_model
 
     mine = Assignment.objects.filter(study=study_id, annotator=user_id)
-    counts = {"done": _count(mine.completed()), "open": _count(mine.open(now)),
+    counts = {"done": _count(mine.completed()), "open": _count(mine.open(now).filter(repeat_of__isnull=True)),
               "free": _count(Item.objects.free_in(study_id, overlap, user_id))}
     if quota:  # a quota applies to participants only
         counts["participant"] = Exists(Participant.objects.filter(study=study_id, user=user_id))

@@ -170,9 +170,20 @@ def checked_comment(study, raw):
 
 
 def stored_judgments(assignment):
-    """The judgments of an assignment's (item, annotator), in question order of storage."""
-    return list(Judgment.objects.filter(item_id=assignment.item_id, annotator_id=assignment.annotator_id)
-                .order_by("id"))
+    """The judgments of an assignment's (item, annotator), in question order of storage: a
+    first showing's, or a test-retest repeat's own (`repeat_of` set)."""
+    return list(Judgment.objects.filter(item_id=assignment.item_id, annotator_id=assignment.annotator_id,
+                                        repeat_of__isnull=not assignment.repeat_of_id).order_by("id"))
+
+
+def first_answers(assignment) -> dict:
+    """{question: id of the first answer} that a repeat's judgments repeat ({} for a first
+    showing); "" maps to the first answer of any question (a question the first lacked)."""
+    if not assignment.repeat_of_id:
+        return {}
+    firsts = dict(Judgment.objects.filter(item_id=assignment.item_id, annotator_id=assignment.annotator_id,
+                                          repeat_of__isnull=True).order_by("-id").values_list("question", "id"))
+    return {**firsts, "": min(firsts.values(), default=None)}
 
 
 def _seat_flags(user_id) -> dict:
@@ -223,11 +234,14 @@ STORE_PG = """WITH claim AS (
     WHERE id = %s AND completed_at IS NULL AND NOT skipped RETURNING item_id
 ), stored AS (
     INSERT INTO annotate_judgment (study_id, item_id, assignment_id, annotator_id, question, value, shown_order,
-                                   seconds, submitted_at, comment, pastes, focus_losses)
-    SELECT %s, claim.item_id, %s, %s, answer.question, answer.value, answer.shown_order, %s, %s, %s, %s, %s
-    FROM claim CROSS JOIN (VALUES {answers}) AS answer (question, value, shown_order)
+                                   seconds, submitted_at, comment, pastes, focus_losses, repeat_of_id)
+    SELECT %s, claim.item_id, %s, %s, answer.question, answer.value, answer.shown_order, %s, %s, %s, %s, %s,
+           answer.repeat_of
+    FROM claim CROSS JOIN (VALUES {answers}) AS answer (question, value, shown_order, repeat_of)
 )
-UPDATE annotate_item SET n_completed = n_completed + 1 WHERE id IN (SELECT item_id FROM claim) RETURNING n_completed"""
+UPDATE annotate_item SET n_completed = n_completed + %s WHERE id IN (SELECT item_id FROM claim) RETURNING n_completed"""
+# A test-retest repeat (annotate/desk/retest.py) stores its judgments with `repeat_of` (the
+# first answer of the same question) and adds 0 to the item's count: it completes nothing.
 
 
 def _read_for_submit(assignment_id, user, desk=None):
@@ -250,12 +264,13 @@ def _store(assignment, judgments, now, seconds):
     """Claims the assignment and stores its judgments; the item's new n_completed, or None
     when another request completed, skipped or reclaimed it first (nothing written)."""
     if connection.vendor == "postgresql":
-        answers = ", ".join(["(%s, %s, %s)"] * len(judgments))
+        answers = ", ".join(["(%s, %s, %s, CAST(%s AS bigint))"] * len(judgments))
         first = judgments[0]
         params = [now, seconds, assignment.pk, first.study_id, assignment.pk, first.annotator_id, seconds, now,
                   first.comment, first.pastes, first.focus_losses]
         for judgment in judgments:
-            params += [judgment.question, judgment.value, judgment.shown_order]
+            params += [judgment.question, judgment.value, judgment.shown_order, judgment.repeat_of_id]
+        params.append(0 if assignment.repeat_of_id else 1)
         with connection.cursor() as cursor:
             cursor.execute(STORE_PG.format(answers=answers), params)
             row = cursor.fetchone()
@@ -266,6 +281,8 @@ def _store(assignment, judgments, now, seconds):
         if not claimed:
             return None
         Judgment.objects.bulk_create(judgments)
+        if assignment.repeat_of_id:  # a repeat completes nothing
+            return assignment.item.n_completed
         Item.objects.filter(pk=assignment.item_id).update(n_completed=F("n_completed") + 1)
         return assignment.item.n_completed + 1  # at least; what the annotator's page shows
 
@@ -291,10 +308,12 @@ def submit(assignment_id, user, answers, seconds=None, now=None, comment=None, b
     comment = checked_comment(assignment.study, comment)
     seconds = stored_seconds(assignment, parse_seconds(seconds), now)
     counts = {"pastes": parse_count("pastes", pastes), "focus_losses": parse_count("focus_losses", focus_losses)}
+    firsts = first_answers(assignment)
     judgments = [Judgment(study_id=assignment.study_id, item_id=assignment.item_id, assignment=assignment,
                           annotator_id=user.pk, question=qid, value=value,
                           shown_order=judgment_shown_order(assignment.shown_order, qid), seconds=seconds,
-                          submitted_at=now, comment=comment, **counts)
+                          submitted_at=now, comment=comment, repeat_of_id=firsts.get(qid, firsts.get("")),
+                          **counts)
                  for qid, value in values.items()]
     n_completed = _store(assignment, judgments, now, seconds)
     if n_completed is None:  # a double submit (or a skip, or a reclaim) came first
@@ -389,7 +408,8 @@ def skip(assignment_id, user, reason, comment=None, seconds=None, now=None):
     with transaction.atomic():
         assignment = _locked_assignment(assignment_id, user)
         if assignment.skipped:
-            stored = Judgment.objects.get(item_id=assignment.item_id, annotator=user, question=SKIP_QUESTION)
+            stored = Judgment.objects.get(item_id=assignment.item_id, annotator=user, question=SKIP_QUESTION,
+                                          repeat_of__isnull=not assignment.repeat_of_id)
             return assignment, stored, False
         if assignment.completed_at is not None:
             raise SkipRefused("the item was already answered; edit the answers instead")
@@ -404,10 +424,12 @@ def skip(assignment_id, user, reason, comment=None, seconds=None, now=None):
         seconds = stored_seconds(assignment, parse_seconds(seconds), now)
         judgment = Judgment.objects.create(study=assignment.study, item=assignment.item, assignment=assignment,
                                            annotator=user, question=SKIP_QUESTION, value=value, seconds=seconds,
-                                           submitted_at=now, comment=comment)
+                                           submitted_at=now, comment=comment,
+                                           repeat_of_id=first_answers(assignment).get(""))
         assignment.completed_at, assignment.seconds, assignment.skipped = now, seconds, True
         assignment.save(update_fields=["completed_at", "seconds", "skipped"])
-        Item.objects.filter(pk=assignment.item_id, n_assigned__gt=0).update(n_assigned=F("n_assigned") - 1)
+        if not assignment.repeat_of_id:  # a repeat took no slot
+            Item.objects.filter(pk=assignment.item_id, n_assigned__gt=0).update(n_assigned=F("n_assigned") - 1)
         return assignment, judgment, True
 
 

@@ -293,6 +293,18 @@ class StudyKind:
         second): n} over the study's assignments (read under the study's lock)."""
         raise NotImplementedError
 
+    def reversed_order(self, shown_order: dict) -> dict:
+        """The shown order of a test-retest repeat (studies.md, "Repeats for test-retest"):
+        the first showing's order reversed. Default: every list in `shown_order` reversed
+        (the candidates, each question's options, a similarity survey's pair order and each
+        pair's text order), with reserved options (`tie`) kept where they stood, so a
+        pair's A/B swap and N outputs' permutation reverses while `tie` stays last."""
+        def flipped(values):
+            movable = iter([v for v in values if v not in RESERVED_IDS][::-1])
+            return [v if v in RESERVED_IDS else next(movable) for v in values]
+
+        return {key: flipped(value) if isinstance(value, list) else value for key, value in shown_order.items()}
+
     def needs_study_pairs(self, item_data: dict, config: dict | None = None) -> bool:
         """Whether the item's shown order depends on the whole study (an item with more than
         two candidates: which pair it shows). The engine then serializes on the study."""

@@ -267,7 +267,8 @@ def participant_table(study: Study) -> tuple[list[str], list[list]]:
 def free_text_counts(study: Study) -> dict[int, tuple[int, int]]:
     """{annotator id: (pastes, focus losses)} summed over their items (each item once: the
     counts are stored on every judgment of the item), for those whose page reported them."""
-    per_item = (Judgment.objects.filter(study=study, pastes__isnull=False).values("annotator_id", "assignment_id")
+    per_item = (Judgment.objects.filter(study=study, pastes__isnull=False, repeat_of__isnull=True)
+                .values("annotator_id", "assignment_id")
                 .annotate(p=Max("pastes"), f=Max("focus_losses")).values_list("annotator_id", "p", "f"))
     totals: dict[int, tuple[int, int]] = {}
     for annotator, pastes, losses in per_item:

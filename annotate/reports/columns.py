@@ -8,7 +8,9 @@ grouped by their few distinct labels (annotator, question, value, shown order), 
 arrive once per group with the row ids of the group, already as integer codes. Each of
 its reads falls back to the ORM read of the same columns when a text would not read back
 exactly (a separator inside an id, a number NumPy does not parse): both readers give the
-same arrays. `reader()` picks the reader for the database in use.
+same arrays. `reader()` picks the reader for the database in use. Test-retest repeats
+(Judgment.repeat_of) are never read here: every statistic but the report's `retest`
+(annotate/reports/retest.py) sees first answers only.
 
 Candidates come as one long table (item, candidate id; any number per item) from the item
 key the kind names (`StudyKind.candidates_key`: a list of {id, ...} or one {id, ...}).
@@ -149,8 +151,9 @@ class ColumnReader:
                            np.array(_column(rows, 2), dtype=bool), np.array(cand_item, dtype=np.int64), cand_id, data)
 
     def judgments(self, study, want_time=False) -> JudgmentColumns:
-        """Every judgment of the study in id (submit) order."""
-        rows = list(Judgment.objects.filter(study=study).order_by("id").values_list(
+        """Every judgment of the study in id (submit) order, test-retest repeats left out
+        (annotate/reports/retest.py reads those)."""
+        rows = list(Judgment.objects.filter(study=study, repeat_of__isnull=True).order_by("id").values_list(
             "item_id", "annotator_id", "question", "value", "shown_order", "seconds",
             *(["submitted_at"] if want_time else [])))
         names = usernames(sorted({r[1] for r in rows}))
@@ -199,7 +202,7 @@ def _grouped(groups, ids_at):
 PG_JUDGMENTS = """
 SELECT annotator_id, question, value, shown_order, string_agg(id::text, ','), string_agg(item_id::text, ','),
        string_agg(coalesce(seconds::text, 'nan'), ','), {time}
-FROM annotate_judgment WHERE study_id = %s
+FROM annotate_judgment WHERE study_id = %s AND repeat_of_id IS NULL
 GROUP BY annotator_id, question, value, shown_order"""
 PG_SUBMIT_TIME = "string_agg(coalesce(extract(epoch FROM submitted_at)::text, 'nan'), ',')"
 

@@ -35,7 +35,7 @@ def progress_context(study, version=None):
     # does not redo a GROUP BY and the quality pass over every judgment.
     key = f"humeval:progress:{study.pk}:{study.created_at.timestamp()}:{version or data_version(study)}"
     per_annotator, flagged = cache.get_or_set(key, lambda: (list(
-        Judgment.objects.filter(study=study).values("annotator__username")
+        Judgment.objects.filter(study=study, repeat_of__isnull=True).values("annotator__username")
         .annotate(items=Count("item", distinct=True), judgments=Count("id"), last=Max("submitted_at"))
         .order_by("annotator__username")), flagged_annotators(study)), PROGRESS_CACHE_SECONDS)
     open_by = dict(Assignment.objects.filter(study=study).open()

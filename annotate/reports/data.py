@@ -17,6 +17,7 @@ from annotate.kinds.base import NEEDS_EXPERT_SCORES, NEEDS_SUBMIT_TIMES
 from annotate.models import Item
 from annotate.reports.columns import reader
 from annotate.reports.quality import gold_of, kept_rows
+from annotate.reports.retest import retest_pairs
 from evaluation.report.inputs import ReportInput
 
 
@@ -103,6 +104,7 @@ def fetch_report_input(study, min_votes=None, include_flagged=False):
         min_votes=study_min_votes(study.config, min_votes),
         excluded_annotators=excluded,
         merged=merged_candidates(study, index) if kind.candidates_key == "candidates" else None,
+        retest_pairs=retest_pairs(study), max_flip_rate=(study.quality or {}).get("max_flip_rate"),
     )
 
 

@@ -119,6 +119,17 @@ def _tables(report):
                        "columns": ["evaluator", "r", "95% CI", "n pairs"],
                        "rows": [[name, e["pearson"].get("r"), e["pearson"].get("ci95"), e.get("n_pairs")]
                                 for name, e in sorted(evaluators.items())], "note": ""})
+    retest = report.get("retest") or {}
+    if retest.get("n_pairs"):  # test-retest (evaluation/report/retest.py: its rows, as the CSV report)
+        from evaluation.report.retest import retest_rows
+
+        tables.append({"key": "retest", "title": "Test-retest (first answer vs its repeat, order reversed)",
+                       "columns": ["part", "annotator", "n", "flip rate", "flip 95% CI", "agreement", "95% CI"],
+                       "rows": [[r[1] or ("choices" if retest.get("ratings") else "all"), r[2], r[3], r[4],
+                                 [r[5], r[6]] if r[5] != "" else None, r[9], [r[10], r[11]] if r[10] != "" else None]
+                                for r in retest_rows(report)],
+                       "note": f"agreement: {retest['agreement']['statistic']} ({retest['agreement']['level']}); "
+                               f"n = repeated answers; intervals: {retest.get('ci_method', '')}; annotator * = all."})
     return tables
 
 

@@ -5,7 +5,8 @@ by the report's rule (evaluation/annotator_quality.py): gold is {question: expec
 (only the questions it names are checked) or one value (the kind's `bare_gold_question`).
 
 A study's `quality` thresholds ({"min_gold_accuracy", "min_median_seconds", and together
-"fast_seconds" + "max_fast_submits": more than N items answered in under Y s}) flag the
+"fast_seconds" + "max_fast_submits": more than N items answered in under Y s,
+"max_flip_rate": a test-retest flip rate above it, over >= 5 repeats}) flag the
 annotators below them (participants and staff alike), live: the dashboard marks them,
 participants.csv says why, and reports leave their judgments out unless asked
 (`report --include-flagged`, `?include_flagged=1`). An annotator with no gold answer
@@ -18,6 +19,7 @@ import numpy as np
 
 from annotate.kinds import get_kind
 from annotate.reports.columns import JudgmentColumns, reader
+from annotate.reports.retest import flip_rates
 from evaluation import annotator_quality as measures
 from evaluation.annotator_quality import flag_reasons  # noqa: F401  (participants.csv)
 
@@ -28,12 +30,19 @@ def gold_of(study) -> dict[int, object]:
 
 
 def quality_of_columns(study, columns: JudgmentColumns, golds: dict[int, object]) -> dict[str, dict]:
-    """annotator_quality from judgment columns (every row of the study) and `golds`."""
+    """annotator_quality from judgment columns (every row of the study) and `golds`, with
+    each annotator's test-retest `flip_rate` (>= 5 repeats; annotate/reports/retest.py)
+    when the study sets `quality.max_flip_rate`."""
     names, coder = columns.annotator.labels, columns.annotator.codes
-    return measures.annotator_quality([str(n) for n in names.tolist()], coder, columns.item_pk,
-                                      columns.question.labels[columns.question.codes],
-                                      columns.value.labels[columns.value.codes], columns.seconds, golds,
-                                      get_kind(study.kind).bare_gold_question)
+    quality = measures.annotator_quality([str(n) for n in names.tolist()], coder, columns.item_pk,
+                                         columns.question.labels[columns.question.codes],
+                                         columns.value.labels[columns.value.codes], columns.seconds, golds,
+                                         get_kind(study.kind).bare_gold_question)
+    if (study.quality or {}).get("max_flip_rate") is not None:
+        for name, rate in flip_rates(study).items():
+            if name in quality:
+                quality[name]["flip_rate"] = rate
+    return quality
 
 
 def annotator_quality(study):

@@ -60,15 +60,22 @@ def export_study(study):
         yield _record("item", item, ITEM_FIELDS, batch=batch_index.get(item.batch_id))
     for a in study.assignments.order_by("id").iterator(chunk_size=CHUNK):
         yield _record("assignment", a, ASSIGNMENT_FIELDS, item_id=item_ids[a.item_id],
-                      annotator=user_names[a.annotator_id])
+                      annotator=user_names[a.annotator_id], **_repeat_mark(a))
     assignment_keys = dict(study.assignments.values_list("id", "item_id"))
     for j in study.judgments.order_by("id").iterator(chunk_size=CHUNK):
         yield _record("judgment", j, JUDGMENT_FIELDS, item_id=item_ids[j.item_id],
-                      annotator=user_names[j.annotator_id], with_assignment=j.assignment_id in assignment_keys)
+                      annotator=user_names[j.annotator_id], with_assignment=j.assignment_id in assignment_keys,
+                      **_repeat_mark(j))
     for p in study.predictions.order_by("id").iterator(chunk_size=CHUNK):
         yield _record("prediction", p, PREDICTION_FIELDS, item_id=item_ids[p.item_id])
     for log in study.audit.order_by("id").iterator(chunk_size=CHUNK):
         yield _record("audit", log, AUDIT_FIELDS, user=user_names.get(log.user_id))
+
+
+def _repeat_mark(obj) -> dict:
+    """{"repeat": true} on a test-retest repeat (its first is the same annotator's row of the
+    item, and question, restored before it); nothing on a first row (older backups)."""
+    return {"repeat": True} if obj.repeat_of_id else {}
 
 
 def write_study(study, stream):
@@ -123,6 +130,7 @@ class _Restorer:
         self.batches = {}
         self.items = {}
         self.assignments = {}
+        self.first_judgments = {}  # (item, annotator[, question]) -> first judgment id (repeats point at it)
         self.pending = {"item": [], "assignment": [], "judgment": [], "prediction": [], "audit": []}
 
     def user(self, username):
@@ -170,18 +178,9 @@ class _Restorer:
                 for _, row in rows])
             self.items.update({obj.item_id: obj for obj in objs})
         elif kind == "assignment":
-            objs = Assignment.objects.bulk_create([
-                Assignment(study=self.study, item=self.item_of(n, row), annotator=self.user(row["annotator"]),
-                           **_values(row, ASSIGNMENT_FIELDS)) for n, row in rows])
-            self.assignments.update({(o.item_id, o.annotator_id): o for o in objs})
+            self._restore_assignments(rows)
         elif kind == "judgment":
-            objs = []
-            for n, row in rows:
-                item, annotator = self.item_of(n, row), self.user(row["annotator"])
-                assignment = self.assignments.get((item.id, annotator.id)) if row.get("with_assignment") else None
-                objs.append(Judgment(study=self.study, item=item, annotator=annotator, assignment=assignment,
-                                     **_values(row, JUDGMENT_FIELDS)))
-            Judgment.objects.bulk_create(objs)
+            self._restore_judgments(rows)
         elif kind == "prediction":
             Prediction.objects.bulk_create([
                 Prediction(study=self.study, item=self.item_of(n, row), **_values(row, PREDICTION_FIELDS))
@@ -190,6 +189,39 @@ class _Restorer:
             AuditLog.objects.bulk_create([
                 AuditLog(study=self.study, user=self.user(row.get("user")), **_values(row, AUDIT_FIELDS))
                 for _, row in rows])
+
+    def _restore_assignments(self, rows):
+        """First showings, then test-retest repeats pointing at them."""
+        for repeat in (False, True):
+            objs = []
+            for n, row in rows:
+                if bool(row.get("repeat")) != repeat:
+                    continue
+                item, annotator = self.item_of(n, row), self.user(row["annotator"])
+                first = self.assignments.get((item.id, annotator.id, False)) if repeat else None
+                objs.append(Assignment(study=self.study, item=item, annotator=annotator, repeat_of=first,
+                                       **_values(row, ASSIGNMENT_FIELDS)))
+            Assignment.objects.bulk_create(objs)
+            self.assignments.update({(o.item_id, o.annotator_id, repeat): o for o in objs})
+
+    def _restore_judgments(self, rows):
+        """First answers, then test-retest repeats pointing at them (same question, else any)."""
+        firsts = self.first_judgments
+        for repeat in (False, True):
+            objs = []
+            for n, row in rows:
+                if bool(row.get("repeat")) != repeat:
+                    continue
+                item, annotator = self.item_of(n, row), self.user(row["annotator"])
+                assignment = self.assignments.get((item.id, annotator.id, repeat)) if row.get("with_assignment") \
+                    else None
+                first = firsts.get((item.id, annotator.id, row.get("question")), firsts.get((item.id, annotator.id)))
+                objs.append(Judgment(study=self.study, item=item, annotator=annotator, assignment=assignment,
+                                     repeat_of_id=first if repeat else None, **_values(row, JUDGMENT_FIELDS)))
+            for obj in Judgment.objects.bulk_create(objs):
+                if not repeat:
+                    firsts[(obj.item_id, obj.annotator_id, obj.question)] = obj.pk
+                    firsts.setdefault((obj.item_id, obj.annotator_id), obj.pk)
 
     def finish(self):
         for kind in self.pending:

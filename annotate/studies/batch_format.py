@@ -21,6 +21,7 @@ from annotate.kinds.base import (
 from annotate.participants.comprehension import comprehension_flaw
 from annotate.studies.answers import InvalidAnswer, answer_value, shown, typed_answer
 from annotate.studies.json_lines import canonical_hash, parse_json_object
+from evaluation.screens.answer_checks import InputError, check_retest
 
 MAX_ERRORS = 1000
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")
@@ -29,7 +30,7 @@ NOT_DISPLAY_KEYS = ("item_id", "meta", "gold", "practice", "feedback")
 COMMON_HEADER_KEYS = ("slug", "kind", "title", "instructions", "annotations_per_item", "randomize_order",
                       "allow_tie")
 EXTRA_HEADER_KEYS = ("annotators", "researchers", "gold_rate", "min_seconds", "assignment_timeout_minutes",
-                     "min_votes")
+                     "min_votes", "retest")
 # Participants from recruiting platforms (interfaces.md; docs/running-a-study.md).
 RECRUITMENT_KEYS = ("platform", "places", "screenout_code", "per_address", "hold_minutes", "quality_gate")
 PARTICIPANT_HEADER_KEYS = ("status", "consent", "completion_code", "completion_url", "max_items_per_participant",
@@ -38,7 +39,7 @@ PARTICIPANT_HEADER_KEYS = ("status", "consent", "completion_code", "completion_u
 RECRUITMENT_PLATFORMS = ("prolific", "mturk", "link")
 STATUSES = ("draft", "open", "paused", "closed")
 QUESTION_TYPES = ("text", "choice", "number")
-QUALITY_KEYS = ("min_gold_accuracy", "min_median_seconds", "fast_seconds", "max_fast_submits")
+QUALITY_KEYS = ("min_gold_accuracy", "min_median_seconds", "fast_seconds", "max_fast_submits", "max_flip_rate")
 CODE_RE = re.compile(r"^[A-Za-z0-9_-]{1,100}\Z")  # \Z: no trailing newline slips through
 KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 # Kind-owned keys (aspects, scale, usefulness_scale) in alphabetical order between the two.
@@ -250,6 +251,11 @@ def _header_extra(study, header, error):
             error(f"'min_votes' must be an integer from 1 to {MAX_INT}")
         else:
             header.config["min_votes"] = value
+    if "retest" in study:  # test-retest repeats (annotate/desk/retest.py); kept in Study.config
+        try:
+            header.config["retest"] = check_retest(study["retest"])
+        except InputError as exc:
+            error(f"'retest': {exc}")
 
 
 def _header_participants(study, header, error):
@@ -286,10 +292,13 @@ def _header_participants(study, header, error):
         _header_recruitment(study, header, error)
     if "quality" in study:
         quality = study["quality"]
-        if not (isinstance(quality, dict) and set(quality) <= set(QUALITY_KEYS)
-                and all(is_number(v) and v >= 0 for v in quality.values())
-                and quality.get("min_gold_accuracy", 0) <= 1
-                and ("fast_seconds" in quality) == ("max_fast_submits" in quality)):
+        flips = quality.get("max_flip_rate", 0) if isinstance(quality, dict) else 0
+        if not (is_number(flips) and 0 <= flips <= 1):  # test-retest (annotate/desk/retest.py)
+            error("'quality.max_flip_rate' must be a number in [0, 1]")
+        elif not (isinstance(quality, dict) and set(quality) <= set(QUALITY_KEYS)
+                  and all(is_number(v) and v >= 0 for v in quality.values())
+                  and quality.get("min_gold_accuracy", 0) <= 1
+                  and ("fast_seconds" in quality) == ("max_fast_submits" in quality)):
             error("'quality' must be {\"min_gold_accuracy\": number in [0, 1], \"min_median_seconds\": number >= 0,"
                   " \"fast_seconds\": number >= 0, \"max_fast_submits\": number >= 0} (all optional; the last two"
                   " together)")

@@ -23,6 +23,9 @@ JUDGMENT_COLUMNS = ("study", "item_id", "annotator", "question", "value", "shown
 PLATFORM_COLUMNS = ("platform", "study_id", "session_id")
 JUDGMENT_OPTIONAL_COLUMNS = ("comment", *PLATFORM_COLUMNS)
 JUDGMENT_EXPORT_COLUMNS = JUDGMENT_COLUMNS + JUDGMENT_OPTIONAL_COLUMNS
+# A test-retest repeat (interfaces.md): `1` in an optional last column, written only by
+# the export of a study that has repeats (`JudgmentRows.repeat_column`); read on import.
+REPEAT_COLUMN = "repeat"
 PREDICTION_COLUMNS = ("study", "item_id", "evaluator", "annotator", "question", "value")
 REQUIRED_JUDGMENT_CELLS = ("study", "item_id", "annotator", "question", "value")
 REQUIRED_PREDICTION_CELLS = ("study", "item_id", "evaluator", "question")
@@ -151,6 +154,17 @@ def judgment_cells(row):
             row.get("comment") or "", *(row.get(column) or "" for column in PLATFORM_COLUMNS)]
 
 
+class JudgmentRows:
+    """Judgment row dicts to export, and whether the file gets the `repeat` column (a
+    study with test-retest repeats: their rows carry `repeat` = 1)."""
+
+    def __init__(self, rows, repeat_column=False):
+        self.rows, self.repeat_column = rows, repeat_column
+
+    def __iter__(self):
+        return iter(self.rows)
+
+
 def write_judgments(rows, out, fmt="csv"):
     """Write judgment dicts (keys = JUDGMENT_COLUMNS, typed; JUDGMENT_OPTIONAL_COLUMNS may be
     absent) to a text stream."""
@@ -164,14 +178,16 @@ def iter_judgments(rows, fmt="csv"):
         raise ValueError("format must be csv or jsonl")
     buffer = io.StringIO()
     writer = SafeWriter(buffer)
+    repeat = getattr(rows, "repeat_column", False)
+    columns = JUDGMENT_EXPORT_COLUMNS + ((REPEAT_COLUMN,) if repeat else ())
     if fmt == "csv":
-        writer.writerow(JUDGMENT_EXPORT_COLUMNS)
+        writer.writerow(columns)
     for n, row in enumerate(rows, 1):
-        cells = judgment_cells(row)
+        cells = judgment_cells(row) + (["1" if row.get(REPEAT_COLUMN) else ""] if repeat else [])
         if fmt == "csv":
             writer.writerow(cells)
         else:
-            obj = dict(zip(JUDGMENT_EXPORT_COLUMNS, cells))
+            obj = dict(zip(columns, cells))
             obj["seconds"] = None if row["seconds"] is None else float(row["seconds"])
             obj["submitted_at"] = obj["submitted_at"] or None
             buffer.write(json.dumps(obj, ensure_ascii=False) + "\n")

@@ -25,14 +25,17 @@ from annotate.participants.participation import PARTICIPANT_USERNAME
 from annotate.studies.answers import SKIP, InvalidAnswer, answer_value
 from annotate.studies.batch_format import BatchInvalid, ErrorList
 from annotate.studies.json_lines import unstorable_text
+from annotate.studies.judgment_repeats import new_repeats, store_repeats
 from annotate.studies.judgment_screens import check_screens, picks_subset
 from annotate.studies.judgments_csv import (
     JUDGMENT_COLUMNS,
     JUDGMENT_OPTIONAL_COLUMNS,
     PLATFORM_COLUMNS,
     PREDICTION_COLUMNS,
+    REPEAT_COLUMN,
     REQUIRED_JUDGMENT_CELLS,
     REQUIRED_PREDICTION_CELLS,
+    JudgmentRows,
     parse_seconds,
     parse_timestamp,
     read_rows,
@@ -92,7 +95,8 @@ class _Targets:
 def _parse(binary_file, columns, required, errors):
     """Rows with stripped cells; empty required cells are errors."""
     parsed = []
-    for line, row in read_rows(binary_file, columns, JUDGMENT_OPTIONAL_COLUMNS if columns == JUDGMENT_COLUMNS else ()):
+    optional = (*JUDGMENT_OPTIONAL_COLUMNS, REPEAT_COLUMN) if columns == JUDGMENT_COLUMNS else ()
+    for line, row in read_rows(binary_file, columns, optional):
         if isinstance(row, str):
             errors.add(line, row)
             continue
@@ -166,9 +170,12 @@ def import_judgments(binary_file, *, user=None, source=""):
     with transaction.atomic():
         targets = _Targets()
         targets.load(parsed)
-        rows = _validate_judgments(parsed, targets, errors)
-        existing = _existing_judgments(rows)
+        every_row = _validate_judgments(parsed, targets, errors)
+        rows = [row for row in every_row if not row["repeat"]]
+        existing, existing_repeats = _existing_judgments(every_row)
         new_rows, skipped = [], 0
+        repeats, repeats_skipped = new_repeats(every_row, rows, existing, existing_repeats, errors)
+        skipped += repeats_skipped
         for row in rows:
             stored = existing.get((row["item"].pk, row["annotator"], row["question"]))
             if stored is None:
@@ -183,7 +190,7 @@ def import_judgments(binary_file, *, user=None, source=""):
         check_screens(rows, existing, errors)
         if errors:
             raise BatchInvalid(errors.final())
-        users, n_new_users = _annotator_users({r["annotator"] for r in rows})
+        users, n_new_users = _annotator_users({r["annotator"] for r in every_row})
         assignments = _complete_assignments(new_rows, users)
         Judgment.objects.bulk_create([
             Judgment(study=row["study"], item_id=row["item"].pk, annotator=users[row["annotator"]],
@@ -191,13 +198,14 @@ def import_judgments(binary_file, *, user=None, source=""):
                      value=row["value"], shown_order="|".join(row["order"]), seconds=row["seconds"],
                      submitted_at=row["submitted_at"], comment=row["comment"])
             for row in new_rows], batch_size=CHUNK)
+        store_repeats(repeats, users)
         refresh_item_counters({row["item"].pk for row in new_rows})
-        created = Counter(row["study"].slug for row in new_rows)
-        studies = {row["study"].slug: row["study"] for row in rows}
+        created = Counter(row["study"].slug for row in new_rows + repeats)
+        studies = {row["study"].slug: row["study"] for row in every_row}
         for slug, study in studies.items():
             AuditLog.objects.create(study=study, user=user, action="import_judgments", object_type="study",
                                     object_id=slug, after={"source": source, "created": created[slug]})
-    return {"studies": sorted(studies), "created": len(new_rows), "skipped": skipped,
+    return {"studies": sorted(studies), "created": len(new_rows) + len(repeats), "skipped": skipped,
             "annotators_created": n_new_users}
 
 
@@ -226,7 +234,11 @@ def _validate_judgments(parsed, targets, errors):
         except ValueError as exc:
             errors.add(line, str(exc))
             continue
-        key = (item.pk, row["annotator"], row["question"])
+        if row.get(REPEAT_COLUMN, "") not in ("", "0", "1"):
+            errors.add(line, f"repeat must be 1 (a test-retest repeat) or empty, got {row[REPEAT_COLUMN]!r}")
+            continue
+        repeat = row.get(REPEAT_COLUMN) == "1"
+        key = (item.pk, row["annotator"], row["question"], repeat)
         if key in first_line:
             errors.add(line, f"duplicate of line {first_line[key]} (same item, annotator and question)")
             continue
@@ -234,7 +246,7 @@ def _validate_judgments(parsed, targets, errors):
         rows.append({"line": line, "study": study, "item": item, "item_id": row["item_id"],
                      "annotator": row["annotator"], "question": row["question"], "value": value,
                      "order": order, "seconds": seconds, "submitted_at": submitted_at,
-                     "comment": row["comment"]})
+                     "comment": row["comment"], "repeat": repeat})
     return rows
 
 
@@ -253,15 +265,16 @@ def _check_skips(rows, existing, errors):
 
 
 def _existing_judgments(rows):
-    """{(item pk, username, question): value} for the items the file touches."""
+    """({(item pk, username, question): value} of first answers, the same of test-retest
+    repeats) for the items the file touches."""
     item_pks = sorted({row["item"].pk for row in rows})
-    stored = {}
+    stored, repeats = {}, {}
     for start in range(0, len(item_pks), CHUNK):
         query = Judgment.objects.filter(item_id__in=item_pks[start:start + CHUNK])
-        rows = query.values_list("item_id", "annotator__username", "question", "value")
-        for item_pk, username, question, value in rows:
-            stored[(item_pk, username, question)] = value
-    return stored
+        rows = query.values_list("item_id", "annotator__username", "question", "value", "repeat_of_id")
+        for item_pk, username, question, value, repeat_of in rows:
+            (stored if repeat_of is None else repeats)[(item_pk, username, question)] = value
+    return stored, repeats
 
 
 def username_problem(name):
@@ -313,7 +326,7 @@ def _complete_assignments(rows, users):
     found = {}
     item_pks = sorted({pk for pk, _ in groups})
     for start in range(0, len(item_pks), CHUNK):
-        query = Assignment.objects.filter(item_id__in=item_pks[start:start + CHUNK],
+        query = Assignment.objects.filter(item_id__in=item_pks[start:start + CHUNK], repeat_of__isnull=True,
                                           annotator__in=[users[n] for n in {a for _, a in groups}])
         for assignment in query.select_related("annotator"):
             found[(assignment.item_id, assignment.annotator.username)] = assignment
@@ -353,7 +366,7 @@ def refresh_item_counters(item_pks):
     live = completed | (Q(completed_at__isnull=True) & (Q(expires_at__isnull=True) | Q(expires_at__gt=now)))
 
     def count(condition):
-        sub = (Assignment.objects.filter(condition, item_id=OuterRef("pk")).order_by()
+        sub = (Assignment.objects.filter(condition, item_id=OuterRef("pk"), repeat_of__isnull=True).order_by()
                .values("item_id").annotate(n=Count("pk")).values("n"))
         return Coalesce(Subquery(sub), 0)
 
@@ -364,17 +377,23 @@ def refresh_item_counters(item_pks):
 
 def export_judgment_rows(study):
     """The study's judgments as typed dicts (JUDGMENT_COLUMNS, then the PLATFORM_COLUMNS
-    of participants from recruiting platforms), item order then annotator."""
+    of participants from recruiting platforms), item order then annotator; test-retest
+    repeats included, marked `repeat` (JudgmentRows: the file then has the column)."""
+    repeats = Judgment.objects.filter(study=study, repeat_of__isnull=False).exists()
+    return JudgmentRows(_judgment_rows(study), repeat_column=repeats)
+
+
+def _judgment_rows(study):
     platform_ids = {user_id: dict(zip(PLATFORM_COLUMNS, ids)) for user_id, *ids in study.participants.values_list(
         "user_id", "platform", "platform_study_id", "platform_session_id")}
     query = (Judgment.objects.filter(study=study).order_by("item__position", "annotator__username", "id")
              .values_list("item__item_id", "annotator__username", "question", "value", "shown_order",
-                          "seconds", "submitted_at", "comment", "annotator_id"))
-    for item_id, annotator, question, value, shown_order, seconds, submitted_at, comment, user_id in query.iterator(
-            chunk_size=CHUNK):
+                          "seconds", "submitted_at", "comment", "annotator_id", "repeat_of_id"))
+    for item_id, annotator, question, value, shown_order, seconds, submitted_at, comment, user_id, repeat_of in (
+            query.iterator(chunk_size=CHUNK)):
         yield {"study": study.slug, "item_id": item_id, "annotator": annotator, "question": question,
                "value": value, "shown_order": shown_order, "seconds": seconds, "submitted_at": submitted_at,
-               "comment": comment, **platform_ids.get(user_id, {})}
+               "comment": comment, **platform_ids.get(user_id, {}), REPEAT_COLUMN: repeat_of is not None}
 
 
 # --- predictions -------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from django.utils.dateparse import parse_datetime
 from annotate.models import Item, Judgment, Prediction, Study
 from annotate.studies.backup import STUDY_FIELDS, BackupError, _plain
 from annotate.studies.batch_format import BatchInvalid
-from annotate.studies.judgments_csv import write_judgments, write_predictions
+from annotate.studies.judgments_csv import JudgmentRows, write_judgments, write_predictions
 from annotate.studies.judgments_io import import_judgments, import_predictions
 
 FORMATS = ("hf", "parquet")
@@ -56,11 +56,12 @@ def release_tables(study):
                  "item_id", "position", "is_gold", "content_hash", "data", "meta", "gold")]
     judgments = [{"item_id": item_id, "annotator": names[user_id], "question": question, "value": value,
                   "shown_order": shown_order, "seconds": seconds,
-                  "submitted_at": submitted_at.isoformat() if submitted_at else None, "comment": comment}
-                 for item_id, user_id, question, value, shown_order, seconds, submitted_at, comment in
+                  "submitted_at": submitted_at.isoformat() if submitted_at else None, "comment": comment,
+                  "repeat": repeat_of is not None}  # a test-retest repeat of the same annotator's answer
+                 for item_id, user_id, question, value, shown_order, seconds, submitted_at, comment, repeat_of in
                  Judgment.objects.filter(study=study).order_by("item__position", "annotator_id", "id").values_list(
                      "item__item_id", "annotator_id", "question", "value", "shown_order", "seconds",
-                     "submitted_at", "comment")]
+                     "submitted_at", "comment", "repeat_of_id")]
     predictions = [{"item_id": item_id, "evaluator": evaluator, "question": question, "value": value,
                     "annotator": _prediction_annotator(annotator, by_username, names)}
                    for item_id, evaluator, annotator, question, value in
@@ -83,7 +84,8 @@ FEATURES = {
               "data": "string", "meta": "string",
               "gold": "string"},
     "judgments": {"item_id": "string", "annotator": "string", "question": "string", "value": "string",
-                  "shown_order": "string", "seconds": "float64", "submitted_at": "string", "comment": "string"},
+                  "shown_order": "string", "seconds": "float64", "submitted_at": "string", "comment": "string",
+                  "repeat": "bool"},
     "predictions": {"item_id": "string", "evaluator": "string", "question": "string", "value": "string",
                     "annotator": "string"},
 }
@@ -134,7 +136,9 @@ def dataset_card(study):
     body = [f"# {study.title}", "",
             f"Human judgments from the humeval study `{study.slug}` ({study.kind}).", "",
             "Tables: `items` (the items shown, JSON fields as text), `judgments` (one row per annotator, item "
-            "and question: the answer, the options in the order shown joined by `|`, seconds), `predictions` "
+            "and question: the answer, the options in the order shown joined by `|`, seconds; `repeat` true for a "
+            "test-retest repeat of the annotator's own earlier answer, to leave out of any other statistic), "
+            "`predictions` "
             "(automatic evaluators' scores and picks).", "",
             "Load it with `datasets.load_from_disk(DIR)` (format hf) or `pyarrow.parquet.read_table` (parquet).", "",
             "Privacy: annotators appear only as pseudonyms (`annotator-001`, ...) stable within this release; "
@@ -187,8 +191,9 @@ def import_release(path, *, replace=False):
                      content_hash=row["content_hash"], data=json.loads(row["data"]), meta=json.loads(row["meta"]),
                      gold=json.loads(row["gold"])) for row in tables["items"]])
             judgments = io.StringIO()
-            write_judgments(({**row, "study": slug, "submitted_at": parse_datetime(row["submitted_at"] or "")}
-                             for row in tables["judgments"]), judgments, "jsonl")
+            rows = ({**row, "study": slug, "submitted_at": parse_datetime(row["submitted_at"] or "")}
+                    for row in tables["judgments"])
+            write_judgments(JudgmentRows(rows, repeat_column=True), judgments, "jsonl")
             predictions = io.StringIO()
             write_predictions(({**row, "study": slug} for row in tables["predictions"]), predictions)
             source = f"release:{Path(path).name}"

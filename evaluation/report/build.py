@@ -16,7 +16,11 @@ def build_report(inp: ReportInput) -> dict[str, Any]:
         builder = BUILDERS[inp.kind]
     except KeyError:
         raise ValueError(f"unknown study kind {inp.kind!r}") from None
-    return builder(inp)
+    report = builder(inp)
+    if inp.retest_pairs is not None:  # every kind: the repeats' own section (report/retest.py)
+        from .retest import retest_section
+        report["retest"] = retest_section(inp.retest_pairs, inp.max_flip_rate)
+    return report
 
 
 def render(report: dict[str, Any], inp: ReportInput, fmt: str = "json") -> str:

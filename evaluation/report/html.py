@@ -5,7 +5,7 @@ that would mean nothing (no data, or nothing defined) is replaced by a sentence 
 from html import escape
 from typing import Any
 
-from . import figures, ip_probe
+from . import figures, ip_probe, retest
 from .kinds import REPORT_MODULES
 from .markup import Report, figure, interval, num, pval, rating_counts, table
 from .ranking_html import aspects_ranking_section, systems_section
@@ -316,6 +316,8 @@ def report_fragment(report: Report, inp: Any = None) -> str:
         parts.append(KIND_SECTIONS[report["kind"]](report, inp))
     if "ip_probe" in report:
         parts.append(ip_probe.html_section(report))
+    if "retest" in report:
+        parts.append(retest.html_section(report))
     parts += [ratings_section(report), position_section(report), annotators_section(report)]
     return "\n".join(parts)
 

@@ -157,6 +157,10 @@ class ReportInput:
     excluded_annotators: dict[str, str] | None = None
     # Merged candidates (report/merged.py): {(item index, shown candidate id): [other system ids]}.
     merged: dict[tuple[int, str], list[str]] | None = None
+    # Test-retest repeats (report/retest.py): {level: (annotators, first answers, repeat
+    # answers)}, None when the study has none and asks for none (no `retest` key then).
+    retest_pairs: dict[str, tuple[list, list, list]] | None = None
+    max_flip_rate: float | None = None  # the study's quality.max_flip_rate
 
     def __post_init__(self) -> None:
         self.item_ids = objects(self.item_ids)

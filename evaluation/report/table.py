@@ -3,7 +3,8 @@ majority, the count of each value, each metric's pick / each evaluator's predict
 the kind's own columns), then one empty line, then the correlation table (one row per
 correlation entry and coefficient; layout in docs/reports.md), then, for the pairwise kinds,
 one empty line and the per-system table (one row per system and measure, per aspect for a
-kind with aspects). The picks and the kind's columns come from its report module
+kind with aspects), then, for a study with test-retest repeats, one empty line and the
+retest table (report/retest.py). The picks and the kind's columns come from its report module
 (`table_picks`, `table_columns`: report/kinds/)."""
 import io
 from collections import Counter
@@ -17,6 +18,7 @@ from evaluation.majority import majority_labels
 from .inputs import ReportInput
 from .kinds import REPORT_MODULES
 from .pair_units import pair_view
+from .retest import RETEST_HEADER, retest_rows
 
 
 def item_table_rows(inp: ReportInput) -> tuple[list[str], list[list[Any]]]:
@@ -160,4 +162,8 @@ def item_table_csv(inp: ReportInput, report: dict[str, Any] | None = None) -> st
         writer.writerow([])
         writer.writerow(SYSTEMS_HEADER)
         writer.writerows(systems)
+    if (report or {}).get("retest"):  # test-retest (report/retest.py)
+        writer.writerow([])
+        writer.writerow(RETEST_HEADER)
+        writer.writerows(retest_rows(report or {}))
     return buf.getvalue()

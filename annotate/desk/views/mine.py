@@ -41,10 +41,12 @@ def _answer_rows(study, assignment, judgments):
 def my_judgments(request, slug):
     """The list of the user's answered and skipped items in this study, newest first."""
     study = study_for(request.user, slug, "annotate")
-    assignments = list(Assignment.objects.filter(study=study, annotator=request.user, completed_at__isnull=False)
+    # First showings only: a test-retest repeat is not listed (annotate/desk/retest.py).
+    assignments = list(Assignment.objects.filter(study=study, annotator=request.user, completed_at__isnull=False,
+                                                 repeat_of__isnull=True)
                        .select_related("item", "study").order_by("completed_at", "id"))
     judgments: dict[int, list[Judgment]] = {}
-    for j in Judgment.objects.filter(study=study, annotator=request.user).order_by("id"):
+    for j in Judgment.objects.filter(study=study, annotator=request.user, repeat_of__isnull=True).order_by("id"):
         judgments.setdefault(j.item_id, []).append(j)
     rows = []
     for number, a in enumerate(assignments, start=1):
