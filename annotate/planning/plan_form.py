@@ -19,7 +19,7 @@ DEFAULT_SIMULATIONS = 500
 
 def study_systems(study: Study) -> list[str]:
     """The system ids of the study's items (candidates), in first-seen order, at most 8."""
-    kind, seen = get_kind(study.kind), {}
+    kind, seen = get_kind(study.kind), dict[str, None]()
     for data in study.items.filter(is_gold=False).values_list("data", flat=True)[:500]:
         for candidate in kind.candidates(data) if kind.candidates_key else []:
             if isinstance(candidate, dict) and isinstance(candidate.get("id"), str):
