@@ -50,6 +50,17 @@ def initial(study: Study) -> dict:
             "targets": json.dumps(default_targets(study.kind, systems))}
 
 
+def form_from_design(form: dict, study: Study, design: dict) -> dict:
+    """The form as the design file `design` (a run's) fills it: the page shows what ran."""
+    out = {**form, **{name: design[name] for name, _ in NUMBERS if name in design}}
+    if isinstance(design.get("systems"), dict) and design["systems"]:
+        out["systems"] = dict(design["systems"])
+    out["fit"] = design.get("pilot") == study.slug
+    out["targets"] = json.dumps(design.get("targets") or [])
+    out["stopping_every"] = (design.get("stopping") or {}).get("every", "")
+    return out
+
+
 def design_from_form(study: Study, post) -> tuple[dict, list[str]]:
     """(the design file, problems with the form's fields): numbers that are not numbers,
     targets that are not JSON. The design itself is checked by parse_design afterwards."""

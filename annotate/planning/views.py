@@ -16,7 +16,7 @@ from annotate.access import study_for
 
 from . import runs
 from .api import start_run
-from .plan_form import STRENGTH, design_from_form, initial, save_power
+from .plan_form import STRENGTH, design_from_form, form_from_design, initial, save_power
 
 POLL_SECONDS = 1
 
@@ -58,6 +58,8 @@ def plan(request, slug):
                 return redirect(f"{reverse('study-plan', args=[study.slug])}?run={run['id']}")
         status = 400
     run = _run_of(request, study, request.GET.get("run"))
+    if run is not None and request.method == "GET":
+        form = form_from_design(form, study, run["design"])
     return render(request, "dashboard/plan.html",
                   {"study": study, "form": form, "errors": errors, "run": run, "saved": request.GET.get("saved"),
                    "power": (study.config or {}).get("power"), "poll_seconds": POLL_SECONDS}, status=status)
