@@ -4,6 +4,7 @@ design and seed; who may do so; bad input is a 400 naming every problem; the stu
 page runs a design, shows its power and saves it to the study (the datasheet prints it)."""
 import io
 import json
+import subprocess
 import time
 
 import pytest
@@ -11,7 +12,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotate.planning import runs
-from annotate.reports.datasheet import datasheet
+from annotate.reports.datasheet import datasheet, to_latex, to_markdown
 from tests.factories import api_client, make_items, make_study, make_user
 
 pytestmark = pytest.mark.django_db
@@ -117,7 +118,7 @@ def test_a_list_body_and_a_pilot_without_judgments_are_400s():
     assert response.json()["errors"] == ["'pilot': study 'empty-pilot' has no judgments to fit a model from"]
 
 
-def test_the_plan_page_runs_shows_and_saves_a_design(client):
+def test_the_plan_page_runs_shows_and_saves_a_design(client, tmp_path):
     study = make_study(slug="plan-page")
     make_items(study, 6)
     researcher = make_user("plan-page-rita", "researchers")
@@ -151,7 +152,18 @@ def test_the_plan_page_runs_shows_and_saves_a_design(client):
     power = study.config["power"]
     assert power["result"] == result and power["design"]["systems"] == {a: 0.5, b: -0.5}
     assert power["run"] == run_id and power["saved_by"] == "plan-page-rita"
-    assert datasheet(study)["power"] == power
+    sheet = datasheet(study)
+    assert sheet["power"] == power
+    target = result["targets"][0]
+    assert (f"| win_rate: {a} vs {b} | {target['power']:.3f} | {target['se']:.3f} | {target['median_width']:.3f} | 5 |"
+            in to_markdown(sheet))
+    assert "10 items, 3 annotations per item, 3 annotators, seed 1" in to_markdown(sheet)
+    tex = to_latex(sheet)
+    assert "Power analysis (saved design)" in tex
+    (tmp_path / "methods.tex").write_text(tex, encoding="utf-8")
+    compiled = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "methods.tex"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+    assert compiled.returncode == 0, compiled.stdout[-2000:]
     page = client.get(reverse("study-plan", args=[study.slug])).content.decode()
     assert "The design saved to this study" in page
     bad = client.post(reverse("study-plan", args=[study.slug]), {**form, "items": "ten", "annotators": "2"})
