@@ -90,6 +90,20 @@ def test_who_may_start_and_read_a_run(tmp_path):
         wait_done(api_client(make_user(f"root-{body['id'][:6]}", None, is_superuser=True)), body["url"])
 
 
+def test_a_run_that_breaks_says_why(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("out of cheese")
+
+    monkeypatch.setattr(runs, "run_design", broken)
+    client = api_client(make_user("plan-broken", "researchers"))
+    body = client.post("/api/designs/", {"design": DESIGN}, format="json").json()
+    deadline = time.monotonic() + 30
+    while (state := client.get(body["url"]).json())["status"] != runs.FAILED:
+        assert time.monotonic() < deadline, state
+        time.sleep(0.1)
+    assert state["error"] == "RuntimeError: out of cheese" and state["result"] is None
+
+
 @pytest.mark.parametrize("body, message", [
     ({"desing": DESIGN}, "unknown key 'desing' (did you mean 'design'?)"),
     ({"design": {**DESIGN, "itmes": 5}}, "unknown key 'itmes' (did you mean 'items'?)"),
