@@ -114,6 +114,11 @@ def test_a_run_that_breaks_says_why(monkeypatch):
      "'simulations' may be at most 5000 here, got 50000 (manage.py design has no limit)"),
     ({"design": [1, 2]}, "'design' must be a JSON object (the design file of manage.py design)"),
     ({"design": {**DESIGN, "items": "many"}}, "'items' must be a whole number, got 'many'"),
+    ({"study": "a\x00b", "design": DESIGN}, "'study' must be a study's slug"),
+    ({"design": {**DESIGN, "pilot": "a\x00b"}}, "'pilot' must be a study's slug, got 'a\\x00b'"),
+    ({"design": {**DESIGN, "systems": "ab"}}, "'systems' must map 2 to 8 system ids to strengths (numbers), got 'ab'"),
+    ({"design": {**DESIGN, "targets": [{"test": "win_rate", "system": ["a"]}]}},
+     "targets[0]: 'system' names ['a'], which is not in 'systems'"),
 ])
 def test_bad_input_is_a_400_naming_the_problem(body, message):
     response = api_client(make_user("plan-bad", "researchers")).post("/api/designs/", body, format="json")

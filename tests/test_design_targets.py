@@ -156,3 +156,23 @@ def test_bad_scalar_and_stopping_designs_are_refused(raw, message):
     with pytest.raises(DesignInvalid) as refused:
         parse_design(raw)
     assert message in refused.value.errors
+
+
+JUNK = [None, 5, "x", [], {}, {"a": "b"}, [1], True, -1, 1e308, float("nan"), [{"test": 3}], [None],
+        {"every": "x"}, {"target": [1]}, [1, 2], ["a", 5], [5, 1], {"a": None},
+        [{"test": "win_rate", "system": ["x"]}]]
+
+
+@pytest.mark.parametrize("base", [SCALAR, {**SCALAR, "kind": "pairwise_alignment", "stopping": {"every": 5},
+                                           "targets": [{"test": "win_rate", "system": "a", "against": "b"}]},
+                                  {**SCALAR, "kind": "pairwise_alignment", "pilot": "p"}])
+def test_any_value_of_any_key_is_a_design_or_a_refusal(base):
+    """The API hands parse_design whatever JSON it got: a refusal, never another exception."""
+    from annotate.planning.design_spec import KEYS
+
+    for key in KEYS:
+        for value in JUNK:
+            try:
+                parse_design({**base, key: value})
+            except DesignInvalid as refused:
+                assert refused.errors

@@ -131,7 +131,10 @@ TABLE = {
     # Design runs (annotate/planning): researchers and admins; a run is read by its starter,
     # the researchers of its study and admins; a study one may not see is 404.
     "api-designs": [Probe("POST", by_role(403, 403, 400, 400), body=lambda w: {"design": {}}),
-                    Probe("POST", by_role(403, 403, 404, 400), body=lambda w: {"study": w.scoped.slug, "design": {}})],
+                    Probe("POST", by_role(403, 403, 404, 201), body=lambda w: {"study": w.scoped.slug, "design": {
+                        "kind": "pairwise_alignment", "systems": {"a": 0.1, "b": 0.0}, "items": 2, "annotators": 1,
+                        "annotations_per_item": 1, "simulations": 1,
+                        "targets": [{"test": "win_rate", "system": "a", "against": "b"}]}})],
     "api-design": [Probe("GET", by_role(403, 403, 200, 200), design_run("study")),
                    Probe("GET", by_role(403, 403, 404, 200), design_run("scoped")),
                    Probe("GET", by_role(403, 403, 404, 404), lambda w: {"run_id": "f" * 32})],

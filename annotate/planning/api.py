@@ -22,7 +22,7 @@ from annotate.access import study_for
 from annotate.api.serializers import DetailSerializer
 
 from . import runs
-from .design_spec import DesignInvalid
+from .design_spec import SLUG, DesignInvalid, parse_design
 from .run import prepared
 
 BODY_KEYS = ("study", "design")
@@ -78,7 +78,7 @@ def check_body(data) -> tuple[dict | None, list[str]]:
                                                      f" (allowed: {', '.join(BODY_KEYS)})"))
     if not isinstance(data.get("design"), dict):
         errors.append("'design' must be a JSON object (the design file of manage.py design)")
-    if "study" in data and not isinstance(data["study"], str):
+    if "study" in data and not (isinstance(data["study"], str) and SLUG.match(data["study"])):
         errors.append("'study' must be a study's slug")
     return (None if errors else data), errors
 
@@ -87,10 +87,11 @@ def start_run(user, body: dict) -> tuple[dict | None, list[str]]:
     """Check the design, fit its pilot, start it: (the run, []) or (None, problems).
     Http404/PermissionDenied for a study the user may not read (`study` or the pilot)."""
     design_raw = body["design"]
-    for slug in (body.get("study"), design_raw.get("pilot")):
-        if isinstance(slug, str) and slug:
-            study_for(user, slug, "read")
     try:
+        parse_design(design_raw)  # the file's own problems first (a pilot's slug among them)
+        for slug in (body.get("study"), design_raw.get("pilot")):
+            if slug:
+                study_for(user, slug, "read")  # before the pilot's report is read
         design = prepared(design_raw)
     except DesignInvalid as exc:
         return None, exc.errors

@@ -3,6 +3,7 @@
 """
 import difflib
 import math
+import re
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -18,6 +19,7 @@ SCALAR_TESTS = ("scalar_difference",)
 TARGET_KEYS = {"win_rate": ("test", "system", "against"), "rank_separation": ("test", "a", "b"),
                "alpha_width": ("test", "width"), "scalar_difference": ("test", "a", "b")}
 STOPPING_KEYS = ("target", "every")
+SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")  # a Study.slug
 MAX_SYSTEMS = 8
 
 
@@ -87,7 +89,7 @@ def _targets(raw, systems, errors):
         allowed = TARGET_KEYS[target["test"]]
         errors.extend(_unknown(k, allowed, where) for k in target if k not in allowed)
         for key in ("system", "against", "a", "b"):
-            if key in target and target[key] not in systems:
+            if key in target and (not isinstance(target[key], str) or target[key] not in systems):
                 errors.append(f"{where}{key!r} names {target[key]!r}, which is not in 'systems'")
         if target["test"] in ("rank_separation", "scalar_difference") and ("a" not in target or "b" not in target or
                                                     target.get("a") == target.get("b")):
@@ -131,7 +133,7 @@ def _stopping(raw, targets, errors):
         errors.append(f"stopping: 'every' must be a whole number of judgments >= 1, got {every!r}")
     if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < max(len(targets), 1):
         errors.append(f"stopping: 'target' must index 'targets' (0 to {max(len(targets) - 1, 0)}), got {target!r}")
-    elif targets and targets[target]["test"] == "alpha_width":
+    elif targets and isinstance(targets[target], dict) and targets[target].get("test") == "alpha_width":
         errors.append("stopping: target alpha_width tests no null hypothesis (it has no type-I error); name a "
                       "win_rate, rank_separation or scalar_difference target")
     return {"target": target, "every": every}
@@ -153,9 +155,13 @@ def parse_design(obj) -> Design:
             errors.append(f"'kind' {kind!r}: design simulates the kinds that compare candidates against a "
                           f"reference in pairs or rate one output on a scale ({', '.join(simulated)})")
     systems = obj.get("systems")
-    if obj.get("pilot") is None and (not isinstance(systems, dict) or not 2 <= len(systems) <= MAX_SYSTEMS
-                                     or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                and math.isfinite(v) for v in systems.values())):
+    pilot = obj.get("pilot")
+    if pilot is not None and (not isinstance(pilot, str) or not SLUG.match(pilot)):
+        errors.append(f"'pilot' must be a study's slug, got {pilot!r}")
+    if (pilot is None or systems is not None) and (
+            not isinstance(systems, dict) or not 2 <= len(systems) <= MAX_SYSTEMS
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                       for v in systems.values())):
         errors.append(f"'systems' must map 2 to {MAX_SYSTEMS} system ids to strengths (numbers), got {systems!r}")
         systems = {}
     systems = dict(systems or {})
