@@ -190,3 +190,31 @@ def test_the_plan_page_runs_shows_and_saves_a_design(client, tmp_path):
     assert "&#x27;items&#x27; must be a whole number, got &#x27;ten&#x27;" in bad.content.decode()
     client.force_login(make_user("plan-page-ann", "annotators"))
     assert client.get(reverse("study-plan", args=[study.slug])).status_code == 403
+
+
+def test_the_plan_page_of_a_scalar_study_plans_a_scalar_difference(client, tmp_path):
+    from evaluation.report.kinds import SCALAR_RATING
+
+    study = make_study(SCALAR_RATING, slug="plan-scalar", config={"scale": [1, 7]})
+    make_items(study, 10)  # 5 inputs' outputs of plot-a and plot-b
+    client.force_login(make_user("plan-scalar-rita", "researchers"))
+    form = client.get(reverse("study-plan", args=[study.slug])).context["form"]
+    assert form["systems"] == {"plot-a": 4.0, "plot-b": 4.0} and form["items"] == 5 and form["scalar"]
+    assert json.loads(form["targets"]) == [{"test": "scalar_difference", "a": "plot-a", "b": "plot-b"}]
+    started = client.post(reverse("study-plan", args=[study.slug]), {
+        "action": "run", "strength:plot-a": "5", "strength:plot-b": "4", "items": "20", "annotations_per_item": "2",
+        "annotators": "2", "noise_sd": "1", "simulations": "4", "seed": "2", "targets": form["targets"]})
+    assert started.status_code == 302, started.content.decode()[-2000:]
+    run_id = started["Location"].split("run=")[1]
+    deadline = time.monotonic() + 60
+    while (run := runs.load(run_id))["status"] != runs.DONE:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert run["design"]["scale"] == [1, 7] and run["design"]["noise_sd"] == 1.0
+    assert run["result"]["targets"][0]["test"] == "scalar_difference"
+    assert run["result"] == command_result(run["design"], tmp_path)
+    fit = client.post(reverse("study-plan", args=[study.slug]), {"action": "run", "fit": "on", "items": "20",
+                                                                 "targets": form["targets"]})
+    assert fit.status_code == 400
+    assert "fitting from a pilot study is for the pairwise kinds" in fit.content.decode()
+
