@@ -104,6 +104,32 @@ def test_a_run_that_breaks_says_why(monkeypatch):
     assert state["error"] == "RuntimeError: out of cheese" and state["result"] is None
 
 
+def test_runs_of_one_process_take_turns(monkeypatch):
+    """One run at a time on the pool: the second waits, queued, until the first is done."""
+    import threading
+
+    release = threading.Event()
+
+    def slow(design, workers=None, solve=None, progress=None):
+        release.wait(30)
+        return {"targets": []}
+
+    monkeypatch.setattr(runs, "run_design", slow)
+    client = api_client(make_user("plan-turns", "researchers"))
+    first, second = (client.post("/api/designs/", {"design": DESIGN}, format="json").json() for _ in range(2))
+    deadline = time.monotonic() + 30
+    while client.get(first["url"]).json()["status"] != runs.RUNNING:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert client.get(second["url"]).json()["status"] == runs.QUEUED
+    release.set()
+    for body in (first, second):
+        while (state := client.get(body["url"]).json())["status"] != runs.DONE:
+            assert time.monotonic() < deadline, state
+            time.sleep(0.05)
+        assert state["result"] == {"targets": []}
+
+
 @pytest.mark.parametrize("body, message", [
     ({"desing": DESIGN}, "unknown key 'desing' (did you mean 'design'?)"),
     ({"design": {**DESIGN, "itmes": 5}}, "unknown key 'itmes' (did you mean 'items'?)"),

@@ -4,8 +4,9 @@ JSON file under VAR_DIR/designs/, so every process of the site sees its status a
 
 A run is checked and its pilot fitted in the request that starts it (a bad design is that
 request's 400, read from the database there); the simulation then runs on the site's capped
-background pool (humeval.background), in one process (no fork from a threaded server), and
-writes its progress (simulated studies done of total) at most twice a second. Its id is
+background pool (humeval.background), one run of a process at a time (the others queued),
+in that process (no fork from a threaded server), and writes its progress (simulated
+studies done of total) at most twice a second. Its id is
 random (secrets.token_hex): knowing it is not enough, `visible` checks who asks.
 """
 import json
@@ -13,6 +14,7 @@ import os
 import re
 import secrets
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -30,6 +32,9 @@ ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
 WRITE_EVERY_SECONDS = 0.5
 # A run from the web shares the site's background pool: at most this much work per run
 # (`manage.py design` has no such limits).
+_lock = threading.Lock()
+_waiting: list[tuple[dict, Design]] = []  # runs of this process not yet on the pool, oldest first
+_running = False
 MAX_SIMULATIONS, MAX_ITEMS, MAX_ANNOTATORS, MAX_JUDGMENTS = 5000, 5000, 1000, 100_000
 
 
@@ -97,12 +102,37 @@ def web_limits(design: Design) -> list[str]:
     return problems
 
 
+def _pump() -> None:
+    """Hands the next waiting run to the background pool when none of this process's runs
+    is on it: one at a time, as a run is CPU-bound Python (two threads would share one
+    interpreter lock, and would hold two of the pool's places that report refreshes need)."""
+    global _running
+    with _lock:
+        if _running or not _waiting:
+            return
+        _running = True
+        run, design = _waiting.pop(0)
+    background.submit(_work, run, design)
+
+
+def _work(run: dict, design: Design) -> None:
+    global _running
+    try:
+        _execute(run, design)
+    finally:
+        with _lock:
+            _running = False
+        _pump()
+
+
 def start(raw: dict, design: Design, user, study_slug: str | None) -> dict:
-    """A new run of the checked `design` (its file `raw` kept), started in the background."""
+    """A new run of the checked `design` (its file `raw` kept), queued for the background."""
     run = {"id": secrets.token_hex(16), "status": QUEUED, "design": raw, "study": study_slug, "user": user.pk,
            "done": 0, "total": total_studies(design), "result": None, "error": None, "created_at": time.time()}
     _write(run)
-    background.submit(_execute, dict(run), design)
+    with _lock:
+        _waiting.append((dict(run), design))
+    _pump()
     return run
 
 
