@@ -23,8 +23,9 @@ django.setup()
 from annotate.planning.design_spec import parse_design  # noqa: E402
 from annotate.planning.run import run_design  # noqa: E402
 from bench.design_bench import DESIGN  # noqa: E402
+from evaluation.report.kinds import SCALAR_RATING  # noqa: E402
 
-SCALAR = {"kind": "scalar_rating", "systems": {"a": 5.3, "b": 5.0}, "scale": [0, 10], "items": 100,
+SCALAR = {"kind": SCALAR_RATING, "systems": {"a": 5.3, "b": 5.0}, "scale": [0, 10], "items": 100,
           "annotations_per_item": 3, "annotators": 6, "noise_sd": 1.5, "item_sd": 0.5, "annotator_sd": 0.5,
           "targets": [{"test": "scalar_difference", "a": "a", "b": "b"}]}
 

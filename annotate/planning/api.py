@@ -20,13 +20,14 @@ from rest_framework.views import APIView
 from annotate import roles
 from annotate.access import study_for
 from annotate.api.serializers import DetailSerializer
+from evaluation.report.kinds import PAIRWISE_ALIGNMENT
 
 from . import runs
 from .design_spec import SLUG, DesignInvalid, parse_design
 from .run import prepared
 
 BODY_KEYS = ("study", "design")
-EXAMPLE = {"kind": "pairwise_alignment", "systems": {"a": 0.3, "b": -0.3}, "items": 60, "annotations_per_item": 3,
+EXAMPLE = {"kind": PAIRWISE_ALIGNMENT, "systems": {"a": 0.3, "b": -0.3}, "items": 60, "annotations_per_item": 3,
            "annotators": 6, "targets": [{"test": "win_rate", "system": "a", "against": "b"}], "simulations": 500,
            "seed": 0}
 

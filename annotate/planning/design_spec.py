@@ -9,8 +9,8 @@ from typing import cast
 
 from annotate.kinds import UnknownKind, all_kinds, get_kind
 from annotate.kinds.base import check_scale
-from annotate.kinds.scalar_rating import DEFAULT_SCALE, ScalarRating
 from annotate.kinds.two_candidate import ReferenceChoiceKind
+from evaluation.report.kinds import SCALAR_RATING
 
 KEYS = ("kind", "systems", "items", "annotations_per_item", "annotators", "item_sd", "annotator_sd",
         "position_bias", "pilot", "targets", "power", "simulations", "seed", "scale", "noise_sd", "stopping")
@@ -21,6 +21,7 @@ TARGET_KEYS = {"win_rate": ("test", "system", "against"), "rank_separation": ("t
 STOPPING_KEYS = ("target", "every")
 SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")  # a Study.slug
 MAX_SYSTEMS = 8
+DEFAULT_SCALE = tuple(get_kind(SCALAR_RATING).report_config({})["scale"])
 
 
 class DesignInvalid(ValueError):
@@ -47,7 +48,7 @@ class Design:
     seed: int = 0
     pilot: str | None = None
     fitted: list[str] = field(default_factory=list)  # parameters taken from the pilot study
-    scale: tuple[int, int] = DEFAULT_SCALE  # scalar kinds: scores are rounded and clipped to it
+    scale: tuple[int, ...] = DEFAULT_SCALE  # scalar kinds: scores are rounded and clipped to it
     noise_sd: float = 1.0  # scalar kinds: sd of one rating around its item's and annotator's mean
     stopping: dict | None = None  # {"target": index, "every": judgments}: optional stopping simulated
 
@@ -107,7 +108,8 @@ def simulated_kinds() -> list[str]:
 
 def scalar_kinds() -> list[str]:
     """The kinds whose judgment is a score on a scale (one system's output per item)."""
-    return [k.name for k in all_kinds() if isinstance(k, ScalarRating)]
+    scalar = type(get_kind(SCALAR_RATING))
+    return [k.name for k in all_kinds() if isinstance(k, scalar)]
 
 
 def _kind_targets(kind, targets, errors):
