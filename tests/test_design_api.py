@@ -242,5 +242,6 @@ def test_the_plan_page_of_a_scalar_study_plans_a_scalar_difference(client, tmp_p
     fit = client.post(reverse("study-plan", args=[study.slug]), {"action": "run", "fit": "on", "items": "20",
                                                                  "targets": form["targets"]})
     assert fit.status_code == 400
-    assert "fitting from a pilot study is for the pairwise kinds" in fit.content.decode()
+    assert "&#x27;pilot&#x27;: study &#x27;plan-scalar&#x27; has no judgments to fit a model from" in \
+        fit.content.decode()
 

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from scipy import stats
 
 from annotate.planning.design_spec import DesignInvalid, parse_design
@@ -176,3 +176,38 @@ def test_any_value_of_any_key_is_a_design_or_a_refusal(base):
                 parse_design({**base, key: value})
             except DesignInvalid as refused:
                 assert refused.errors
+
+
+@pytest.mark.django_db
+def test_a_scalar_pilot_supplies_means_noise_and_scale(tmp_path):
+    """Two inputs, each rated for both systems by two annotators (scale 1-7): the systems'
+    means over their ratings and noise_sd = sqrt(mean within-item sample variance), by hand;
+    a scalar pilot of a pairwise design is refused."""
+    from evaluation.report.kinds import PAIRWISE_ALIGNMENT, SCALAR_RATING
+    from tests.factories import make_judged_study
+
+    items = [(f"{inp}-{s}", {"input": inp, "candidate": {"id": s, "text": f"{s} on {inp}"}}, None)
+             for inp in ("p1", "p2") for s in ("good", "bad")]
+    scores = {("p1-good", "u1"): 6, ("p1-good", "u2"): 4, ("p1-bad", "u1"): 3, ("p1-bad", "u2"): 3,
+              ("p2-good", "u1"): 7, ("p2-good", "u2"): 6, ("p2-bad", "u1"): 2, ("p2-bad", "u2"): 1}
+    make_judged_study("scalar-pilot", SCALAR_RATING, items,
+                      [(item, who, "score", str(v), {}, 5.0) for (item, who), v in scores.items()],
+                      overlap=2, config={"scale": [1, 7]})
+    path = tmp_path / "design.json"
+    path.write_text(json.dumps({"kind": SCALAR_RATING, "pilot": "scalar-pilot", "items": 10, "annotations_per_item": 2,
+                                "annotators": 2, "targets": [{"test": "scalar_difference", "a": "good", "b": "bad"}]}))
+    out = io.StringIO()
+    call_command("design", str(path), "--simulations", "3", "--workers", "1", stdout=out)
+    fitted = json.loads(out.getvalue())["fitted_from_pilot"]
+    assert fitted["parameters"] == ["systems", "noise_sd", "scale"]
+    assert fitted["systems"] == {"bad": 9 / 4, "good": 23 / 4}
+    within = [(6 - 5) ** 2 * 2, 0.0, 0.5 ** 2 * 2, 0.5 ** 2 * 2]  # sample variances (n - 1 = 1) of each item
+    assert fitted["noise_sd"] == pytest.approx(math.sqrt(sum(within) / 4))
+    assert fitted["scale"] == [1, 7]
+    path.write_text(json.dumps({"kind": PAIRWISE_ALIGNMENT, "pilot": "scalar-pilot", "items": 10,
+                                "targets": [{"test": "win_rate", "system": "good", "against": "bad"}]}))
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("design", str(path), stdout=io.StringIO(), stderr=err)
+    assert ("'pilot': study 'scalar-pilot' is a scalar_rating study, which cannot be a pilot of a "
+            "pairwise_alignment design") in err.getvalue()

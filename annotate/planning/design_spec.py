@@ -192,9 +192,6 @@ def parse_design(obj) -> Design:
             else:
                 design.scale = (int(obj["scale"][0]), int(obj["scale"][1]))
         design.noise_sd = _number(obj, "noise_sd", errors, 0, default=1.0)
-        if obj.get("pilot") is not None:
-            errors.append("'pilot': fitting from a pilot study is for the pairwise kinds; give the systems' "
-                          "mean scores in 'systems'")
     else:
         errors.extend(f"{key!r} is for scalar kinds ({', '.join(scalar_kinds())})" for key in ("scale", "noise_sd")
                       if key in obj)

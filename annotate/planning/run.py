@@ -33,5 +33,7 @@ def run_design(design: Design, workers: int | None = None, solve: str | None = N
         result["stopping"] = stopping_error(design, workers, progress)
     if design.fitted:
         result["fitted_from_pilot"] = {"pilot": design.pilot, "parameters": design.fitted,
-                                       "systems": design.systems, "position_bias": design.position_bias}
+                                       "systems": design.systems,
+                                       **({"noise_sd": design.noise_sd, "scale": list(design.scale)} if design.scalar
+                                          else {"position_bias": design.position_bias})}
     return result
