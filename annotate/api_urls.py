@@ -10,6 +10,7 @@ from annotate.desk.api import (
     NextAssignmentView,
 )
 from annotate.participants.api import ParticipantsCsvView
+from annotate.planning.api import DesignRunDetailView, DesignRunListView
 from annotate.reports.api import StudyReportVersionView, StudyReportView
 from annotate.studies.api import (
     BatchUploadView,
@@ -32,5 +33,7 @@ urlpatterns = [
     path("studies/<slug:slug>/participants.csv", ParticipantsCsvView.as_view(), name="api-study-participants"),
     path("studies/<slug:slug>/report/", StudyReportView.as_view(), name="api-study-report"),
     path("studies/<slug:slug>/report/version/", StudyReportVersionView.as_view(), name="api-study-report-version"),
+    path("designs/", DesignRunListView.as_view(), name="api-designs"),
+    path("designs/<str:run_id>/", DesignRunDetailView.as_view(), name="api-design"),
     path("token/rotate/", RotateTokenView.as_view(), name="api-token-rotate"),
 ]

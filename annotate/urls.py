@@ -4,6 +4,7 @@ from django.urls import path
 
 from annotate.desk.views import home, item_actions, mine, task
 from annotate.participants import views as participant
+from annotate.planning import views as planning
 from annotate.reports import dashboard
 from annotate.reports import methods_view as methods
 from annotate.reports import quality_view as quality
@@ -15,6 +16,8 @@ urlpatterns = [
     path("batches/upload/", upload.upload_new, name="batch-upload"),
     path("studies/<slug:slug>/", dashboard.dashboard, name="dashboard"),
     path("studies/<slug:slug>/methods/", methods.methods, name="study-methods"),
+    path("studies/<slug:slug>/plan/", planning.plan, name="study-plan"),
+    path("studies/<slug:slug>/plan/runs/<str:run_id>/", planning.plan_run, name="study-plan-run"),
     path("studies/<slug:slug>/progress/", dashboard.progress, name="dashboard-progress"),
     path("studies/<slug:slug>/report-panel/", dashboard.report_panel, name="dashboard-report"),
     path("studies/<slug:slug>/report-version/", dashboard.report_version, name="dashboard-report-version"),

@@ -73,7 +73,7 @@ def test_every_operation_documents_its_bodies(schema):
                 problems.append(f"{where} {code}: no content documented")
         if method != "get" and "403" not in operation["responses"]:
             problems.append(f"{where}: the 403 of a refused role is not documented")
-    assert seen == 21  # 15 + skip, extend, participants.csv, job files, report version, pipelines
+    assert seen == 23  # 15 + skip, extend, participants.csv, job files, report version, pipelines, designs (2)
     assert not problems, "\n".join(problems)
 
 

@@ -127,17 +127,19 @@ def test_solve_items_finds_the_smallest_design():
     ({**BASE, "annotations_per_item": 4, "annotators": 3},
      "impossible design: 'annotations_per_item' (4) > 'annotators' (3): each annotator sees an item at most once"),
     ({**BASE, "targets": [{"test": "win_rte", "system": "a"}]},
-     "targets[0]: 'test' must be one of win_rate, rank_separation, alpha_width, got 'win_rte' "
+     "targets[0]: 'test' must be one of win_rate, rank_separation, alpha_width, scalar_difference, got 'win_rte' "
      "(did you mean 'win_rate'?)"),
     ({**BASE, "targets": [{"test": "rank_separation", "a": "a", "b": "z"}]},
      "targets[0]: 'b' names 'z', which is not in 'systems'"),
     ({**BASE, "systems": {"a": 1}}, "'systems' must map 2 to 8 system ids to strengths (numbers), got {'a': 1}"),
     ({**BASE, "power": 1.5}, "'power' must be between 0 and 1, got 1.5"),
-    ({**BASE, "kind": "scalar_rating"},
-     "'kind' 'scalar_rating': design simulates the kinds that compare candidates against a reference in pairs "
-     "(pairwise_alignment, explanation_choice)"),
+    ({**BASE, "systems": [1, 2], "pilot": "p"}, "'systems' must map 2 to 8 system ids to strengths (numbers), got [1, 2]"),
+    ({**BASE, "pilot": {"slug": "p"}}, "'pilot' must be a study's slug, got {'slug': 'p'}"),
+    ({**BASE, "kind": "similarity_survey"},
+     "'kind' 'similarity_survey': design simulates the kinds that compare candidates against a reference in pairs "
+     "or rate one output on a scale (pairwise_alignment, explanation_choice, scalar_rating)"),
     ({k: v for k, v in BASE.items() if k != "kind"},
-     "'kind' must name a study kind (pairwise_alignment, explanation_choice), got None"),
+     "'kind' must name a study kind (pairwise_alignment, explanation_choice, scalar_rating), got None"),
 ])
 def test_bad_designs_are_refused_with_the_reason(raw, message):
     with pytest.raises(DesignInvalid) as refused:

@@ -74,6 +74,21 @@ def job(world):
     return {"pk": world.job.pk}
 
 
+def design_run(study_attr):
+    """URL kwargs of a finished design run about the world's `study_attr` study, started by
+    the other researcher (annotate/planning/runs.py: a file, no table)."""
+    def kwargs(world):
+        from annotate.planning import runs
+
+        study = getattr(world, study_attr)
+        run = {"id": f"{abs(hash(study.slug)) % 16 ** 8:08x}" + "0" * 24, "status": runs.DONE, "design": {},
+               "study": study.slug, "user": world.users["other-researcher"].pk, "done": 1, "total": 1,
+               "result": {"targets": []}, "error": None}
+        runs._write(run)
+        return {"run_id": run["id"]}
+    return kwargs
+
+
 def valid_answer(world):
     """m1, in the own assignment's tokens (annotate.desk.blinding): what its annotator would send."""
     from tests.factories import tokens
@@ -113,6 +128,24 @@ TABLE = {
                   Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
     "study-methods": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
                       Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
+    # Design runs (annotate/planning): researchers and admins; a run is read by its starter,
+    # the researchers of its study and admins; a study one may not see is 404.
+    "api-designs": [Probe("POST", by_role(403, 403, 400, 400), body=lambda w: {"design": {}}),
+                    Probe("POST", by_role(403, 403, 404, 201), body=lambda w: {"study": w.scoped.slug, "design": {
+                        "kind": "pairwise_alignment", "systems": {"a": 0.1, "b": 0.0}, "items": 2, "annotators": 1,
+                        "annotations_per_item": 1, "simulations": 1,
+                        "targets": [{"test": "win_rate", "system": "a", "against": "b"}]}})],
+    "api-design": [Probe("GET", by_role(403, 403, 200, 200), design_run("study")),
+                   Probe("GET", by_role(403, 403, 404, 200), design_run("scoped")),
+                   Probe("GET", by_role(403, 403, 404, 404), lambda w: {"run_id": "f" * 32})],
+    "study-plan": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
+                   Probe("GET", by_role(LOGIN, 404, 404, 200), scoped),
+                   Probe("POST", by_role(LOGIN, 403, 400, 400), slug, lambda w: {"action": "run", "items": "x"},
+                         content_type="form")],
+    "study-plan-run": [Probe("GET", by_role(LOGIN, 403, 200, 200), lambda w: {"slug": w.study.slug,
+                                                                             **design_run("study")(w)}),
+                       Probe("GET", by_role(LOGIN, 404, 404, 200), lambda w: {"slug": w.scoped.slug,
+                                                                             **design_run("scoped")(w)})],
     "dashboard-progress": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),
                            Probe("GET", by_role(LOGIN, 404, 404, 200), scoped)],
     "dashboard-report": [Probe("GET", by_role(LOGIN, 403, 200, 200), slug),

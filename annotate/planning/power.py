@@ -22,13 +22,18 @@ sqrt(p (1 - p) / n)):
   mean width of their strength intervals (log-strength units).
 - alpha_width {width}: alpha's 95% interval of the choice over (item, shown pair) units is
   at most `width` wide; width in alpha units.
+- scalar_difference {a, b} (scalar kinds): planning.scalar, its model and test.
+
+A simulated study keeps its judgments in the order the engine handed them out, so a prefix
+is the study stopped early (planning.stopping).
 """
 import math
 import multiprocessing
 import os
 import random
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,6 +42,7 @@ from evaluation.ranking import Comparisons, ranking
 
 from .design_spec import Design
 from .replay import ReplayEngine
+from .scalar import ScalarStudy, evaluate_difference, simulate_scalar
 
 CANDIDATES_KEY = "candidates"
 SOLVE_LIMITS = {"items": (2, 5000), "annotations_per_item": (1, None)}
@@ -119,30 +125,78 @@ def evaluate(target: dict, c: Comparisons, votes: np.ndarray) -> tuple[bool, flo
     return bool(width <= target["width"]), width
 
 
-def _run(design: Design, sims: range) -> tuple[np.ndarray, list[list[float]]]:
+@dataclass
+class PairStudy:
+    """One simulated study of a pairwise kind, its judgments in the order given."""
+
+    comparisons: Comparisons
+    votes: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.comparisons.item)
+
+    def prefix(self, k: int) -> "PairStudy":
+        c = self.comparisons
+        return PairStudy(Comparisons(c.systems, c.item[:k], c.first[:k], c.second[:k], c.credit[:k]),
+                         self.votes[:, :k])
+
+
+Study = PairStudy | ScalarStudy
+
+
+def simulate(design: Design, seed: int) -> Study:
+    """One simulated study of the design's kind."""
+    if design.scalar:
+        return simulate_scalar(design, seed)
+    return PairStudy(*simulate_study(design, seed))
+
+
+def judge(target: dict, study: Study) -> tuple[bool, float | None]:
+    """(met, interval width or None) of one target on one simulated study of any kind."""
+    if isinstance(study, ScalarStudy):
+        return evaluate_difference(target, study)
+    return evaluate(target, study.comparisons, study.votes)
+
+
+def seed_of(design: Design, sim: int) -> int:
+    return design.seed * 1_000_003 + sim
+
+
+def _run(design: Design, sims: range, progress: Callable[[int], None] | None = None
+         ) -> tuple[np.ndarray, list[list[float]]]:
     met = np.zeros((len(design.targets), len(sims)), dtype=bool)
     widths: list[list[float]] = [[] for _ in design.targets]
     for column, sim in enumerate(sims):
-        c, votes = simulate_study(design, design.seed * 1_000_003 + sim)
+        study = simulate(design, seed_of(design, sim))
         for t, target in enumerate(design.targets):
-            ok, width = evaluate(target, c, votes)
+            ok, width = judge(target, study)
             met[t, column] = ok
             if width is not None:
                 widths[t].append(width)
+        if progress is not None:
+            progress(1)
     return met, widths
 
 
-def power(design: Design, workers: int | None = None) -> list[dict]:
-    """{test, power, se, median_width, n_simulations, ...target} per target. The studies
-    are split over `workers` processes (default: the machine's cores); each study's seed is
-    its index, so the result does not depend on the split."""
+def spread(fn, design: Design, workers: int | None, progress: Callable[[int], None] | None = None) -> list:
+    """fn(design, sims[, progress]) over the design's simulations, split over `workers`
+    processes (default: the machine's cores); in one process `progress(done)` is called
+    after each simulated study. Each study's seed is its index: the split changes nothing."""
     workers = max(1, min(workers or os.cpu_count() or 1, design.simulations))
     chunks = [range(k, design.simulations, workers) for k in range(workers)]
     if workers == 1:
-        parts = [_run(design, chunks[0])]
-    else:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            parts = list(pool.map(_run, [design] * workers, chunks))
+        return [fn(design, chunks[0], progress)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        parts = list(pool.map(fn, [design] * workers, chunks))
+    if progress is not None:
+        progress(design.simulations)
+    return parts
+
+
+def power(design: Design, workers: int | None = None, progress: Callable[[int], None] | None = None) -> list[dict]:
+    """{test, power, se, median_width, n_simulations, ...target} per target."""
+    parts = spread(_run, design, workers, progress)
     out = []
     for t, target in enumerate(design.targets):
         met = np.concatenate([part[0][t] for part in parts])

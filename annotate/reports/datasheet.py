@@ -182,6 +182,36 @@ def _agreement_rows(sheet):
              a["percent_agreement"], a["n_units"]] for a in sheet["agreement"]]
 
 
+POWER_COLUMNS = ["target", "power", "MC se", "median interval width", "simulated studies"]
+
+
+def _target_name(t):
+    what = (f"{t.get('system')} vs {t.get('against') or 'the other'}" if t.get("system") else
+            f"{t.get('a')} vs {t.get('b')}" if t.get("a") else f"width at most {t.get('width')}")
+    return f"{t.get('test')}: {what}"
+
+
+def _power_tables(sheet):
+    """The saved design's power (Study.config["power"] as the Plan page saves it: {"design",
+    "result"}, result = the JSON of manage.py design), as one table; none if not saved."""
+    power = sheet.get("power")
+    result = power.get("result") if isinstance(power, dict) else None
+    if not isinstance(result, dict) or not isinstance(result.get("targets"), list):
+        return []
+    design = power.get("design") if isinstance(power.get("design"), dict) else {}
+    rows = [[_target_name(t), t.get("power"), t.get("se"), t.get("median_width"), t.get("n_simulations")]
+            for t in result["targets"] if isinstance(t, dict)]
+    note = (f"Power by simulation (manage.py design; statistics.md, \"Planning a study\"): {design.get('items')} "
+            f"items, {design.get('annotations_per_item')} annotations per item, {design.get('annotators')} "
+            f"annotators, seed {design.get('seed', 0)}; power = share of simulated studies meeting the target.")
+    stop = result.get("stopping")
+    if isinstance(stop, dict):
+        note += (f" Stopping as soon as target {stop.get('target')} is met, looking every {stop.get('every')} "
+                 f"judgments: type-I error {number(stop.get('type1_error_stopping'))} against "
+                 f"{number(stop.get('type1_error_fixed'))} at fixed n.")
+    return [("Power analysis (saved design)", POWER_COLUMNS, rows, note)]
+
+
 def to_markdown(sheet):
     lines = [f"# Methods: {sheet['design']['title']} (`{sheet['study']}`)", ""]
     for title, facts in _facts(sheet):
@@ -191,6 +221,7 @@ def to_markdown(sheet):
     tables = [("Agreement", AGREEMENT_COLUMNS, _agreement_rows(sheet),
                (sheet["agreement"][0]["ci_method"] or "") if sheet["agreement"] else "")]
     tables += [(t["title"], t["columns"], t["rows"], t["note"]) for t in sheet["results"]]
+    tables += _power_tables(sheet)
     for title, columns, rows, note in tables:
         lines += [f"## {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         lines += ["| " + " | ".join(number(v) for v in row) + " |" for row in rows]
@@ -230,6 +261,8 @@ def to_latex(sheet):
                       (sheet["agreement"][0]["ci_method"] or "") if sheet["agreement"] else "")
     for t in sheet["results"]:
         out += _tex_table(t["title"], t["columns"], t["rows"], t["note"])
+    for table in _power_tables(sheet):
+        out += _tex_table(*table)
     return "\n".join(out + [r"\end{document}"]) + "\n"
 
 

@@ -4,9 +4,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.planning.design_spec import DesignInvalid, parse_design
-from annotate.planning.pilot import apply_pilot
-from annotate.planning.power import power, solve_design
+from annotate.planning.design_spec import DesignInvalid
+from annotate.planning.run import prepared, run_design
 
 
 class Command(BaseCommand):
@@ -34,20 +33,12 @@ class Command(BaseCommand):
                 raise CommandError("--simulations must be at least 1")
             raw = {**raw, "simulations": simulations} if isinstance(raw, dict) else raw
         try:
-            design = parse_design(raw)
-            if design.pilot:
-                design = apply_pilot(design, set(raw))
-                parse_design({**raw, "systems": design.systems, "pilot": None})  # the fitted design is checked too
+            design = prepared(raw)
         except DesignInvalid as exc:
             for error in exc.errors:
                 self.stderr.write(error)
             raise CommandError(f"{len(exc.errors)} problem(s) in {path}; nothing was simulated") from None
-        result = {"targets": power(design, workers)}
-        if solve:
-            result["solved"] = solve_design(design, solve, workers)
-        if design.fitted:
-            result["fitted_from_pilot"] = {"pilot": design.pilot, "parameters": design.fitted,
-                                           "systems": design.systems, "position_bias": design.position_bias}
+        result = run_design(design, workers, solve)
         if format == "json":
             self.stdout.write(json.dumps(result, indent=2, sort_keys=True))
             return
@@ -55,6 +46,13 @@ class Command(BaseCommand):
             width = "–" if target["median_width"] is None else f"{target['median_width']:.3f}"
             self.stdout.write(f"{target['test']:<16} power {target['power']:.3f} (se {target['se']:.3f}, "
                               f"n = {target['n_simulations']} simulated studies), median interval width {width}")
+        if design.stopping:
+            s = result["stopping"]
+            self.stdout.write(f"stopping at the first of {s['looks']} looks (every {s['every']} judgments) where "
+                              f"target {s['target']} is met: type-I error {s['type1_error_stopping']:.3f} (se "
+                              f"{s['type1_error_stopping_se']:.3f}) against {s['type1_error_fixed']:.3f} at fixed n; "
+                              f"power {s['power_stopping']:.3f} against {s['power_fixed']:.3f}; mean judgments "
+                              f"{s['mean_judgments_design']:.0f} of {s['judgments_fixed']:.0f}")
         if solve:
             self.stdout.write(f"smallest {result['solved']['solved']} reaching power {design.power}: "
                               f"{result['solved']['value']}")
