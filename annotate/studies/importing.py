@@ -18,6 +18,7 @@ from django.db.models import Max
 from annotate.kinds import get_kind
 from annotate.models import AuditLog, Batch, Item, Prediction, Study
 from annotate.participants.recruitment import new_entry_key
+from annotate.studies.allocation import allocation_clash, too_few_systems
 from annotate.studies.batch_format import (
     PARTICIPANT_HEADER_KEYS,
     BatchInvalid,
@@ -95,6 +96,8 @@ def import_batch(binary_file, *, source="", user=None, expected_slug=None, allow
                 _update_settings(study, header.extra, user)
             batch = Batch.objects.create(study=study, source=source[:500], sha256=digest, uploaded_by=user)
             created = _insert_items(binary_file, study, header, batch, to_skip, digest, seen)
+            if refusal := too_few_systems(study):  # needs the items: rolls the whole batch back
+                raise BatchInvalid([f"line {header_line}: {refusal}"])
             batch.created, batch.skipped = created, len(to_skip)
             batch.save(update_fields=["created", "skipped"])
             AuditLog.objects.create(study=study, user=user, action="import_batch", object_type="batch",
@@ -151,6 +154,8 @@ def _resolve_study(header, line, expected_slug, errors):
         if key in header.given and given.get(key) != stored.get(key):
             errors.add(line, f"'{key}' {_show(given.get(key))} differs from the existing "
                              f"study's {_show(stored.get(key))}")
+    for clash in allocation_clash(header.config, study.config):
+        errors.add(line, clash)
     if "allow_tie" in header.given and header.allow_tie != study.allow_tie:
         errors.add(line, f"'allow_tie' differs from the existing study's {study.allow_tie}")
     if "recruitment" in header.extra and study.annotators.exists():
