@@ -66,7 +66,7 @@ def allocation_config(study: dict, kind, question_config: dict, error) -> dict:
         value = study["min_per_pair"]
         if not (is_int(value) and 1 <= value <= MAX_INT):
             error(f"'min_per_pair' must be an integer from 1 to {MAX_INT}, got {shown(value)}")
-        elif study.get("allocation") != ADAPTIVE:
+        elif study.get("allocation", BALANCED) == BALANCED:  # (a bad `allocation` has its own error)
             error("'min_per_pair' applies to \"allocation\": \"adaptive\" only")
         else:
             out["min_per_pair"] = value
@@ -101,15 +101,17 @@ def allocation_clash(given: dict, stored: dict) -> list[str]:
     return out
 
 
-def too_few_systems(study) -> str | None:
-    """Why an adaptive study cannot run (fewer than 3 systems among its real items), else None."""
+def too_few_systems(config, systems: set, study=None) -> str | None:
+    """Why an adaptive study cannot run: fewer than 3 systems among the batch's real items
+    (`systems`) and the existing study's; else None."""
     from annotate.models import Item
 
-    if not is_adaptive(study.config):
+    if not is_adaptive(config):
         return None
-    systems: set = set()
-    for candidates in Item.objects.filter(study=study, is_gold=False).values_list("data__candidates", flat=True):
-        systems.update(c.get("id") for c in candidates or [] if isinstance(c, dict))
+    systems = set(systems)
+    if len(systems) < MIN_SYSTEMS and study is not None and study.pk:
+        for candidates in Item.objects.filter(study=study, is_gold=False).values_list("data__candidates", flat=True):
+            systems.update(c.get("id") for c in candidates or [] if isinstance(c, dict))
     if len(systems) >= MIN_SYSTEMS:
         return None
     return (f"'allocation': \"{ADAPTIVE}\" needs {MIN_SYSTEMS} or more systems; the study's items name "

@@ -83,7 +83,10 @@ def import_batch(binary_file, *, source="", user=None, expected_slug=None, allow
             if header is not None:
                 slug = header.slug
                 study, header = _resolve_study(header, header_line, expected_slug, errors)
-            seen = _validate_items(lines, header, errors)
+            systems: set = set()
+            seen = _validate_items(lines, header, errors, systems)
+            if header is not None and (refusal := too_few_systems(header.config, systems, study)):
+                errors.add(header_line, refusal)
             if not allow_empty and header is not None and not seen and not errors:
                 errors.add(header_line, "the batch has no items: nothing to import (no study is created)")
             to_skip = _check_existing(study, seen, errors) if study is not None and study.pk else set()
@@ -96,8 +99,6 @@ def import_batch(binary_file, *, source="", user=None, expected_slug=None, allow
                 _update_settings(study, header.extra, user)
             batch = Batch.objects.create(study=study, source=source[:500], sha256=digest, uploaded_by=user)
             created = _insert_items(binary_file, study, header, batch, to_skip, digest, seen)
-            if refusal := too_few_systems(study):  # needs the items: rolls the whole batch back
-                raise BatchInvalid([f"line {header_line}: {refusal}"])
             batch.created, batch.skipped = created, len(to_skip)
             batch.save(update_fields=["created", "skipped"])
             AuditLog.objects.create(study=study, user=user, action="import_batch", object_type="batch",
@@ -125,7 +126,10 @@ def batch_errors(binary_file, *, expected_slug=None):
         errors.extend_from(header_errors)
         if header is not None:
             _study, header = _resolve_study(header, header_line, expected_slug, errors)
-        _validate_items(lines, header, errors)
+        systems: set = set()
+        _validate_items(lines, header, errors, systems)
+        if header is not None and (refusal := too_few_systems(header.config, systems, _study)):
+            errors.add(header_line, refusal)
     return list(errors.final())
 
 
@@ -197,13 +201,16 @@ def _check_usernames(header, line, errors):
                 errors.add(line, f"'{key}' names unknown user {name!r}")
 
 
-def _validate_items(lines, header, errors):
-    """Pass 1: every item line checked; returns {item_id: (line, content_hash)}."""
+def _validate_items(lines, header, errors, systems=None):
+    """Pass 1: every item line checked; returns {item_id: (line, content_hash)}. `systems`
+    (a set) gathers the candidate ids of the real items (an adaptive study needs 3)."""
     seen = {}
     for result in iter_items(lines, header):
         if isinstance(result, list):
             errors.extend_from(result)
             continue
+        if systems is not None and not result.is_gold:
+            systems.update(c.get("id") for c in result.data.get("candidates") or [] if isinstance(c, dict))
         first = seen.get(result.item_id)
         if first is not None:
             errors.add(result.line, f"duplicate item_id {result.item_id!r} (first on line {first[0]})")
