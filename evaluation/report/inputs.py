@@ -157,6 +157,9 @@ class ReportInput:
     excluded_annotators: dict[str, str] | None = None
     # Merged candidates (report/merged.py): {(item index, shown candidate id): [other system ids]}.
     merged: dict[tuple[int, str], list[str]] | None = None
+    # Pair allocation (report/allocation.py): {"policy", "min_per_pair", "shown": {"a|b": n},
+    # "probability": {(item index, annotator): p}}; None: not read (no `allocation` key).
+    allocation: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.item_ids = objects(self.item_ids)

@@ -39,9 +39,11 @@ def system_table(part: Report, systems: dict[str, Any], name: str) -> str:
     notes = sorted({f"{m}: {e['ci_note']}" for s in systems.values() for m, e in (s.get("metrics") or {}).items()
                     if e.get("ci_note")})
     detail = part.get("ranking_detail") or {}
+    weighted = any(((s or {}).get("human") or {}).get("weighting") for s in systems.values())
+    rate = (WEIGHTED_RATE if weighted else "win rate = (wins + ties/2) / comparisons, 95% CI: Wilson score interval "
+            "over those judgments (none from fewer than 5 items)")
     caption = (f"{name}. comparisons: the judgments that showed the system (each judgment compares the two systems "
-               "it showed; a tie is half a win each); win rate = (wins + ties/2) / comparisons, 95% CI: Wilson score "
-               "interval over those judgments (none from fewer than 5 items). strength: Bradley-Terry log strength "
+               f"it showed; a tie is half a win each); {rate}. strength: Bradley-Terry log strength "
                "(mean 0 over the systems); its 95% CI and the rank interval: bootstrap over items "
                f"({detail.get('resamples', 2000)} resamples, seed {detail.get('seed', 0)}; "
                f"{detail.get('dropped_resamples', 0)} resamples without finite strengths dropped), rank 1 = "
@@ -148,13 +150,35 @@ def correlations_ranking_table(r: Report) -> str:
                     "exact permutation p for n <= 9."))
 
 
+WEIGHTED_RATE = ("win rate: inverse-probability weighted (Hajek; adaptive allocation: each judgment weighs 1 / the "
+                 "probability with which its pair was drawn, estimating the win rate under a uniform choice of "
+                 "pairs), 95% CI: bootstrap over items with the weights fixed; the strengths are not weighted")
+
+
 def systems_section(r: Report) -> str:
     """The Systems section of a pairwise report (kinds with a `ranking` key)."""
     if "ranking" not in r:
         return ""
-    return ('<section id="systems"><h2>Systems and ranking</h2>' + identical_outputs_note(r)
+    return ('<section id="systems"><h2>Systems and ranking</h2>' + identical_outputs_note(r) + allocation_note(r)
             + system_table(r, r.get("systems") or {}, "Per-system table")
             + ranking_block(r, "fig-systems", "Ranking") + correlations_ranking_table(r) + "</section>")
+
+
+def allocation_note(r: Report) -> str:
+    """The pair allocation (report key `allocation`): policy and each pair's shown and judged counts."""
+    alloc = r.get("allocation") or {}
+    if not alloc.get("pairs"):
+        return ""
+    rows = [[f"{p['a']} vs {p['b']}", p["shown"], p["n"]] for p in alloc["pairs"]]
+    policy = alloc.get("policy")
+    detail = (f"adaptive (cold start: {alloc.get('min_per_pair')} judgments per pair, then the pair that most reduces "
+              f"the summed variance of the strengths); win rates {alloc.get('win_rates')}"
+              + (f" ({alloc['weighting_reason']})" if alloc.get("weighting_reason") else "")
+              if policy == "adaptive" else f"{policy} (the pair least shown in the study)")
+    return (f'<p id="allocation">Pair allocation: {detail}.</p>'
+            + table(["system pair", "assignments shown", "judgments"], rows,
+                    f"Judgments per system pair (n = {num(alloc.get('n'))} judgments, {num(alloc.get('n_shown'))} "
+                    "assignments)."))
 
 
 def identical_outputs_note(r: Report) -> str:
