@@ -69,8 +69,8 @@ def test_csv_and_html_say_weighted():
     assert len(rows) == 3 and all("inverse-probability weighted" in line for line in rows)
     _, html = study_report(study, "html")
     assert "win rate: inverse-probability weighted (Hajek; adaptive allocation" in html
-    assert 'id="allocation">Pair allocation: adaptive (cold start: 1 judgments per pair' in html
-    assert '<td>x vs y</td><td class="num">2</td><td class="num">2</td>' in html
+    assert 'id="allocation-policy">Pair allocation: adaptive (cold start: 1 judgments per pair' in html
+    assert '<tr><td>x</td><td class="num">–</td><td class="num">2</td><td class="num">1</td></tr>' in html
 
 
 @pytest.mark.django_db

@@ -268,8 +268,9 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     systems_keys = systems_table(every, wins, slots, same_items)
     for system, human in human_part(compared).items():
         systems_keys[system]["human"] = human
-    allocation = allocation_part(real, real_rows, kept, raw, compared, systems_keys) if real.allocation else None
     ranked = ranking_part(compared, n_unpaired)
+    allocation = (allocation_part(real, real_rows, kept, raw, compared, systems_keys, ranked["ranking"])
+                  if real.allocation else None)
     if every is inp:
         systems = system_correlations_part(inp, list(systems_keys), wins, oriented(scores))
     else:  # items of more than two candidates: every slot of the real items, vectorized

@@ -159,26 +159,9 @@ def systems_section(r: Report) -> str:
     """The Systems section of a pairwise report (kinds with a `ranking` key)."""
     if "ranking" not in r:
         return ""
-    return ('<section id="systems"><h2>Systems and ranking</h2>' + identical_outputs_note(r) + allocation_note(r)
+    return ('<section id="systems"><h2>Systems and ranking</h2>' + identical_outputs_note(r)
             + system_table(r, r.get("systems") or {}, "Per-system table")
             + ranking_block(r, "fig-systems", "Ranking") + correlations_ranking_table(r) + "</section>")
-
-
-def allocation_note(r: Report) -> str:
-    """The pair allocation (report key `allocation`): policy and each pair's shown and judged counts."""
-    alloc = r.get("allocation") or {}
-    if not alloc.get("pairs"):
-        return ""
-    rows = [[f"{p['a']} vs {p['b']}", p["shown"], p["n"]] for p in alloc["pairs"]]
-    policy = alloc.get("policy")
-    detail = (f"adaptive (cold start: {alloc.get('min_per_pair')} judgments per pair, then the pair that most reduces "
-              f"the summed variance of the strengths); win rates {alloc.get('win_rates')}"
-              + (f" ({alloc['weighting_reason']})" if alloc.get("weighting_reason") else "")
-              if policy == "adaptive" else f"{policy} (the pair least shown in the study)")
-    return (f'<p id="allocation">Pair allocation: {detail}.</p>'
-            + table(["system pair", "assignments shown", "judgments"], rows,
-                    f"Judgments per system pair (n = {num(alloc.get('n'))} judgments, {num(alloc.get('n_shown'))} "
-                    "assignments)."))
 
 
 def identical_outputs_note(r: Report) -> str:
