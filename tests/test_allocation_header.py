@@ -66,6 +66,16 @@ def test_adaptive_with_two_systems_is_refused_and_writes_nothing():
 
 
 @pytest.mark.django_db
+def test_an_empty_adaptive_study_is_checked_when_its_items_come():
+    assert import_batch_bytes(jsonl(header("empty", "pairwise_alignment", allocation="adaptive"))).created == 0
+    with pytest.raises(BatchInvalid) as refused:
+        import_batch_bytes(jsonl(header("empty", "pairwise_alignment"), pairwise("a")))
+    assert refused.value.errors == ["line 1: 'allocation': \"adaptive\" needs 3 or more systems; the study's "
+                                    "items name 2"]
+    assert import_batch_bytes(jsonl(header("empty", "pairwise_alignment"), three("a"))).created == 1
+
+
+@pytest.mark.django_db
 def test_adaptive_with_three_systems_loads_and_later_batches_may_not_change_it():
     result = import_batch_bytes(jsonl(header("three", "pairwise_alignment", allocation="adaptive", min_per_pair=5),
                                       three("a")))

@@ -74,7 +74,10 @@ def merged_candidates(study, index):
 def allocation_of(study, index):
     """ReportInput.allocation (evaluation/report/allocation.py): the policy, the assignments
     that showed each system pair, and in an adaptive study each (item index, annotator)'s
-    recorded probability (first assignments: a retest repeat shows the pair again)."""
+    recorded probability (first assignments: a retest repeat shows the pair again). None
+    (no `allocation` key) unless the study's header set `allocation` or `stop_when`."""
+    if not {"allocation", "stop_when"} & set(study.config or {}):
+        return None  # the key is there for studies whose header chose a policy or a stopping target
     adaptive = is_adaptive(study.config)
     rows = (Assignment.objects.filter(study=study, repeat_of__isnull=True, item__is_gold=False).order_by()
             .values_list("item_id", "annotator__username", "probability", "shown_order__candidates"))

@@ -102,8 +102,9 @@ def allocation_clash(given: dict, stored: dict) -> list[str]:
 
 
 def too_few_systems(config, systems: set, study=None) -> str | None:
-    """Why an adaptive study cannot run: fewer than 3 systems among the batch's real items
-    (`systems`) and the existing study's; else None."""
+    """Why an adaptive study cannot run: 1 or 2 systems among the batch's real items
+    (`systems`) and the existing study's; else None (also with no items yet: a study
+    created empty is checked when its items come)."""
     from annotate.models import Item
 
     if not is_adaptive(config):
@@ -112,7 +113,7 @@ def too_few_systems(config, systems: set, study=None) -> str | None:
     if len(systems) < MIN_SYSTEMS and study is not None and study.pk:
         for candidates in Item.objects.filter(study=study, is_gold=False).values_list("data__candidates", flat=True):
             systems.update(c.get("id") for c in candidates or [] if isinstance(c, dict))
-    if len(systems) >= MIN_SYSTEMS:
+    if len(systems) >= MIN_SYSTEMS or not systems:  # no items yet (a study created empty): later batches
         return None
     return (f"'allocation': \"{ADAPTIVE}\" needs {MIN_SYSTEMS} or more systems; the study's items name "
             f"{len(systems)}")

@@ -76,6 +76,10 @@ REPORT_SCHEMA = {
     "identical_outputs": {"type": "object", "description": "present when a candidate stands for several systems "
                                                            "(identical outputs merged): n_items, pairs, per_pair "
                                                            "('a|b' -> items), note."},
+    "allocation": {"type": "object", "description": "pair allocation (docs/adaptive-allocation.md): policy, "
+                                                    "min_per_pair, pairs [{a, b, shown, n}], n_shown, n, win_rates "
+                                                    "(inverse-probability weighted in an adaptive study), "
+                                                    "weighting_reason?, stop? {target, met, detail}."},
 }
 
 
