@@ -84,3 +84,14 @@ def test_missing_probabilities_are_not_weighted_and_balanced_studies_say_so():
     assert balanced["allocation"]["policy"] == "balanced" and balanced["allocation"]["min_per_pair"] is None
     assert balanced["allocation"]["win_rates"] == "unweighted"
     assert "weighting" not in balanced["systems"]["y"]["human"]
+
+
+@pytest.mark.django_db
+def test_datasheet_names_the_allocation():
+    from annotate.reports.datasheet import datasheet
+
+    sheet = datasheet(adaptive_report_study())
+    assert sheet["design"]["allocation"] == (
+        "adaptive (each pair first shown 1 times, then the pair that most reduces the summed variance of the "
+        "Bradley-Terry strengths, with a 20% uniform share; each pair's probability recorded, win rates "
+        "inverse-probability weighted, strengths unweighted)")

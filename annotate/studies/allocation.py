@@ -38,6 +38,15 @@ def is_adaptive(config) -> bool:
     return policy_of(config) == ADAPTIVE
 
 
+def allocation_text(config, n_systems: int) -> str:
+    """The datasheet's words for the study's pair allocation."""
+    if is_adaptive(config):
+        return (f"adaptive (each pair first shown {min_per_pair_of(config)} times, then the pair that most reduces "
+                "the summed variance of the Bradley-Terry strengths, with a 20% uniform share; each pair's "
+                "probability recorded, win rates inverse-probability weighted, strengths unweighted)")
+    return "balanced (least-shown pair first)" if n_systems > 2 else "fixed"
+
+
 def _stop_when_flaw(value) -> str | None:
     if value == TOP_SEPARATED:
         return None
