@@ -202,3 +202,30 @@ def test_concurrent_adaptive_choices_keep_the_counts():
     assert all(0 < a.probability <= 1 for a in rows)
     pairs = Counter(frozenset(a.shown_order["candidates"]) for a in rows)
     assert len(pairs) == K and sum(pairs.values()) == 60
+
+
+def test_history_counts_pairs_both_ways_and_ties_half():
+    """history(): n from the ordered shown counts (both orientations), W from the answers: a
+    tie half to each side, an answer naming neither shown system nothing."""
+    from annotate.desk.adaptive_pairs import history
+
+    systems, w, n = history(["s0", "s1", "s2"], Counter({("s0", "s1"): 2, ("s1", "s0"): 1, ("s1", "s3"): 1}),
+                            Counter({("s0|s1", "s0"): 1, ("s1|s0|tie", "tie"): 1, ("s0|s1", "s2"): 1,
+                                     ("s1|s3", "s3"): 1}))
+    assert systems == ["s0", "s1", "s2", "s3"]
+    assert n[0, 1] == n[1, 0] == 3 and n[1, 3] == n[3, 1] == 1 and n.sum() == 8
+    assert w[0, 1] == 1.5 and w[1, 0] == 0.5 and w[3, 1] == 1 and w.sum() == 3
+
+
+@pytest.mark.django_db
+def test_outcomes_leave_out_gold_items_and_other_questions(people):
+    from annotate.desk.adaptive_pairs import study_outcomes
+    from tests.factories import add_judgments
+
+    study = adaptive_study(2)
+    add_items(study, [("g", {"input": "q", "reference": "r", "candidates": [{"id": "s0", "text": "a"},
+                                                                           {"id": "s1", "text": "b"}]},
+                       {"choice": "s0"})])
+    add_judgments(study, [("q000", "a0", "choice", "s1", "s0|s1", 1.0), ("g", "a0", "choice", "s0", "s0|s1", 1.0),
+                          ("q001", "a0", "usefulness", "3", "", 1.0)])
+    assert study_outcomes(study.pk) == Counter({("s0|s1", "s1"): 1})

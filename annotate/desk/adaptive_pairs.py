@@ -25,7 +25,7 @@ from django.db.models import Count
 from annotate.desk.ordering import seeded_rng
 from annotate.kinds import get_kind, study_config
 from annotate.kinds.base import CANDIDATES_KEY
-from annotate.models import Judgment
+from annotate.models import Item, Judgment
 from annotate.secrets import secret
 from annotate.studies.allocation import min_per_pair_of
 from evaluation.vocabulary import CHOICE_QUESTION, TIE
@@ -34,9 +34,9 @@ from evaluation.vocabulary import CHOICE_QUESTION, TIE
 def study_outcomes(study_id) -> Counter:
     """{(shown order "a|b|...", answer): n} of the study's first answers to `choice` on its
     real items: what W is made of (one grouped statement, read under the study's lock)."""
-    rows = (Judgment.objects.filter(study=study_id, question=CHOICE_QUESTION, repeat_of__isnull=True,
-                                    item__is_gold=False).order_by()
-            .values_list("shown_order", "value").annotate(n=Count("pk")))
+    gold = Item.objects.filter(study=study_id, is_gold=True).values("pk")  # few: NOT IN is cheaper than a join
+    rows = (Judgment.objects.filter(study=study_id, question=CHOICE_QUESTION, repeat_of__isnull=True)
+            .exclude(item__in=gold).order_by().values_list("shown_order", "value").annotate(n=Count("pk")))
     return Counter({(shown, value): n for shown, value, n in rows})
 
 
