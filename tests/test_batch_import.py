@@ -139,7 +139,7 @@ CASES = {
                             "annotations_per_item, randomize_order, allow_tie, "
                             + ", ".join(sorted({k for kind in all_kinds() for k in kind.header_keys}))
                             + ", annotators, researchers, gold_rate, min_seconds, assignment_timeout_minutes, "
-                            "min_votes, retest, status, consent, "
+                            "min_votes, retest, allocation, min_per_pair, stop_when, status, consent, "
                             "completion_code, completion_url, max_items_per_participant, pre_questions, "
                             "post_questions, quality, recruitment, comprehension)"]),
     "scale min >= max": ([header("bad", "similarity_survey", scale=[6, 1])],

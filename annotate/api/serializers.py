@@ -20,6 +20,7 @@ from rest_framework import serializers
 
 from annotate.kinds import all_kinds
 from annotate.models import Study
+from annotate.studies.allocation import BALANCED, POLICIES
 from evaluation.report.kinds import REPORT_MODULES
 from evaluation.vocabulary import SKIP_REASONS
 
@@ -182,6 +183,13 @@ class StudyCreateSerializer(serializers.Serializer):
                                    help_text='Test-retest repeats: {"share": number in (0, 0.5], "after": int >= 0 '
                                              '(default 5)}: that share of each annotator\'s judged items shown again, '
                                              'order reversed, after at least `after` other items')
+    # Pair allocation (docs/adaptive-allocation.md); validated by annotate/studies/allocation.py.
+    allocation = serializers.ChoiceField(list(POLICIES), required=False, default=BALANCED,
+                                         help_text="How an item of 3+ candidates picks its pair.")
+    min_per_pair = serializers.IntegerField(required=False, min_value=1,
+                                            help_text="Adaptive only: judgments per pair before the rule "
+                                                      "(default 10).")
+    stop_when = serializers.JSONField(required=False, help_text='"top_separated" or {"separated": [a, b]}.')
     # Participants from recruiting platforms (docs/running-a-study.md).
     status = serializers.ChoiceField(["draft", "open", "paused", "closed"], required=False, default="open",
                                      help_text="Only open studies hand out items.")

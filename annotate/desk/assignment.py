@@ -69,6 +69,7 @@ from django.utils import timezone
 
 from annotate.access import NotAllowed, access_flags, refuse
 from annotate.access import may_read as reads_results
+from annotate.desk.adaptive_pairs import adaptive_shown_order, study_outcomes
 from annotate.desk.blinding import blinding_for, build_mapping
 from annotate.desk.ordering import item_order_key, item_order_of, seeded_rng, shown_order_for
 from annotate.desk.retest import serve_repeat
@@ -79,6 +80,7 @@ from annotate.participants.recruitment import HOLDS_PLACE, end, hold_minutes, ho
 from annotate.prepared import Prepared, columns, instance
 from annotate.querysets import open_q
 from annotate.secrets import secret
+from annotate.studies.allocation import is_adaptive
 
 log = logging.getLogger(__name__)
 RECLAIM_LIMIT = 500  # expired assignments reclaimed per call, to bound one request's work
@@ -220,7 +222,7 @@ PREVIOUS_PAIRS_AND_ID_PG = (
     "FROM annotate_assignment WHERE study_id = %s GROUP BY 1) AS pairs)")
 INSERT_PG = ("WITH bump AS (UPDATE annotate_item SET n_assigned = n_assigned + 1 WHERE id = %s) "
              "INSERT INTO annotate_assignment (id, study_id, item_id, annotator_id, shown_order, blind, created_at, "
-             "expires_at, skipped, extensions) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, false, 0)")
+             "expires_at, skipped, extensions, probability) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, false, 0, %s)")
 
 
 def open_assignment(study, user, now=None):
@@ -322,12 +324,18 @@ class _Contended(Exception):
     """Every free row is locked by another request: run again in patient mode."""
 
 
-def choose_shown_order(study, item, user, previous_orders, study_pairs=None) -> dict:
-    """Step 5 of `_serve`: the `shown_order` of a new assignment of `item` (which the caller
-    has locked), from the item's earlier orders, and for an item with more than two
-    candidates from the pairs the whole study has shown (`study_pairs`, read by `_store`
-    under the study's lock). The one place that decides what is shown in which order."""
-    return shown_order_for(study, item, user.pk, previous_orders, study_pairs)
+def choose_shown_order(study, item, user, previous_orders, study_pairs=None,
+                       outcomes=None) -> tuple[dict, float | None]:
+    """Step 5 of `_serve`: (the `shown_order` of a new assignment of `item` (which the caller
+    has locked), the probability its pair was drawn with (adaptive studies; else None)),
+    from the item's earlier orders, and for an item with more than two candidates from the
+    pairs the whole study has shown (`study_pairs`) and, in an adaptive study, its answers
+    (`outcomes`), both read by `_store` under the study's lock (annotate/desk/adaptive_pairs.py).
+    The one place that decides what is shown in which order."""
+    if outcomes is not None:
+        return adaptive_shown_order(study, item, user.pk, previous_orders, study_pairs, outcomes)
+    return shown_order_for(study, item, user.pk, previous_orders, study_pairs), (
+        1.0 if is_adaptive(study.config) else None)  # adaptive, two candidates: the item's one pair
 
 
 def next_for(user, slug: str | None = None, desk: Desk | None = None, now=None) -> tuple[Desk, Assignment | None]:
@@ -430,29 +438,33 @@ def _store(study, item, user, now, timeout):
     if connection.vendor != "postgresql":  # serialized by _serialized's process-wide lock
         previous = [row["shown_order"] for row in PREVIOUS.rows(item_id=item.pk)]
         pairs = kind.study_screen_counts(_study_pairs(study.pk)) if whole_study else None
+        outcomes = study_outcomes(study.pk) if whole_study and is_adaptive(study.config) else None
+        order, probability = choose_shown_order(study, item, user, previous, pairs, outcomes)
         assignment = Assignment.objects.create(study=study, item=item, annotator=user, expires_at=expires,
-                                               shown_order=choose_shown_order(study, item, user, previous, pairs))
+                                               shown_order=order, probability=probability)
         Item.objects.filter(pk=item.pk).update(n_assigned=F("n_assigned") + 1)
         blinding_for(assignment)  # the annotator's tokens, stored with the assignment
         return assignment
     with connection.cursor() as cursor:
-        pairs = None
+        pairs = outcomes = None
         if whole_study:
             cursor.execute(LOCK_STUDY_PG, [study.pk])
             cursor.execute(PREVIOUS_PAIRS_AND_ID_PG, [item.pk, study.pk])
             new_id, previous, pairs = cursor.fetchone()
             pairs = kind.study_screen_counts(json.loads(pairs or "[]"))
+            outcomes = study_outcomes(study.pk) if is_adaptive(study.config) else None  # under the lock
         else:
             cursor.execute(PREVIOUS_AND_ID_PG, [item.pk])
             new_id, previous = cursor.fetchone()
+        order, probability = choose_shown_order(study, item, user, json.loads(previous or "[]"), pairs, outcomes)
         assignment = Assignment(pk=new_id, study=study, item=item, annotator=user, created_at=timezone.now(),
-                                expires_at=expires,
-                                shown_order=choose_shown_order(study, item, user, json.loads(previous or "[]"), pairs))
+                                expires_at=expires, shown_order=order, probability=probability)
         assignment.blind = build_mapping(assignment, get_kind(study.kind).questions(study_config(study),
                                                                                     assignment_item(assignment)))
         adapt = connection.ops
         cursor.execute(INSERT_PG, [item.pk, new_id, study.pk, item.pk, user.pk,
                                    adapt.adapt_json_value(assignment.shown_order, None),
-                                   adapt.adapt_json_value(assignment.blind, None), assignment.created_at, expires])
+                                   adapt.adapt_json_value(assignment.blind, None), assignment.created_at, expires,
+                                   probability])
     assignment._state.adding = False
     return assignment

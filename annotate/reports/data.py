@@ -14,10 +14,11 @@ from django.db import connection
 
 from annotate.kinds import get_kind, study_config
 from annotate.kinds.base import NEEDS_EXPERT_SCORES, NEEDS_SUBMIT_TIMES
-from annotate.models import Item
+from annotate.models import Assignment, Item
 from annotate.reports.columns import reader
 from annotate.reports.quality import gold_of, kept_rows
 from annotate.reports.retest import retest_pairs
+from annotate.studies.allocation import is_adaptive, min_per_pair_of, policy_of
 from evaluation.report.inputs import ReportInput
 
 
@@ -71,6 +72,32 @@ def merged_candidates(study, index):
     return {(pos, c["id"]): list(c["also_systems"]) for pos, (_, c) in zip(positions, rows)}
 
 
+def allocation_of(study, index):
+    """ReportInput.allocation (evaluation/report/allocation.py): the policy, the assignments
+    that showed each system pair, and in an adaptive study each (item index, annotator)'s
+    recorded probability (first assignments: a retest repeat shows the pair again). None
+    (no `allocation` key) unless the study's header set `allocation` or `stop_when`."""
+    if not {"allocation", "stop_when"} & set(study.config or {}):
+        return None  # the key is there for studies whose header chose a policy or a stopping target
+    adaptive = is_adaptive(study.config)
+    rows = (Assignment.objects.filter(study=study, repeat_of__isnull=True, item__is_gold=False).order_by()
+            .values_list("item_id", "annotator__username", "probability", "shown_order__candidates"))
+    shown: dict = {}
+    weighed = []  # (item pk, annotator, probability)
+    for item_pk, username, p, pair in rows.iterator(chunk_size=10000):
+        if isinstance(pair, list) and len(pair) == 2 and pair[0] != pair[1]:
+            key = "|".join(sorted(map(str, pair)))
+            shown[key] = shown.get(key, 0) + 1
+        if adaptive and p is not None:
+            weighed.append((item_pk, username, p))
+    pks = np.array([pk for pk, _, _ in weighed], dtype=np.int64)
+    known = index.known(pks)
+    positions = iter(index(pks[known]).tolist())
+    probability = {(next(positions), name): p for (_, name, p), ok in zip(weighed, known.tolist()) if ok}
+    return {"policy": policy_of(study.config), "min_per_pair": min_per_pair_of(study.config) if adaptive else None,
+            "shown": dict(sorted(shown.items())), "probability": probability}
+
+
 def fetch_report_input(study, min_votes=None, include_flagged=False):
     """The ReportInput of `study`: items with their candidate ids, judgments, predictions
     and what its kind's report needs (StudyKind.report_needs, report_item_keys).
@@ -105,6 +132,7 @@ def fetch_report_input(study, min_votes=None, include_flagged=False):
         excluded_annotators=excluded,
         merged=merged_candidates(study, index) if kind.candidates_key == "candidates" else None,
         retest_pairs=retest_pairs(study), max_flip_rate=(study.quality or {}).get("max_flip_rate"),
+        allocation=allocation_of(study, index) if kind.candidates_key == "candidates" else None,
     )
 
 

@@ -21,6 +21,7 @@ from annotate.kinds import get_kind, study_config
 from annotate.models import Participant
 from annotate.participants.recruitment import places_limit, recruits
 from annotate.reports.data import study_report
+from annotate.studies.allocation import allocation_text, is_adaptive
 
 FORMATS = ("md", "tex", "json")
 # Participant endings that exclude someone from the data, with the words a paper uses.
@@ -39,7 +40,8 @@ def _design(study, report):
         "n_items": report["n_items"], "n_gold_items": report["n_gold_items"],
         "annotations_per_item": study.annotations_per_item, "n_judgments": report["n_judgments"],
         "n_annotators": report["n_annotators"], "complete_items": report["complete_items"],
-        "allocation": config.get("allocation", get_kind(study.kind).allocation(study_config(study), len(systems))),
+        "allocation": (allocation_text(config, len(systems)) if is_adaptive(config)
+                       else get_kind(study.kind).allocation(study_config(study), len(systems))),
         "randomization": ("order of the options randomized per assignment, balanced, and recorded"
                           if study.randomize_order else "options shown in the batch's order"),
         "repeats": config.get("retest"),

@@ -18,6 +18,7 @@ from django.db.models import Max
 from annotate.kinds import get_kind
 from annotate.models import AuditLog, Batch, Item, Prediction, Study
 from annotate.participants.recruitment import new_entry_key
+from annotate.studies.allocation import allocation_clash, too_few_systems
 from annotate.studies.batch_format import (
     PARTICIPANT_HEADER_KEYS,
     BatchInvalid,
@@ -82,7 +83,10 @@ def import_batch(binary_file, *, source="", user=None, expected_slug=None, allow
             if header is not None:
                 slug = header.slug
                 study, header = _resolve_study(header, header_line, expected_slug, errors)
-            seen = _validate_items(lines, header, errors)
+            systems: set = set()
+            seen = _validate_items(lines, header, errors, systems)
+            if header is not None and (refusal := too_few_systems(header.config, systems, study)):
+                errors.add(header_line, refusal)
             if not allow_empty and header is not None and not seen and not errors:
                 errors.add(header_line, "the batch has no items: nothing to import (no study is created)")
             to_skip = _check_existing(study, seen, errors) if study is not None and study.pk else set()
@@ -122,7 +126,10 @@ def batch_errors(binary_file, *, expected_slug=None):
         errors.extend_from(header_errors)
         if header is not None:
             _study, header = _resolve_study(header, header_line, expected_slug, errors)
-        _validate_items(lines, header, errors)
+        systems: set = set()
+        _validate_items(lines, header, errors, systems)
+        if header is not None and (refusal := too_few_systems(header.config, systems, _study)):
+            errors.add(header_line, refusal)
     return list(errors.final())
 
 
@@ -151,6 +158,8 @@ def _resolve_study(header, line, expected_slug, errors):
         if key in header.given and given.get(key) != stored.get(key):
             errors.add(line, f"'{key}' {_show(given.get(key))} differs from the existing "
                              f"study's {_show(stored.get(key))}")
+    for clash in allocation_clash(header.config, study.config):
+        errors.add(line, clash)
     if "allow_tie" in header.given and header.allow_tie != study.allow_tie:
         errors.add(line, f"'allow_tie' differs from the existing study's {study.allow_tie}")
     if "recruitment" in header.extra and study.annotators.exists():
@@ -192,13 +201,16 @@ def _check_usernames(header, line, errors):
                 errors.add(line, f"'{key}' names unknown user {name!r}")
 
 
-def _validate_items(lines, header, errors):
-    """Pass 1: every item line checked; returns {item_id: (line, content_hash)}."""
+def _validate_items(lines, header, errors, systems=None):
+    """Pass 1: every item line checked; returns {item_id: (line, content_hash)}. `systems`
+    (a set) gathers the candidate ids of the real items (an adaptive study needs 3)."""
     seen = {}
     for result in iter_items(lines, header):
         if isinstance(result, list):
             errors.extend_from(result)
             continue
+        if systems is not None and not result.is_gold:
+            systems.update(c.get("id") for c in result.data.get("candidates") or [] if isinstance(c, dict))
         first = seen.get(result.item_id)
         if first is not None:
             errors.add(result.line, f"duplicate item_id {result.item_id!r} (first on line {first[0]})")

@@ -131,6 +131,35 @@ def pair_probabilities(w: np.ndarray, min_per_pair: int = MIN_PER_PAIR, uniform_
     return (1 - uniform_share) * target + uniform_share / len(a), theta
 
 
+def available_pair_probabilities(w: np.ndarray, n: np.ndarray, available: np.ndarray,
+                                 min_per_pair: int = MIN_PER_PAIR, uniform_share: float = UNIFORM_SHARE) -> np.ndarray:
+    """pi (K,) for one study's next judgment when only the `available` pairs (K bools: the
+    pairs of the item being served) can be shown, with the pairs' counts `n` (S, S)
+    given: the engine counts shown assignments, open ones included, so that annotators
+    served at once do not all get the same pair. The cold start holds while any pair of the
+    study has fewer than `min_per_pair`; the target (fewest shown, or the largest reduction
+    at the strengths of W + PRIOR_TIE) and the floor uniform_share / k are taken over the k
+    available pairs; 0 elsewhere. With every pair available and n = W + W^T it is
+    `pair_probabilities`.
+
+    >>> w = np.zeros((3, 3)); n = np.array([[0, 2, 1], [2, 0, 1], [1, 1, 0]])
+    >>> available_pair_probabilities(w, n, np.array([True, True, False]), 10).round(4).tolist()
+    [0.1, 0.9, 0.0]
+    """
+    s = w.shape[0]
+    if s < 3:
+        raise ValueError(f"adaptive allocation needs 3 or more systems ({s} given)")
+    a, c = pair_codes(s)
+    avail = np.asarray(available, dtype=bool)
+    counts = n[a, c].astype(float)
+    if counts.min() < min_per_pair:
+        score = -counts
+    else:
+        score = expected_reductions(n.astype(float), allocation_strengths(w[None].astype(float))[0])
+    target = _uniform_over_max(np.where(avail, score, -np.inf)[None])[0]
+    return np.where(avail, (1 - uniform_share) * target + uniform_share / max(int(avail.sum()), 1), 0.0)
+
+
 def next_pair_probabilities(c: Comparisons, min_per_pair: int = MIN_PER_PAIR,
                             uniform_share: float = UNIFORM_SHARE) -> dict[tuple[str, str], float]:
     """{(system a, system b): probability of choosing that pair for the next judgment}

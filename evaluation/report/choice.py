@@ -13,6 +13,7 @@ from evaluation.alignment import TIE, alignment_of, compare_marks, decided, mark
 from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
 from evaluation.vocabulary import LOWER_IS_BETTER
 
+from .allocation import allocation_part
 from .common import (
     NOMINAL,
     Question,
@@ -31,7 +32,7 @@ from .inputs import Judgments, ReportInput, codes_of
 from .ip_probe import ip_probe_keys
 from .merged import credit_merged, identical_outputs, merged_wins, with_merged
 from .pair_units import pair_view
-from .ranking import compared_slots, comparisons_of, correlations_ranking, human_part, ranking_part
+from .ranking import compared_slots, comparisons_and_rows, correlations_ranking, human_part, ranking_part
 from .systems import system_codes, system_wins, systems_table
 
 MISSING_PICKS = ("", "N/A")
@@ -75,6 +76,10 @@ REPORT_SCHEMA = {
     "identical_outputs": {"type": "object", "description": "present when a candidate stands for several systems "
                                                            "(identical outputs merged): n_items, pairs, per_pair "
                                                            "('a|b' -> items), note."},
+    "allocation": {"type": "object", "description": "pair allocation (docs/adaptive-allocation.md): policy, "
+                                                    "min_per_pair, pairs [{a, b, shown, n}], n_shown, n, win_rates "
+                                                    "(inverse-probability weighted in an adaptive study), "
+                                                    "weighting_reason?, stop? {target, met, detail}."},
 }
 
 
@@ -258,8 +263,8 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     every = with_merged(real)  # merged candidates: each system they stand for as its own (report/merged.py)
     names = [str(s) for s in system_codes(every)[0].tolist()]
     real_rows = rows if real is inp else question_rows(Judgments.of(real, real.counted()), CHOICE)
-    compared, n_unpaired = comparisons_of(real, real_rows, names)
-    compared = credit_merged(compared, real)
+    raw, n_unpaired, kept = comparisons_and_rows(real, real_rows, names)
+    compared = credit_merged(raw, real)
     same_items = compared_slots(every, compared) if len(compared) else None
     real_extra = extra_of(every) if extra_of else None
     real_scores = scores if every is inp else metric_scores(every, real_extra)
@@ -268,6 +273,8 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     for system, human in human_part(compared).items():
         systems_keys[system]["human"] = human
     ranked = ranking_part(compared, n_unpaired)
+    allocation = (allocation_part(real, real_rows, kept, raw, compared, systems_keys, ranked["ranking"])
+                  if real.allocation else None)
     if every is inp:
         systems = system_correlations_part(inp, list(systems_keys), wins, oriented(scores))
     else:  # items of more than two candidates: every slot of the real items, vectorized
@@ -289,6 +296,8 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
             ranked["ranking"], {m: {s: v["metrics"][m]["mean"] for s, v in systems_keys.items() if m in v["metrics"]}
                                 for m in slots}),
     }
+    if allocation is not None:
+        keys["allocation"] = allocation
     if systems is not None:
         keys["correlations_system"] = systems
     if real.merged:

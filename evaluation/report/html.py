@@ -6,6 +6,7 @@ from html import escape
 from typing import Any
 
 from . import figures, ip_probe, retest
+from .allocation import allocation_section
 from .kinds import REPORT_MODULES
 from .markup import Report, figure, interval, num, pval, rating_counts, table
 from .ranking_html import aspects_ranking_section, systems_section
@@ -306,6 +307,7 @@ def report_fragment(report: Report, inp: Any = None) -> str:
         parts.append(alignment_section(report))
     if "ranking" in report:
         parts.append(systems_section(report))
+        parts.append(allocation_section(report))
     elif any("ranking" in a for a in (report.get("aspects") or {}).values() if isinstance(a, dict)):
         parts.append(aspects_ranking_section(report))
     if "coverage" in report or report.get("warnings"):

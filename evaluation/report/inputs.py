@@ -161,6 +161,9 @@ class ReportInput:
     # answers)}, None when the study has none and asks for none (no `retest` key then).
     retest_pairs: dict[str, tuple[list, list, list]] | None = None
     max_flip_rate: float | None = None  # the study's quality.max_flip_rate
+    # Pair allocation (report/allocation.py): {"policy", "min_per_pair", "shown": {"a|b": n},
+    # "probability": {(item index, annotator): p}}; None: not read (no `allocation` key).
+    allocation: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.item_ids = objects(self.item_ids)

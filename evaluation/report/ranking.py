@@ -45,10 +45,17 @@ def shown_pair_codes(shown: np.ndarray, code_of: dict[str, int]) -> tuple[np.nda
 
 def comparisons_of(inp: ReportInput, rows: Judgments, systems: list[str]) -> tuple[Comparisons, int]:
     """(the comparisons of one choice question's counted rows, rows left out)."""
+    compared, left_out, _ = comparisons_and_rows(inp, rows, systems)
+    return compared, left_out
+
+
+def comparisons_and_rows(inp: ReportInput, rows: Judgments,
+                         systems: list[str]) -> tuple[Comparisons, int, np.ndarray]:
+    """comparisons_of and the mask of the rows that became comparisons (in their order)."""
     code_of = {s: k for k, s in enumerate(systems)}
     if not len(rows):
         empty = np.zeros(0, dtype=np.int64)
-        return Comparisons(systems, empty, empty, empty, np.zeros(0)), 0
+        return Comparisons(systems, empty, empty, empty, np.zeros(0)), 0, np.zeros(0, dtype=bool)
     first, second = shown_pair_codes(rows.shown, code_of)
     n_candidates = (inp.candidates != None).sum(axis=1)  # noqa: E711 (elementwise)
     fallback = (first < 0) & (n_candidates[rows.item] == 2)
@@ -63,7 +70,7 @@ def comparisons_of(inp: ReportInput, rows: Judgments, systems: list[str]) -> tup
     credit = np.where(chosen == first, 1.0, np.where(chosen == second, 0.0, np.where(tie, 0.5, np.nan)))
     keep = (first >= 0) & (second >= 0) & (first != second) & ~np.isnan(credit)
     return (Comparisons(systems, rows.item[keep], first[keep], second[keep], credit[keep]),
-            int(np.count_nonzero(~keep)))
+            int(np.count_nonzero(~keep)), keep)
 
 
 def compared_slots(inp: ReportInput, c: Comparisons) -> np.ndarray:

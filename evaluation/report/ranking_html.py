@@ -49,8 +49,10 @@ def system_table(part: Report, systems: dict[str, Any], name: str) -> str:
     compares = ("the pairs implied by the rankings that held the system (every two outputs of a ranking are one "
                 "comparison, the higher wins, the same rank is a tie" if listwise else
                 "the judgments that showed the system (each judgment compares the two systems it showed")
-    caption = (f"{name}. comparisons: {compares}; a tie is half a win each); win rate = (wins + ties/2) / comparisons, "
-               "95% CI: Wilson score interval over those comparisons (none from fewer than 5 items). strength: "
+    weighted = any(((s or {}).get("human") or {}).get("weighting") for s in systems.values())
+    rate = (WEIGHTED_RATE if weighted else "win rate = (wins + ties/2) / comparisons, 95% CI: Wilson score interval "
+            "over those comparisons (none from fewer than 5 items)")
+    caption = (f"{name}. comparisons: {compares}; a tie is half a win each); {rate}. strength: "
                f"{model_name(part)} log strength "
                "(mean 0 over the systems); its 95% CI and the rank interval: bootstrap over items "
                f"({detail.get('resamples', 2000)} resamples, seed {detail.get('seed', 0)}; "
@@ -157,6 +159,11 @@ def correlations_ranking_table(r: Report) -> str:
                     "Kendall tau-b between each metric's system means (on the items of each system's human row; "
                     f"lower-is-better metrics negated) and the {model_name(r)} strengths; unit = system, n = systems; "
                     "exact permutation p for n <= 9."))
+
+
+WEIGHTED_RATE = ("win rate: inverse-probability weighted (Hajek; adaptive allocation: each judgment weighs 1 / the "
+                 "probability with which its pair was drawn, estimating the win rate under a uniform choice of "
+                 "pairs), 95% CI: bootstrap over items with the weights fixed; the strengths are not weighted")
 
 
 def systems_section(r: Report) -> str:
