@@ -80,16 +80,21 @@ def _judge_uncertain(study, slug, seed, error):
         ok = False
     if not (is_text(evaluator) and len(evaluator) <= MAX_ID_CHARS):
         error(f"\"allocation\": \"{JUDGE_UNCERTAIN}\" needs 'uncertainty_evaluator': the name of the evaluator "
-              f"whose scores rank the items (a string of at most {MAX_ID_CHARS} characters), got {shown(evaluator)}")
+              f"whose scores rank the items (a string of at most {MAX_ID_CHARS} characters)"
+              + _got(study, "uncertainty_evaluator"))
         ok = False
     if not _share(budget):
         error(f"\"allocation\": \"{JUDGE_UNCERTAIN}\" needs 'human_budget': a number in (0, 1] (the expected share "
-              f"of items humans are offered), got {shown(budget)}")
+              "of items humans are offered)" + _got(study, "human_budget"))
         ok = False
     if not ok:
         return None
     return {"allocation": JUDGE_UNCERTAIN, "evaluator": evaluator, "budget": float(budget),
             "seed": _seed(seed, slug)}
+
+
+def _got(study: dict, key: str) -> str:
+    return f", got {shown(study[key])}" if key in study else ""
 
 
 def _seed(seed, slug) -> int:
@@ -113,7 +118,8 @@ def existing_flaw(given: dict | None, stored: dict | None, keys=frozenset()) -> 
 
 
 def _describe(settings: dict) -> str:
-    return "{" + ", ".join(f"{k}: {v}" for k, v in settings.items()) + "}"
+    order = ("allocation", "share", "evaluator", "budget", "seed")  # the stored JSON's key order is PostgreSQL's
+    return "{" + ", ".join(f"{k}: {settings[k]}" for k in order if k in settings) + "}"
 
 
 def settings_of(config: dict | None) -> dict | None:
