@@ -199,6 +199,18 @@ class StudyCreateSerializer(serializers.Serializer):
     comprehension = serializers.ListField(child=serializers.DictField(), required=False,
                                           help_text="[{key, question, options, answer}]: a check after the "
                                                     "instructions; two attempts, then the screen-out code")
+    # Which items humans are offered (annotate/studies/human_items.py; docs/statistics.md).
+    human_share = serializers.FloatField(required=False, min_value=0, max_value=1,
+                                         help_text="0 < share <= 1: humans are offered a seeded random subset of "
+                                                   "this share of the items; evaluators score them all.")
+    human_seed = serializers.IntegerField(required=False, min_value=0,
+                                          help_text="The seed of the draws (default: from the slug).")
+    allocation = serializers.ChoiceField(["judge_uncertain"], required=False,
+                                         help_text="judge_uncertain: each item offered with a probability rising "
+                                                   "with `uncertainty_evaluator`'s uncertainty, mean `human_budget`.")
+    uncertainty_evaluator = serializers.CharField(required=False, max_length=200)
+    human_budget = serializers.FloatField(required=False, min_value=0, max_value=1,
+                                          help_text="0 < budget <= 1: the expected share of items humans are offered.")
 
 
 class BatchResultSerializer(serializers.Serializer):
