@@ -17,6 +17,7 @@ Stored as {"allocation": "human_share", "share", "seed"} or {"allocation":
 the keys (same values) or leave them out; it cannot change them.
 """
 import hashlib
+from typing import Any
 
 from annotate.kinds.base import MAX_ID_CHARS, is_int, is_number, is_text
 from annotate.studies.answers import shown
@@ -44,7 +45,9 @@ def header_settings(study: dict, slug, error) -> dict | None:
     given = [key for key in HUMAN_ITEM_KEYS if key in study]
     if not given:
         return None
-    share, seed, allocation = study.get("human_share"), study.get("human_seed"), study.get("allocation")
+    share: Any = study.get("human_share")
+    seed: Any = study.get("human_seed")
+    allocation: Any = study.get("allocation")
     ok = True
     if "human_share" in study and not _share(share):
         error(f"'human_share' must be a number in (0, 1] (the share of items humans are offered), got {shown(share)}")
