@@ -123,3 +123,78 @@ def ppi_keys(inp: ReportInput, quantities: list[Quantity]) -> dict[str, Any]:
         for evaluator in sorted(q.predictions):
             out.setdefault(evaluator, {}).setdefault(q.name, {})[q.target] = estimate(inp, q, evaluator)
     return {e: {name: dict(sorted(by.items())) for name, by in sorted(qs.items())} for e, qs in sorted(out.items())}
+
+
+# --- the CSV rows and the HTML section ----------------------------------------------------------
+
+CSV_HEADER = ["ppi_table", "evaluator", "quantity", "target", "estimator", "unit", "n_labeled", "n_unlabeled",
+              "classical_mean", "classical_ci95_low", "classical_ci95_high", "ppi_mean", "ppi_ci95_low",
+              "ppi_ci95_high", "lambda", "ess_ratio", "reason"]
+MAX_FIGURES = 12  # interval plots in the HTML (one per evaluator and quantity with a PPI figure); the table has all
+
+
+def entries(report: dict[str, Any]) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(evaluator, quantity, target, entry) of every `ppi` entry, in report order."""
+    return [(e, name, target, entry) for e, by in (report.get("ppi") or {}).items()
+            for name, targets in by.items() for target, entry in targets.items()]
+
+
+def csv_rows(report: dict[str, Any]) -> list[list[Any]]:
+    """The CSV's prediction-powered table: one row per (evaluator, quantity, target)."""
+    rows = []
+    for evaluator, name, target, entry in entries(report):
+        classical, ppi = entry["classical"], entry["ppi"]
+        c_ci, p_ci = classical.get("ci95") or [None, None], ppi.get("ci95") or [None, None]
+        cells = [entry["estimator"], entry["unit"], entry["n_labeled"], entry["n_unlabeled"], classical.get("mean"),
+                 c_ci[0], c_ci[1], ppi.get("mean"), p_ci[0], p_ci[1], entry.get("lambda"), entry.get("ess_ratio"),
+                 entry.get("reason") or classical.get("ci_reason")]
+        rows.append(["ppi", evaluator, name, target] + ["" if v is None else v for v in cells])
+    return rows
+
+
+def html_section(report: dict[str, Any]) -> str:
+    """The HTML section: the table of every entry and, per evaluator and quantity with a
+    PPI figure, the intervals of each target side by side (human only, human + judge)."""
+    from . import figures
+    from .markup import figure, interval, table
+
+    rows = [(e, name, target, entry["n_labeled"], entry["n_unlabeled"], entry["classical"]["mean"],
+             interval(entry["classical"]["ci95"]), entry["ppi"]["mean"], interval(entry["ppi"]["ci95"]),
+             entry.get("lambda"), entry.get("ess_ratio"), entry.get("reason") or "")
+            for e, name, target, entry in entries(report)]
+    caption = ("Where an evaluator scored every item and humans judged a random subset, the human quantity is "
+               "estimated from the humans alone (human only: mean over the labeled items, t interval) and from "
+               "humans and the evaluator together (human + judge: PPI++ with power-tuned lambda, or the "
+               "inverse-probability-weighted active estimator when items were drawn with unequal probabilities; "
+               "normal interval over all items). Unit: the item (several judgments of an item averaged). ESS ratio: "
+               "(human-only width / human + judge width)^2 with both widths from the normal rule, the factor by "
+               "which the labeled items would have to grow. A dash with a reason: no prediction-powered figure "
+               "(items without a prediction, human items not drawn at random, every item judged, constant "
+               "predictions, fewer than 50 labeled items).")
+    parts = ['<section id="ppi"><h2>Judges and humans together (prediction-powered estimates)</h2>',
+             table(["evaluator", "quantity", "target", "n labeled", "n unlabeled", "human only", "95% CI",
+                    "human + judge", "95% CI", "lambda", "ESS ratio", "reason"], rows, caption)]
+    drawn = 0
+    for evaluator, by in (report.get("ppi") or {}).items():
+        for name, targets in by.items():
+            shown = {t: e for t, e in targets.items() if e["ppi"]["ci95"] is not None}
+            if not shown or drawn >= MAX_FIGURES:
+                continue
+            drawn += 1
+            labels, values, lo, hi = [], [], [], []
+            for target, entry in shown.items():
+                for label, part in (("human only", entry["classical"]), (f"human + {evaluator}", entry["ppi"])):
+                    ci = part.get("ci95") or [None, None]
+                    labels.append(f"{target}: {label}")
+                    values.append(part.get("mean"))
+                    lo.append(ci[0])
+                    hi.append(ci[1])
+            n = ", ".join(f"{t}: {e['n_labeled']} labeled + {e['n_unlabeled']} unlabeled items"
+                          for t, e in shown.items())
+            svg = figures.forest(f"fig-ppi-{drawn}", labels, values, lo, hi, name, reference=None)
+            parts.append(figure(f"fig-ppi-{drawn}", svg,
+                                f"{name} by {evaluator}: each target's estimate with its 95% interval, human only "
+                                f"(t interval over the labeled items) above human + {evaluator} (normal interval "
+                                f"over all items). n: {n}.",
+                                alt=f"interval plot of {name}, human only and human + {evaluator}"))
+    return "".join(parts) + "</section>"
