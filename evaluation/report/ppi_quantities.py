@@ -51,10 +51,11 @@ class Quantity:
 
 def _system_table(inp: ReportInput) -> tuple[list[str], np.ndarray]:
     """(system names, (n_items, n_systems) mask of the non-gold items showing each)."""
-    labels, code = codes_of(objects([str(c) for c in inp.c_id.tolist()]))
-    names = [str(s) for s in labels.tolist()]
+    labels, code = codes_of(inp.c_id)
+    names = sorted({str(s) for s in labels.tolist()})
+    position = {s: k for k, s in enumerate(names)}
     shows = np.zeros((inp.n_items, len(names)), dtype=bool)
-    shows[inp.c_item, code] = True
+    shows[inp.c_item, np.array([position[str(s)] for s in labels.tolist()], dtype=np.int64)[code]] = True
     shows[inp.is_gold] = False
     return names, shows
 
@@ -73,7 +74,8 @@ def _score_matrices(inp: ReportInput, names: list[str], extra: Extra | None) -> 
             sources[metric] = rows
     out = {}
     for metric, (item, candidate, value) in sorted(sources.items()):
-        system = np.array([code_of.get(str(c), -1) for c in candidate.tolist()], dtype=np.int64)
+        labels, code = codes_of(objects(candidate))
+        system = np.array([code_of.get(str(c), -1) for c in labels.tolist()], dtype=np.int64)[code]
         value = np.asarray(value, dtype=float)
         ok = (system >= 0) & np.isfinite(value)
         matrix = np.full((inp.n_items, len(names)), np.nan)
@@ -97,7 +99,8 @@ def pairwise(inp: ReportInput, question: str, name: str = "win_rate", metrics: b
     code_of = {s: k for k, s in enumerate(names)}
     value_system = np.array([code_of.get(str(v), -1) for v in value_labels.tolist()], dtype=np.int64)[value_code]
     value_tie = np.array([str(v) == TIE for v in value_labels.tolist()], dtype=bool)[value_code]
-    judges = sorted({str(e) for e in inp.p_evaluator[chosen].tolist()})
+    judge_labels, judge_code = codes_of(inp.p_evaluator[chosen])
+    p_item = inp.p_item[chosen]
     out = []
     for a in range(len(names)):
         for b in range(a + 1, len(names)):
@@ -116,14 +119,13 @@ def pairwise(inp: ReportInput, question: str, name: str = "win_rate", metrics: b
                 if has.any():
                     pick = np.where(sa > sb, 1.0, np.where(sa < sb, 0.0, 0.5))
                     q.predictions[metric] = (items[has], pick[has], METRIC_PICK.format(a=names[a], b=names[b]))
-            on_pair = shows[inp.p_item[chosen], a] & shows[inp.p_item[chosen], b]
             vote = np.where(value_system == a, 1.0, np.where(value_system == b, 0.0,
                                                               np.where(value_tie, 0.5, np.nan)))
-            for judge in judges:
-                mask = on_pair & (inp.p_evaluator[chosen] == judge) & ~np.isnan(vote)
+            voted = shows[p_item, a] & shows[p_item, b] & ~np.isnan(vote)
+            for k, judge in enumerate(str(j) for j in judge_labels.tolist()):
+                mask = voted & (judge_code == k)
                 if judge not in q.predictions and mask.any():
-                    q.predictions[judge] = (inp.p_item[chosen][mask], vote[mask],
-                                            JUDGE_CHOICE.format(a=names[a], b=names[b]))
+                    q.predictions[judge] = (p_item[mask], vote[mask], JUDGE_CHOICE.format(a=names[a], b=names[b]))
             out.append(q)
     return out
 
