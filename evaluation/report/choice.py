@@ -31,6 +31,8 @@ from .inputs import Judgments, ReportInput, codes_of
 from .ip_probe import ip_probe_keys
 from .merged import credit_merged, identical_outputs, merged_wins, with_merged
 from .pair_units import pair_view
+from .ppi_part import SCHEMA as PPI_SCHEMA
+from .ppi_quantities import Quantity, pairwise
 from .ranking import compared_slots, comparisons_of, correlations_ranking, human_part, ranking_part
 from .systems import system_codes, system_wins, systems_table
 
@@ -75,6 +77,7 @@ REPORT_SCHEMA = {
     "identical_outputs": {"type": "object", "description": "present when a candidate stands for several systems "
                                                            "(identical outputs merged): n_items, pairs, per_pair "
                                                            "('a|b' -> items), note."},
+    **PPI_SCHEMA,
 }
 
 
@@ -309,3 +312,8 @@ def choice_picks(inp: ReportInput, extra: Extra | None = None) -> dict[str, dict
 
 def table_picks(inp: ReportInput) -> dict[str, dict[tuple[str, str], Any]]:
     return choice_picks(inp)
+
+
+def ppi_quantities(inp: ReportInput) -> list[Quantity]:
+    """The win rate of every system pair (report/ppi_quantities.py)."""
+    return pairwise(inp, CHOICE)

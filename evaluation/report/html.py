@@ -8,6 +8,7 @@ from typing import Any
 from . import figures, ip_probe
 from .kinds import REPORT_MODULES
 from .markup import Report, figure, interval, num, pval, rating_counts, table
+from .ppi_part import html_section as ppi_section
 from .ranking_html import aspects_ranking_section, systems_section
 
 STYLE = """
@@ -316,6 +317,8 @@ def report_fragment(report: Report, inp: Any = None) -> str:
         parts.append(KIND_SECTIONS[report["kind"]](report, inp))
     if "ip_probe" in report:
         parts.append(ip_probe.html_section(report))
+    if report.get("ppi"):
+        parts.append(ppi_section(report))
     parts += [ratings_section(report), position_section(report), annotators_section(report)]
     return "\n".join(parts)
 

@@ -3,8 +3,10 @@ majority, the count of each value, each metric's pick / each evaluator's predict
 the kind's own columns), then one empty line, then the correlation table (one row per
 correlation entry and coefficient; layout in docs/reports.md), then, for the pairwise kinds,
 one empty line and the per-system table (one row per system and measure, per aspect for a
-kind with aspects). The picks and the kind's columns come from its report module
-(`table_picks`, `table_columns`: report/kinds/)."""
+kind with aspects), then, where the report has `ppi`, one empty line and the
+prediction-powered table (one row per evaluator, quantity and target: report/ppi_part.py).
+The picks and the kind's columns come from its report module (`table_picks`,
+`table_columns`: report/kinds/)."""
 import io
 from collections import Counter
 from typing import Any
@@ -17,6 +19,8 @@ from evaluation.majority import majority_labels
 from .inputs import ReportInput
 from .kinds import REPORT_MODULES
 from .pair_units import pair_view
+from .ppi_part import CSV_HEADER as PPI_HEADER
+from .ppi_part import csv_rows as ppi_rows
 
 
 def item_table_rows(inp: ReportInput) -> tuple[list[str], list[list[Any]]]:
@@ -151,4 +155,9 @@ def item_table_csv(inp: ReportInput, report: dict[str, Any] | None = None) -> st
         writer.writerow([])
         writer.writerow(SYSTEMS_HEADER)
         writer.writerows(systems)
+    ppi = ppi_rows(report or {})
+    if ppi:
+        writer.writerow([])
+        writer.writerow(PPI_HEADER)
+        writer.writerows(ppi)
     return buf.getvalue()
