@@ -23,7 +23,11 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 
 ASK = "Generate a title for the following abstract of a paper: "
 TOPICS = ["graphs", "images", "speech", "proteins", "markets", "robots", "weather", "music", "poems", "cities"]
-N_QUESTIONS = 180  # 30% of at least 167 items: PPI needs 50 labeled items (ppi.MIN_LABELED)
+# SmolLM2 on two shared CPU cores writes and judges about one output a second at best: ten
+# questions keep the test to minutes. 30% of 10 is 3 labeled items, fewer than the 50 PPI needs
+# (ppi.MIN_LABELED), so the PPI figure is null with its reason here; the figures themselves are
+# checked at 200 items with scores imported as metric_scores (tests/test_human_share_report.py).
+N_QUESTIONS = 10
 SLUG = "share-e2e"
 
 
@@ -90,7 +94,8 @@ def test_human_share_plan_judge_humans_report(settings, tmp_path):
     study = Study.objects.get(slug=SLUG)
     items = Item.objects.filter(study=study)
     n = items.count()
-    assert n == result["result"]["steps"]["batch"]["n_items"] and n >= 167
+    assert n == result["result"]["steps"]["batch"]["n_items"] == N_QUESTIONS - result["result"]["steps"]["batch"][
+        "n_left_out"]
     # The draw: exactly ceil(0.3 n) items offered, the seeded permutation of the sorted item ids.
     k = math.ceil(round(0.3 * n, 9))
     ids = sorted(items.values_list("item_id", flat=True))
