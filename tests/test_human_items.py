@@ -235,3 +235,27 @@ def test_judge_uncertain_waits_for_every_score_then_draws_once():
     served = next_assignment(study, ann)
     assert served is not None and served.item.item_id in chosen
     assert Prediction.objects.filter(evaluator="gemba").count() == 12
+
+
+def test_a_predictions_file_brings_the_scores_and_the_draw():
+    """The predictions-file door (import_predictions) triggers the judge_uncertain draw too."""
+    import io
+
+    from annotate.studies.judgments_io import import_predictions
+
+    import_batch_bytes(jsonl(header("by-file", "pairwise_alignment", **JUDGE), *[pairwise(i) for i in SCORES]))
+    rows = "".join(f"by-file,{i},gemba,,{c},{s}\n" for i, pair in SCORES.items() for c, s in zip(("m1", "m2"), pair))
+    import_predictions(io.BytesIO(("study,item_id,evaluator,annotator,question,value\n" + rows).encode()))
+    ids, pi = hand_probabilities()
+    stored = dict(Item.objects.values_list("item_id", "offer_probability"))
+    assert [stored[i] for i in ids] == pytest.approx(pi, abs=1e-12)
+    draws = np.random.default_rng(slug_seed("by-file")).random(6)
+    assert offered(Study.objects.get()) == [i for i, p, r in zip(ids, pi, draws) if r < p]
+
+
+def test_the_rules_documented_examples_hold():
+    import doctest
+
+    from evaluation.prediction_powered import judge_uncertainty
+
+    assert doctest.testmod(judge_uncertainty).failed == 0
