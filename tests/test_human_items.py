@@ -259,3 +259,18 @@ def test_the_rules_documented_examples_hold():
     from evaluation.prediction_powered import judge_uncertainty
 
     assert doctest.testmod(judge_uncertainty).failed == 0
+
+
+def test_a_participant_link_serves_only_offered_items_and_counts_places_by_them():
+    """The participants' door (a recruiting study's link, the flow, the task page)."""
+    from annotate.participants.recruitment import places_limit
+    from tests.test_participants import answer_all, participant_client
+
+    study = share_study(slug="crowd", recruitment={"platform": "prolific"}, max_items_per_participant=2)
+    assert places_limit(study) == 2  # ceil(3 offered items x overlap 1 / 2 per participant), not 5 of 10 items
+    judged = []
+    for pid in ("aaa1", "bbb2"):
+        client = participant_client("crowd", f"?PROLIFIC_PID={pid}&STUDY_ID=st01&SESSION_ID=se01")
+        judged.append(answer_all(client, "crowd"))
+    assert judged == [2, 1]
+    assert sorted(Assignment.objects.filter(study=study).values_list("item__item_id", flat=True)) == offered(study)
