@@ -4,6 +4,8 @@ are a recorded random subset (Item.offered / offer_probability set directly): th
 equal ppi_py 0.2.3 (`ppi_mean_pointestimate` / `ppi_mean_ci`, lam tuned) computed here from
 the same per-item units, the classical interval is the t interval over the labeled items'
 means, and each case without a valid PPI figure gives its reason."""
+import csv
+import io
 import math
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ from annotate.models import Item
 from annotate.reports.data import fetch_report_input, study_report
 from evaluation.report import build_report
 from evaluation.report.kinds import PAIRWISE_ALIGNMENT, SCALAR_RATING
+from evaluation.report.systems import mean_ci
 from tests.factories import make_judged_study, pairwise
 
 REFERENCE = Path(__file__).resolve().parents[1] / ".venv" / "reference"
@@ -124,6 +127,19 @@ def test_pairwise_ppi_equals_ppi_py_on_item_units():
     assert partial["classical"]["ci95"] == pytest.approx(t_ci(y), abs=1e-9)
     constant = report["ppi"]["constant"]["win_rate"]["m1 vs m2"]
     assert constant["ppi"]["ci95"] is None and constant["reason"].startswith("the predictions are constant")
+    # the CSV's ppi_table: one row per evaluator with its n's; the HTML's interval plots
+    _, text = study_report(study, "csv")
+    lines = text.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("ppi_table,"))
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
+    assert [(r["evaluator"], r["target"], r["n_labeled"], r["n_unlabeled"]) for r in rows] == [
+        (e, "m1 vs m2", "60", "40") for e in ("constant", "gemba", "partial", "rougeL")]
+    gemba_row = rows[1]
+    assert float(gemba_row["ppi_mean"]) == report["ppi"]["gemba"]["win_rate"]["m1 vs m2"]["ppi"]["mean"]
+    assert rows[0]["reason"].startswith("the predictions are constant") and rows[0]["ppi_mean"] == ""
+    _, page = study_report(study, "html")
+    assert page.count('<figure id="fig-ppi-') == 2  # gemba and rougeL have a PPI interval
+    assert "m1 vs m2: human only" in page and "m1 vs m2: human + gemba" in page
 
 
 def test_pairwise_ppi_null_cases():
@@ -134,6 +150,11 @@ def test_pairwise_ppi_null_cases():
     assert entry["ppi"]["mean"] is None and entry["ppi"]["ci95"] is None
     assert entry["reason"].startswith("the human items were not drawn at random (no offer_probability recorded for "
                                       "100 of the 100 items)")
+    # a judged item that was not offered: the judged items are not the drawn ones
+    judged = next(iter(sorted(offered)))
+    record_draw(study, offered - {judged}, 0.6)
+    entry = build_report(fetch_report_input(study))["ppi"]["gemba"]["win_rate"]["m1 vs m2"]
+    assert entry["reason"].startswith("1 judged item(s) were not offered to humans")
     # every item judged by humans: no unlabeled item
     record_draw(study, set(range(N_ITEMS)), None)
     from annotate.models import Judgment
@@ -222,4 +243,5 @@ def test_scalar_mean_per_system():
         assert entry["ppi"]["mean"] == pytest.approx(point, abs=1e-6)
         assert entry["ppi"]["ci95"] == pytest.approx(ci, abs=1e-6)
         assert entry["classical"]["ci95"] == pytest.approx(t_ci(y), abs=1e-9)
+        assert entry["classical"]["ci95"] == mean_ci(y)["ci95"]  # the report's interval of a mean over items
         assert entry["unit"] == "item (judgments averaged per item)" and entry["ess_ratio"] > 1

@@ -156,11 +156,14 @@ def html_section(report: dict[str, Any]) -> str:
     """The HTML section: the table of every entry and, per evaluator and quantity with a
     PPI figure, the intervals of each target side by side (human only, human + judge)."""
     from . import figures
-    from .markup import figure, interval, table
+    from .markup import figure, interval, num, table
 
-    rows = [(e, name, target, entry["n_labeled"], entry["n_unlabeled"], entry["classical"]["mean"],
-             interval(entry["classical"]["ci95"]), entry["ppi"]["mean"], interval(entry["ppi"]["ci95"]),
-             entry.get("lambda"), entry.get("ess_ratio"), entry.get("reason") or "")
+    def cell(part: dict[str, Any]) -> str:
+        return "–" if part["mean"] is None else f"{num(part['mean'])} {interval(part['ci95'])}"
+
+    rows = [(e, name, target, f"{entry['n_labeled']} + {entry['n_unlabeled']}", cell(entry["classical"]),
+             cell(entry["ppi"]), entry.get("lambda"),
+             entry.get("ess_ratio"), entry.get("reason") or "")
             for e, name, target, entry in entries(report)]
     caption = ("Where an evaluator scored every item and humans judged a random subset, the human quantity is "
                "estimated from the humans alone (human only: mean over the labeled items, t interval) and from "
@@ -172,8 +175,8 @@ def html_section(report: dict[str, Any]) -> str:
                "(items without a prediction, human items not drawn at random, every item judged, constant "
                "predictions, fewer than 50 labeled items).")
     parts = ['<section id="ppi"><h2>Judges and humans together (prediction-powered estimates)</h2>',
-             table(["evaluator", "quantity", "target", "n labeled", "n unlabeled", "human only", "95% CI",
-                    "human + judge", "95% CI", "lambda", "ESS ratio", "reason"], rows, caption)]
+             table(["evaluator", "quantity", "target", "items labeled + unlabeled", "human only (95% CI)",
+                    "human + judge (95% CI)", "lambda", "ESS ratio", "reason"], rows, caption)]
     drawn = 0
     for evaluator, by in (report.get("ppi") or {}).items():
         for name, targets in by.items():
