@@ -61,13 +61,22 @@ def write_plan(tmp_path, **study):
     return path
 
 
-def test_a_plan_with_a_bad_human_share_is_refused_before_anything_runs(tmp_path):
+def test_a_plan_with_bad_human_item_settings_is_refused_before_anything_runs(tmp_path):
     write_plan(tmp_path)
     with pytest.raises(PlanInvalid) as caught:
         validate_plan(plan(human_share=1.5), tmp_path, tmp_path / "work")
     assert any("'human_share' must be a number in (0, 1] (the share of items humans are offered), got 1.5" in e
                for e in caught.value.errors), caught.value.errors
     assert not Job.objects.exists() and not Study.objects.exists()
+    bad = plan()
+    del bad["study"]["human_share"]
+    bad["study"].update(allocation="judge_uncertain", uncertainty_evaluator="geval", human_budget=0.3)
+    with pytest.raises(PlanInvalid) as caught:
+        validate_plan(bad, tmp_path, tmp_path / "work")
+    assert caught.value.errors == ["study.uncertainty_evaluator: 'geval' is none of the plan's metrics and judges: "
+                                   "its scores would never be stored, so no item would be offered to humans"]
+    bad["study"]["uncertainty_evaluator"] = "gemba"
+    assert validate_plan(bad, tmp_path, tmp_path / "work")["study_header"]["allocation"] == "judge_uncertain"
 
 
 def human_choice(item):
