@@ -9,7 +9,10 @@ report.
 - a real (non-gold) item is *free* for a user while it has a slot left
   (n_assigned < annotations_per_item) and the user never had it; a gold item is free for
   every user who never had it (gold is not capped by the overlap);
-- a study's *complete* items are its real items with `annotations_per_item` completed
+- only *offered* items (Item.offered: `human_share`, `allocation: "judge_uncertain"`,
+  annotate/studies/human_draw.py) are ever free: the others are scored by evaluators alone,
+  and a study is complete when its offered items are;
+- a study's *complete* items are its offered real items with `annotations_per_item` completed
   assignments (Item.n_completed, kept in step with the Assignment rows by the engine,
   the submit path and the importers). Gold items are never counted: they are attention
   checks, not data;
@@ -38,9 +41,13 @@ class ItemQuerySet(models.QuerySet):
     def real(self) -> ItemQuerySet:
         return self.filter(is_gold=False)
 
+    def for_humans(self) -> ItemQuerySet:
+        """Real items humans are offered (the others are for evaluators alone)."""
+        return self.filter(is_gold=False, offered=True)
+
     def complete_in(self, study: Study) -> ItemQuerySet:
-        """Real items of `study` with `annotations_per_item` completed assignments."""
-        return self.filter(study=study, is_gold=False, n_completed__gte=study.annotations_per_item)
+        """Offered real items of `study` with `annotations_per_item` completed assignments."""
+        return self.filter(study=study, is_gold=False, offered=True, n_completed__gte=study.annotations_per_item)
 
     def free_for(self, study: Study, user: AbstractBaseUser, gold: bool = False,
                  seed: int | None = None) -> ItemQuerySet:
@@ -55,7 +62,7 @@ class ItemQuerySet(models.QuerySet):
         (annotate.desk.ordering.item_order_key) in place of import order."""
         assignments = self.model._meta.get_field("assignments").related_model  # no import: models imports us
         mine = assignments.objects.filter(annotator=user_id, study=study_id).values("item_id")
-        items = self.filter(study=study_id, is_gold=gold).exclude(pk__in=mine)
+        items = self.filter(study=study_id, is_gold=gold, offered=True).exclude(pk__in=mine)
         if not gold:
             items = items.filter(n_assigned__lt=overlap)
         return items.order_by("-n_assigned", "position" if order is None else order, "id")

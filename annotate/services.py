@@ -18,6 +18,7 @@ from annotate.kinds import get_kind, study_config
 from annotate.kinds.base import CANDIDATES_KEY, ScoreTarget
 from annotate.models import Item, Judgment, Prediction, Study
 from annotate.roles import is_admin, is_researcher
+from annotate.studies.human_draw import draw_pending
 from evaluation.vocabulary import TIE
 
 __all__ = [
@@ -206,6 +207,8 @@ def upsert_predictions(slug: str, rows: Iterable[PredictionRow]) -> UpsertCounts
         Prediction.objects.bulk_create(create, update_conflicts=True, update_fields=["value"],
                                        unique_fields=["item", "evaluator", "annotator", "question"])
         Prediction.objects.bulk_update(update, ["value"])  # in-place changes: the report triggers (0010)
+        if study_of:  # allocation judge_uncertain: the draw waits for its evaluator's scores
+            draw_pending(Study.objects.get(pk=next(iter(study_of.values()))))
     return UpsertCounts(created=len(create), updated=len(update), unchanged=len(rows) - len(create) - len(update))
 
 

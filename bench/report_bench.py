@@ -66,14 +66,14 @@ def populate(study, n_judgments, seed=0):
     gold = rng.random(n_items) < 0.02
     with connection.cursor() as cursor, cursor.cursor.copy(
             "COPY annotate_item (study_id, item_id, position, data, gold, is_gold, content_hash, "
-            "n_assigned, n_completed) FROM STDIN") as copy:
+            "n_assigned, n_completed, offered) FROM STDIN") as copy:
         for i in range(n_items):
             a, b, c, d = (round(float(x), 3) for x in rng.random(4))
             data = {"input": f"request {i}", "reference": f"reference {i}",
                     "candidates": [{"id": "model-a", "text": f"a {i}"}, {"id": "model-b", "text": f"b {i}"}],
                     "metric_scores": {"rougeL": {"model-a": a, "model-b": b}, "bleu": {"model-a": c, "model-b": d}}}
             copy.write_row((study.pk, f"item-{i:07d}", i, json.dumps(data), '"model-a"' if gold[i] else None,
-                            bool(gold[i]), f"h{i}", 3, 3))
+                            bool(gold[i]), f"h{i}", 3, 3, True))
     pks = np.array(Item.objects.filter(study=study).order_by("position").values_list("id", flat=True))
     with connection.cursor() as cursor:
         with cursor.cursor.copy("COPY annotate_judgment (study_id, item_id, annotator_id, question, value, "

@@ -234,6 +234,10 @@ def validate_plan(plan, files, workdir) -> dict:
         spec = check_records(check, spec)
     task = spec["task"] if spec else None
     check_scoring(check, metrics, judges, kind, task, plan.get("judge_model"))
+    evaluator = (header or {}).get("uncertainty_evaluator")  # allocation judge_uncertain (docs/statistics.md)
+    if isinstance(evaluator, str) and evaluator not in [*metrics, *judges]:
+        check.add("study.uncertainty_evaluator", f"{evaluator!r} is none of the plan's metrics and judges: its "
+                                                 "scores would never be stored, so no item would be offered to humans")
     if any(s["retriever"] == "dense" for s in systems):
         from .backends.registry import encoder_path
 

@@ -133,7 +133,8 @@ def test_solve_items_finds_the_smallest_design():
      "targets[0]: 'b' names 'z', which is not in 'systems'"),
     ({**BASE, "systems": {"a": 1}}, "'systems' must map 2 to 8 system ids to strengths (numbers), got {'a': 1}"),
     ({**BASE, "power": 1.5}, "'power' must be between 0 and 1, got 1.5"),
-    ({**BASE, "systems": [1, 2], "pilot": "p"}, "'systems' must map 2 to 8 system ids to strengths (numbers), got [1, 2]"),
+    ({**BASE, "systems": [1, 2], "pilot": "p"},
+     "'systems' must map 2 to 8 system ids to strengths (numbers), got [1, 2]"),
     ({**BASE, "pilot": {"slug": "p"}}, "'pilot' must be a study's slug, got {'slug': 'p'}"),
     ({**BASE, "kind": "similarity_survey"},
      "'kind' 'similarity_survey': design simulates the kinds that compare candidates against a reference in pairs "

@@ -28,6 +28,7 @@ from evaluation.report.kinds import (
     RANKING,
     SIMILARITY_SURVEY,
 )
+from evaluation.report.ppi_part import CSV_HEADER as PPI_HEADER
 from evaluation.report.table import CORRELATION_HEADER, SYSTEMS_HEADER
 from tests.factories import blinding, make_user
 
@@ -332,6 +333,14 @@ def test_kind_goes_the_whole_data_path(kind):
     correlation_rows = rest[:rest.index([])] if [] in rest else rest
     assert {row[0] for row in correlation_rows} <= {"correlations", "correlations_system"}
     assert len(correlation_rows) % 3 == 0
-    if [] in rest:
-        assert rest[len(correlation_rows) + 1] == SYSTEMS_HEADER
-        assert {row[0] for row in rest[len(correlation_rows) + 2:]} == {"systems"}
+    blocks = [rest[len(correlation_rows) + 1:]] if [] in rest else []
+    while blocks and [] in blocks[-1]:  # one empty line before each further table
+        blocks[-1:] = [blocks[-1][:blocks[-1].index([])], blocks[-1][blocks[-1].index([]) + 1:]]
+    tables = {block[0][0]: block for block in blocks}
+    if "systems_table" in tables:
+        assert tables["systems_table"][0] == SYSTEMS_HEADER
+        assert {row[0] for row in tables["systems_table"][1:]} == {"systems"}
+    if "ppi_table" in tables:  # the prediction-powered table (issue 35), after the per-system one
+        assert list(tables) == (["systems_table"] if "systems_table" in tables else []) + ["ppi_table"]
+        assert tables["ppi_table"][0] == PPI_HEADER
+        assert {row[0] for row in tables["ppi_table"][1:]} == {"ppi"}

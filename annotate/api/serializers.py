@@ -185,7 +185,10 @@ class StudyCreateSerializer(serializers.Serializer):
                                              'order reversed, after at least `after` other items')
     # Pair allocation (docs/adaptive-allocation.md); validated by annotate/studies/allocation.py.
     allocation = serializers.ChoiceField(list(POLICIES), required=False, default=BALANCED,
-                                         help_text="How an item of 3+ candidates picks its pair.")
+                                         help_text="balanced | adaptive: how an item of 3+ candidates picks its "
+                                                   "pair; judge_uncertain: each item offered to humans with a "
+                                                   "probability rising with `uncertainty_evaluator`'s uncertainty, "
+                                                   "mean `human_budget`.")
     min_per_pair = serializers.IntegerField(required=False, min_value=1,
                                             help_text="Adaptive only: judgments per pair before the rule "
                                                       "(default 10).")
@@ -212,6 +215,15 @@ class StudyCreateSerializer(serializers.Serializer):
     comprehension = serializers.ListField(child=serializers.DictField(), required=False,
                                           help_text="[{key, question, options, answer}]: a check after the "
                                                     "instructions; two attempts, then the screen-out code")
+    # Which items humans are offered (annotate/studies/human_items.py; docs/statistics.md).
+    human_share = serializers.FloatField(required=False, min_value=0, max_value=1,
+                                         help_text="0 < share <= 1: humans are offered a seeded random subset of "
+                                                   "this share of the items; evaluators score them all.")
+    human_seed = serializers.IntegerField(required=False, min_value=0,
+                                          help_text="The seed of the draws (default: from the slug).")
+    uncertainty_evaluator = serializers.CharField(required=False, max_length=200)
+    human_budget = serializers.FloatField(required=False, min_value=0, max_value=1,
+                                          help_text="0 < budget <= 1: the expected share of items humans are offered.")
 
 
 class BatchResultSerializer(serializers.Serializer):

@@ -57,16 +57,19 @@ def annotator_progress(study: Study, user: AbstractBaseUser, now: datetime | Non
 
 
 def study_progress(study: Study) -> dict:
-    """The dashboard's counts: {"n_items", "n_gold", "n_real", "complete", "done",
-    "needed", "percent"}. done = completed assignments of real items, each item counted
-    up to the overlap; needed = n_real x overlap."""
+    """The dashboard's counts: {"n_items", "n_gold", "n_real", "n_offered", "complete",
+    "done", "needed", "percent"}. n_offered = real items humans are offered (all of them
+    unless `human_share` or judge_uncertain held some back for evaluators alone); done =
+    completed assignments of offered items, each item counted up to the overlap; needed =
+    n_offered x overlap, so 100% means every offered item is done."""
     overlap = study.annotations_per_item
     items = Item.objects.filter(study=study)
     n_items = items.count()
-    real = items.real()
-    n_real = real.count()
-    done = real.aggregate(n=Sum(Least(F("n_completed"), overlap)))["n"] or 0
-    needed = n_real * overlap
-    return {"n_items": n_items, "n_gold": n_items - n_real, "n_real": n_real,
+    n_real = items.real().count()
+    offered = items.for_humans()
+    n_offered = offered.count()
+    done = offered.aggregate(n=Sum(Least(F("n_completed"), overlap)))["n"] or 0
+    needed = n_offered * overlap
+    return {"n_items": n_items, "n_gold": n_items - n_real, "n_real": n_real, "n_offered": n_offered,
             "complete": Item.objects.complete_in(study).count(), "done": done, "needed": needed,
             "percent": round(100 * done / needed, 1) if needed else 0.0}

@@ -121,7 +121,7 @@ def browser_hash(token: str) -> str:
 # --- places --------------------------------------------------------------------------------
 
 def places_limit(study: Study, n_real: int | None = None) -> int:
-    """`recruitment.places`, or what the items' overlap allows: real items x overlap /
+    """`recruitment.places`, or what the items' overlap allows: offered real items x overlap /
     quota, rounded up (every slot can be filled), or the overlap when there is no quota
     (each participant may judge every item)."""
     places = (study.recruitment or {}).get("places")
@@ -130,7 +130,7 @@ def places_limit(study: Study, n_real: int | None = None) -> int:
     if not study.max_items_per_participant:
         return study.annotations_per_item
     if n_real is None:
-        n_real = Item.objects.filter(study=study).real().count()
+        n_real = Item.objects.filter(study=study).for_humans().count()
     return math.ceil(n_real * study.annotations_per_item / study.max_items_per_participant)
 
 
@@ -138,7 +138,8 @@ def _limit_sql(study: Study) -> tuple[str, list]:
     places = (study.recruitment or {}).get("places")
     if places is not None or not study.max_items_per_participant:
         return "%s", [places_limit(study)]
-    return ("(SELECT CEIL(COUNT(*) * %s / %s::numeric) FROM annotate_item WHERE study_id = %s AND NOT is_gold)",
+    return ("(SELECT CEIL(COUNT(*) * %s / %s::numeric) FROM annotate_item WHERE study_id = %s AND NOT is_gold "
+            "AND offered)",
             [study.annotations_per_item, study.max_items_per_participant, study.pk])
 
 

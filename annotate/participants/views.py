@@ -419,7 +419,7 @@ def _preview_task(request, study, store, state, notice=None, values=None, errors
 
 def _preview_progress(study, state):
     answered = state.get("answered", 0)
-    free = Item.objects.filter(study=study).real().filter(n_assigned__lt=study.annotations_per_item) \
+    free = Item.objects.filter(study=study).for_humans().filter(n_assigned__lt=study.annotations_per_item) \
         .exclude(pk__in=state.get("seen", [])).count()
     remaining = free
     if study.max_items_per_participant:

@@ -1,6 +1,6 @@
 """Fetch one study into a ReportInput: a handful of set-based reads (items with their
-candidate ids, gold answers, judgments, predictions, and what the kind's report needs
-besides), never one query per item.
+candidate ids, gold answers, judgments, predictions, how items were drawn for humans,
+and what the kind's report needs besides), never one query per item.
 
 The columns come from annotate/reports/columns.py (PostgreSQL: parsed texts; elsewhere, or
 when a text would not read back exactly: the ORM). Metric scores are Prediction rows (the
@@ -11,6 +11,7 @@ Annotators below the study's quality thresholds are found from the same judgment
 """
 import numpy as np
 from django.db import connection
+from django.db.models import Q
 
 from annotate.kinds import get_kind, study_config
 from annotate.kinds.base import NEEDS_EXPERT_SCORES, NEEDS_SUBMIT_TIMES
@@ -97,6 +98,20 @@ def allocation_of(study, index):
     return {"policy": policy_of(study.config), "min_per_pair": min_per_pair_of(study.config) if adaptive else None,
             "shown": dict(sorted(shown.items())), "probability": probability}
 
+def offer_columns(study, index, n):
+    """(offered, offer_probability) per item position (report/ppi_part.py): one query that
+    reads only the items drawn for humans or not offered (none in a study without a draw),
+    the others keep the defaults (offered, no probability)."""
+    offered, probability = np.ones(n, dtype=bool), np.full(n, np.nan)
+    rows = list(Item.objects.filter(study=study).filter(Q(offered=False) | Q(offer_probability__isnull=False))
+                .values_list("pk", "offered", "offer_probability"))
+    rows = [row for row, ok in zip(rows, index.known([r[0] for r in rows]).tolist()) if ok]
+    if rows:
+        at = index([r[0] for r in rows])
+        offered[at] = [r[1] for r in rows]
+        probability[at] = [np.nan if r[2] is None else r[2] for r in rows]
+    return offered, probability
+
 
 def fetch_report_input(study, min_votes=None, include_flagged=False):
     """The ReportInput of `study`: items with their candidate ids, judgments, predictions
@@ -113,6 +128,7 @@ def fetch_report_input(study, min_votes=None, include_flagged=False):
     js = js.where(keep & index.known(js.item_pk))
     preds = columns.predictions(study)
     preds_known = index.known(preds.item_pk)
+    offered, offer_probability = offer_columns(study, index, len(items.pk))
     e_pk, e_candidate, e_value = columns.expert_scores(study) if NEEDS_EXPERT_SCORES in kind.report_needs \
         else (np.zeros(0, np.int64), [], [])
     return ReportInput(
@@ -133,6 +149,8 @@ def fetch_report_input(study, min_votes=None, include_flagged=False):
         merged=merged_candidates(study, index) if kind.candidates_key == "candidates" else None,
         retest_pairs=retest_pairs(study), max_flip_rate=(study.quality or {}).get("max_flip_rate"),
         allocation=allocation_of(study, index) if kind.candidates_key == "candidates" else None,
+
+        item_offered=offered, item_offer_probability=offer_probability,
     )
 
 

@@ -16,9 +16,12 @@ from annotate.studies.answers import shown
 from evaluation.allocation.adaptive import MIN_PER_PAIR
 from evaluation.vocabulary import CHOICE_QUESTION
 
-BALANCED, ADAPTIVE = "balanced", "adaptive"
-# Allowed values of `allocation` -> what the engine does (one line each).
-POLICIES = {BALANCED: "the pair least shown in the study", ADAPTIVE: "the Bradley-Terry variance-reduction rule"}
+BALANCED, ADAPTIVE, JUDGE_UNCERTAIN = "balanced", "adaptive", "judge_uncertain"
+# Allowed values of `allocation` -> what the engine does (one line each). judge_uncertain
+# decides which items humans are offered (its keys: annotate/studies/human_items.py); pairs
+# are then chosen as under balanced.
+POLICIES = {BALANCED: "the pair least shown in the study", ADAPTIVE: "the Bradley-Terry variance-reduction rule",
+            JUDGE_UNCERTAIN: "items offered to humans with a probability rising with a judge's uncertainty"}
 TOP_SEPARATED, SEPARATED = "top_separated", "separated"
 ALLOCATION_HEADER_KEYS = ("allocation", "min_per_pair", "stop_when")
 MIN_SYSTEMS = 3
@@ -75,7 +78,7 @@ def allocation_config(study: dict, kind, question_config: dict, error) -> dict:
         value = study["min_per_pair"]
         if not (is_int(value) and 1 <= value <= MAX_INT):
             error(f"'min_per_pair' must be an integer from 1 to {MAX_INT}, got {shown(value)}")
-        elif study.get("allocation", BALANCED) == BALANCED:  # (a bad `allocation` has its own error)
+        elif study.get("allocation", BALANCED) != ADAPTIVE and study.get("allocation") in POLICIES:
             error("'min_per_pair' applies to \"allocation\": \"adaptive\" only")
         else:
             out["min_per_pair"] = value

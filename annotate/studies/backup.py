@@ -21,7 +21,8 @@ CHUNK = 5000
 STUDY_FIELDS = ("slug", "kind", "title", "instructions", "annotations_per_item", "randomize_order",
                 "allow_tie", "config", "gold_rate", "min_seconds", "assignment_timeout_minutes", "created_at")
 BATCH_FIELDS = ("source", "sha256", "created", "skipped", "created_at")
-ITEM_FIELDS = ("item_id", "position", "data", "meta", "gold", "is_gold", "content_hash", "n_assigned", "n_completed")
+ITEM_FIELDS = ("item_id", "position", "data", "meta", "gold", "is_gold", "content_hash", "n_assigned", "n_completed",
+               "offered", "offer_probability")
 ASSIGNMENT_FIELDS = ("shown_order", "created_at", "expires_at", "completed_at", "seconds", "skipped", "extensions")
 JUDGMENT_FIELDS = ("question", "value", "shown_order", "seconds", "submitted_at", "comment", "pastes", "focus_losses")
 PREDICTION_FIELDS = ("evaluator", "annotator", "question", "value")

@@ -21,6 +21,8 @@ from annotate.kinds.base import (
 from annotate.participants.comprehension import comprehension_flaw
 from annotate.studies.allocation import ALLOCATION_HEADER_KEYS, allocation_config
 from annotate.studies.answers import InvalidAnswer, answer_value, shown, typed_answer
+from annotate.studies.human_items import CONFIG_KEY as HUMAN_ITEMS
+from annotate.studies.human_items import HUMAN_ITEM_KEYS, header_settings
 from annotate.studies.json_lines import canonical_hash, parse_json_object
 from evaluation.screens.answer_checks import InputError, check_retest
 
@@ -45,7 +47,7 @@ CODE_RE = re.compile(r"^[A-Za-z0-9_-]{1,100}\Z")  # \Z: no trailing newline slip
 KEY_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 # Kind-owned keys (aspects, scale, usefulness_scale) in alphabetical order between the two.
 HEADER_KEYS = (COMMON_HEADER_KEYS + tuple(sorted({k for kind in all_kinds() for k in kind.header_keys}))
-               + EXTRA_HEADER_KEYS + ALLOCATION_HEADER_KEYS + PARTICIPANT_HEADER_KEYS)
+               + EXTRA_HEADER_KEYS + ALLOCATION_HEADER_KEYS + PARTICIPANT_HEADER_KEYS + HUMAN_ITEM_KEYS)
 
 
 class BatchInvalid(Exception):
@@ -161,6 +163,8 @@ def parse_header(obj, line=1):
     header.config.update(allocation_config(study, header.study_kind if known else None, header.question_config, error))
     _header_extra(study, header, error)
     _header_participants(study, header, error)
+    if (human := header_settings(study, header.slug, error)) is not None:  # which items humans are offered
+        header.config[HUMAN_ITEMS] = human
     return (None if errors else header), errors.final()
 
 

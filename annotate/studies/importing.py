@@ -28,6 +28,9 @@ from annotate.studies.batch_format import (
     read_header,
 )
 from annotate.studies.bulk_copy import copy_rows
+from annotate.studies.human_draw import draw_batch
+from annotate.studies.human_items import CONFIG_KEY as HUMAN_ITEMS
+from annotate.studies.human_items import existing_flaw as human_items_flaw
 from annotate.studies.json_lines import iter_lines
 
 log = logging.getLogger(__name__)
@@ -99,6 +102,7 @@ def import_batch(binary_file, *, source="", user=None, expected_slug=None, allow
                 _update_settings(study, header.extra, user)
             batch = Batch.objects.create(study=study, source=source[:500], sha256=digest, uploaded_by=user)
             created = _insert_items(binary_file, study, header, batch, to_skip, digest, seen)
+            draw_batch(study, batch)  # which of the new items humans are offered (human_share, judge_uncertain)
             batch.created, batch.skipped = created, len(to_skip)
             batch.save(update_fields=["created", "skipped"])
             AuditLog.objects.create(study=study, user=user, action="import_batch", object_type="batch",
@@ -160,6 +164,10 @@ def _resolve_study(header, line, expected_slug, errors):
                              f"study's {_show(stored.get(key))}")
     for clash in allocation_clash(header.config, study.config):
         errors.add(line, clash)
+
+    if reason := human_items_flaw(header.config.get(HUMAN_ITEMS), study.config.get(HUMAN_ITEMS),
+                                     header.given):
+        errors.add(line, reason)
     if "allow_tie" in header.given and header.allow_tie != study.allow_tie:
         errors.add(line, f"'allow_tie' differs from the existing study's {study.allow_tie}")
     if "recruitment" in header.extra and study.annotators.exists():

@@ -24,6 +24,7 @@ from annotate.models import Assignment, AuditLog, Item, Judgment, Prediction, St
 from annotate.participants.participation import PARTICIPANT_USERNAME
 from annotate.studies.answers import SKIP, InvalidAnswer, answer_value
 from annotate.studies.batch_format import BatchInvalid, ErrorList
+from annotate.studies.human_draw import draw_pending
 from annotate.studies.json_lines import unstorable_text
 from annotate.studies.judgment_repeats import new_repeats, store_repeats
 from annotate.studies.judgment_screens import check_screens, picks_subset
@@ -456,6 +457,7 @@ def import_predictions(binary_file, *, user=None, source="", only_study=None):
             raise BatchInvalid(errors.final())
         created, updated, skipped = _upsert_predictions(rows)
         for study in {s for s, _ in rows.values()}:
+            draw_pending(study)  # allocation judge_uncertain: the draw waits for its evaluator's scores
             AuditLog.objects.create(study=study, user=user, action="import_predictions", object_type="study",
                                     object_id=study.slug, after={"source": source})
     studies = sorted({s.slug for s, _ in rows.values()})

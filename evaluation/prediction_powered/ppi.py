@@ -107,6 +107,13 @@ class PPIResult:
                 "classical": classical, "ppi": ppi, "lambda": self.lam, "ess_ratio": self.ess_ratio}
 
 
+def _keys(items: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """Item keys as an array to factorize: integers stay integers (a report's item indices
+    sort in C), anything else becomes an object array."""
+    keys = np.asarray(items)
+    return keys if keys.dtype.kind in "iu" else np.asarray(items, dtype=object)
+
+
 def item_means(items: Sequence[Any] | np.ndarray, values: Sequence[Any] | np.ndarray,
                ) -> tuple[np.ndarray, np.ndarray]:
     """(sorted items with at least one value, the mean of their values): missing values
@@ -120,7 +127,7 @@ def item_means(items: Sequence[Any] | np.ndarray, values: Sequence[Any] | np.nda
     keep = np.isfinite(x)
     if not keep.any():
         return np.asarray([], dtype=object), np.zeros(0)
-    labels, codes = factorize(np.asarray(items, dtype=object)[keep])
+    labels, codes = factorize(_keys(items)[keep])
     sums = np.bincount(codes, weights=x[keep], minlength=len(labels))
     return labels, sums / np.bincount(codes, minlength=len(labels))
 
@@ -142,7 +149,7 @@ def ppi_mean(human_items: Sequence[Any] | np.ndarray, human_values: Sequence[Any
     labeled, y = item_means(human_items, human_values)
     predicted, f_all = item_means(pred_items, pred_values)
     universe = list(items) if items is not None else list(human_items) + list(pred_items)
-    all_items = factorize(np.asarray(universe, dtype=object))[0] if universe else np.asarray([], dtype=object)
+    all_items = factorize(_keys(universe))[0] if universe else np.asarray([], dtype=object)
     prediction = dict(zip(predicted.tolist(), f_all.tolist()))
     is_labeled = set(labeled.tolist())
     unlabeled = [i for i in all_items.tolist() if i not in is_labeled]

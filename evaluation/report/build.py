@@ -1,12 +1,35 @@
 """Dispatch by study kind, and rendering to the three output formats."""
 import json
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from .inputs import ReportInput
 from .kinds import REPORT_MODULES
+from .ppi_part import ppi_keys
+
+
+def with_ppi(module: ModuleType) -> Callable[[ReportInput], dict[str, Any]]:
+    """The kind's `build`, plus the `ppi` key (report/ppi_part.py) when the kind names the
+    human quantities evaluators can stand in for (`ppi_quantities`) and an evaluator has
+    predictions on one of them."""
+    quantities = getattr(module, "ppi_quantities", None)
+    if quantities is None:
+        return module.build
+
+    def build(inp: ReportInput) -> dict[str, Any]:
+        report: dict[str, Any] = module.build(inp)
+        ppi = ppi_keys(inp, quantities(inp))
+        if ppi:
+            report["ppi"] = ppi
+        return report
+
+    build.__doc__ = module.build.__doc__
+    return build
+
 
 # The report function of each study kind (annotate.kinds: StudyKind.report_builder).
-BUILDERS = {kind: module.build for kind, module in REPORT_MODULES.items()}
+BUILDERS = {kind: with_ppi(module) for kind, module in REPORT_MODULES.items()}
 FORMATS = ("json", "csv", "html")
 
 

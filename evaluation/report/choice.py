@@ -32,6 +32,8 @@ from .inputs import Judgments, ReportInput, codes_of
 from .ip_probe import ip_probe_keys
 from .merged import credit_merged, identical_outputs, merged_wins, with_merged
 from .pair_units import pair_view
+from .ppi_part import SCHEMA as PPI_SCHEMA
+from .ppi_quantities import Quantity, pairwise
 from .ranking import compared_slots, comparisons_and_rows, correlations_ranking, human_part, ranking_part
 from .systems import system_codes, system_wins, systems_table
 
@@ -80,6 +82,7 @@ REPORT_SCHEMA = {
                                                     "min_per_pair, pairs [{a, b, shown, n}], n_shown, n, win_rates "
                                                     "(inverse-probability weighted in an adaptive study), "
                                                     "weighting_reason?, stop? {target, met, detail}."},
+    **PPI_SCHEMA,
 }
 
 
@@ -318,3 +321,8 @@ def choice_picks(inp: ReportInput, extra: Extra | None = None) -> dict[str, dict
 
 def table_picks(inp: ReportInput) -> dict[str, dict[tuple[str, str], Any]]:
     return choice_picks(inp)
+
+
+def ppi_quantities(inp: ReportInput) -> list[Quantity]:
+    """The win rate of every system pair (report/ppi_quantities.py)."""
+    return pairwise(inp, CHOICE)

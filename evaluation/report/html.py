@@ -9,6 +9,7 @@ from . import figures, ip_probe, retest
 from .allocation import allocation_section
 from .kinds import REPORT_MODULES
 from .markup import Report, figure, interval, num, pval, rating_counts, table
+from .ppi_part import html_section as ppi_section
 from .ranking_html import aspects_ranking_section, systems_section
 
 STYLE = """
@@ -320,6 +321,9 @@ def report_fragment(report: Report, inp: Any = None) -> str:
         parts.append(ip_probe.html_section(report))
     if "retest" in report:
         parts.append(retest.html_section(report))
+
+    if report.get("ppi"):
+        parts.append(ppi_section(report))
     parts += [ratings_section(report), position_section(report), annotators_section(report)]
     return "\n".join(parts)
 

@@ -165,11 +165,20 @@ class ReportInput:
     # "probability": {(item index, annotator): p}}; None: not read (no `allocation` key).
     allocation: dict[str, Any] | None = None
 
+    # How items were drawn for humans (Item.offered / offer_probability; report/ppi_part.py):
+    # whether humans were offered each item (default: all), and the probability it was drawn
+    # with (NaN: not drawn at random, the default).
+    item_offered: Column = None
+    item_offer_probability: Column = None
+
     def __post_init__(self) -> None:
         self.item_ids = objects(self.item_ids)
         self.excluded_annotators = dict(self.excluded_annotators or {})
         self.is_gold = np.asarray(self.is_gold, dtype=bool)
         n = len(self.item_ids)
+        self.item_offered = np.asarray(self.item_offered if self.item_offered is not None else np.ones(n), dtype=bool)
+        self.item_offer_probability = to_float(self.item_offer_probability if self.item_offer_probability is not None
+                                               else np.full(n, np.nan))
         self.gold = list(self.gold) if self.gold is not None else [None] * n
         self._candidate_table(n)
         self.item_data = self.item_data if self.item_data is not None else [{} for _ in range(n)]

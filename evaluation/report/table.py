@@ -4,8 +4,10 @@ the kind's own columns), then one empty line, then the correlation table (one ro
 correlation entry and coefficient; layout in docs/reports.md), then, for the pairwise kinds,
 one empty line and the per-system table (one row per system and measure, per aspect for a
 kind with aspects), then, for a study with test-retest repeats, one empty line and the
-retest table (report/retest.py). The picks and the kind's columns come from its report module
-(`table_picks`, `table_columns`: report/kinds/)."""
+retest table (report/retest.py), then, where the report has `ppi`, one empty line and the
+prediction-powered table (one row per evaluator, quantity and target: report/ppi_part.py).
+The picks and the kind's columns come from its report module (`table_picks`,
+`table_columns`: report/kinds/)."""
 import io
 from collections import Counter
 from typing import Any
@@ -18,6 +20,8 @@ from evaluation.majority import majority_labels
 from .inputs import ReportInput
 from .kinds import REPORT_MODULES
 from .pair_units import pair_view
+from .ppi_part import CSV_HEADER as PPI_HEADER
+from .ppi_part import csv_rows as ppi_rows
 from .retest import RETEST_HEADER, retest_rows
 
 
@@ -166,4 +170,10 @@ def item_table_csv(inp: ReportInput, report: dict[str, Any] | None = None) -> st
         writer.writerow([])
         writer.writerow(RETEST_HEADER)
         writer.writerows(retest_rows(report or {}))
+
+    ppi = ppi_rows(report or {})
+    if ppi:
+        writer.writerow([])
+        writer.writerow(PPI_HEADER)
+        writer.writerows(ppi)
     return buf.getvalue()

@@ -10,7 +10,9 @@ A report module has `build(inp) -> dict` (the report of interfaces.md) and optio
   per-item CSV table (metric picks; non-personalized predictions are added for every kind);
 - `table_columns(inp, report) -> {column: {(item id, question): value}}`: more CSV columns,
   after the picks, named as given;
-- `REPORT_SCHEMA`: {report key: JSON Schema} of the kind's own report keys (the API schema).
+- `REPORT_SCHEMA`: {report key: JSON Schema} of the kind's own report keys (the API schema);
+- `ppi_quantities(inp) -> [Quantity]`: the human quantities an evaluator's predictions can
+  stand in for (report/ppi_quantities.py); build.py adds the `ppi` key from them.
 BUILDERS (build.py) and KIND_SECTIONS (html.py) are derived from REPORT_MODULES. The kind
 names as constants (`ASPECT_PAIRWISE`, ...) come from here too (`__getattr__`).
 """

@@ -26,6 +26,8 @@ from ..common import (
 from ..inputs import Judgments, ReportInput
 from ..markup import Report, figure, interval, num, table
 from ..pair_units import pair_view
+from ..ppi_part import SCHEMA as PPI_SCHEMA
+from ..ppi_quantities import Quantity, pairwise
 from ..ranking import comparisons_of, human_part, ranking_part
 from ..systems import system_codes
 
@@ -37,6 +39,7 @@ REPORT_SCHEMA = {
     "evaluators_average": {"type": "object", "additionalProperties": {"type": "number", "nullable": True},
                            "description": "evaluator -> mean aspect accuracy (null unless it covers every aspect)."},
     "evaluators_average_detail": {"type": "object", "description": "evaluator -> n, interval of the average."},
+    **PPI_SCHEMA,
 }
 
 
@@ -144,6 +147,13 @@ def aspect_ranking(inp: ReportInput, rows: Judgments, systems: list[str]) -> dic
     compared, n_unpaired = comparisons_of(inp, rows, systems)
     return {"systems": {s: {"human": row} for s, row in human_part(compared).items()},
             **ranking_part(compared, n_unpaired)}
+
+
+def ppi_quantities(inp: ReportInput) -> list[Quantity]:
+    """Per aspect, the Per-DOC preference of every system pair (`preference:<aspect>`: the
+    share of the human choices of a over b, report/ppi_quantities.py); predictions are the
+    evaluators' choices of the aspect (per annotator, averaged per item)."""
+    return [q for key in aspect_keys(inp) for q in pairwise(inp, key, f"preference:{key}", metrics=False)]
 
 
 PAIR_UNITS = True  # the CSV's per-item table reads (item, shown pair) units (report/pair_units.py)

@@ -14,6 +14,7 @@ from ..common import INTERVAL, NOMINAL, Question, clean, interval_keys, question
 from ..correlations import EXPERT_USEFULNESS, expert_usefulness
 from ..inputs import Judgments, ReportInput, to_float
 from ..pair_units import clusters_of
+from ..ppi_quantities import Quantity, pairwise
 
 EXPERT_METRIC = "expert"
 REPORT_SCHEMA = {
@@ -71,6 +72,11 @@ PAIR_UNITS = True  # the CSV's per-item table reads (item, shown pair) units (re
 
 def table_picks(inp: ReportInput) -> dict[str, dict[tuple[str, str], Any]]:
     return choice_picks(inp, expert_extra(inp))
+
+
+def ppi_quantities(inp: ReportInput) -> list[Quantity]:
+    """The win rate of every system pair; the ExPerT score is one more metric."""
+    return pairwise(inp, CHOICE, extra=expert_extra(inp))
 
 
 def build(inp: ReportInput) -> dict[str, Any]:

@@ -33,6 +33,8 @@ from ..common import INTERVAL, Question, base_report, clean, interval_keys, ques
 from ..correlations import entry
 from ..inputs import Judgments, ReportInput, to_float
 from ..markup import Report, figure, interval, num, pval, table
+from ..ppi_part import SCHEMA as PPI_SCHEMA
+from ..ppi_quantities import Quantity, scalar
 
 SCORE = "score"
 REVIEWER_AVG, ITEM_AVG = "reviewer_avg", "item_avg"
@@ -52,6 +54,7 @@ REPORT_SCHEMA = {
                    "description": "evaluator (reviewer_avg, item_avg, each metric, each LLM evaluator) -> pearson, "
                                   "spearman, kendall ({r, ci95, p, p_method, ci_method, n_clusters, "
                                   "dropped_resamples}), n_pairs, n_items, n_unparsed."},
+    **PPI_SCHEMA,
 }
 Points = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # name -> (predicted, human, item) per pair
 
@@ -200,6 +203,12 @@ def build(inp: ReportInput) -> dict[str, Any]:
     report["evaluators"] = {name: evaluator_entry(correlations[name], unparsed[name]) for name in sorted(points)}
     report["correlations"] = {name: correlations[name] for name in sorted(metrics)}
     return report
+
+
+def ppi_quantities(inp: ReportInput) -> list[Quantity]:
+    """The mean human score of each system (report/ppi_quantities.py)."""
+    item, _, score = human_scores(inp, Judgments.of(inp, inp.counted()))
+    return scalar(inp, SCORE, item, score)
 
 
 # --- the CSV and the HTML -------------------------------------------------------------------

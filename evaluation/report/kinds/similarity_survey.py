@@ -22,6 +22,8 @@ from ..common import INTERVAL, Question, base_report, clean, clean_list, interva
 from ..correlations import similarity_correlations
 from ..inputs import Judgments, ReportInput, to_float
 from ..markup import Report, figure, flag, interval, num, rating_counts, table
+from ..ppi_part import SCHEMA as PPI_SCHEMA
+from ..ppi_quantities import Quantity, similarity
 
 REFERENCE = "reference"
 SURVEY_QUESTION = "similarity"
@@ -37,6 +39,7 @@ REPORT_SCHEMA = {
     "paradoxes": {"type": "object", "additionalProperties": {"type": "object"},
                   "description": "model -> {PX-5, PX-6}: true/false when the interval excludes 0, else null."},
     "paradoxes_detail": {"type": "object", "description": "model -> {PX-5, PX-6} -> difference, interval."},
+    **PPI_SCHEMA,
 }
 
 
@@ -203,6 +206,11 @@ def build(inp: ReportInput) -> dict[str, Any]:
     report.update(egises_part(inp, js))
     report["correlations"] = similarity_correlations(inp, js, pair_ids)
     return report
+
+
+def ppi_quantities(inp: ReportInput) -> list[Quantity]:
+    """The mean similarity of each pair id (report/ppi_quantities.py)."""
+    return similarity(inp, Judgments.of(inp, inp.counted()))
 
 
 def _probe_text(label: str) -> str:
