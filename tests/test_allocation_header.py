@@ -30,10 +30,8 @@ def test_valid_keys_are_kept_in_config():
 
 
 @pytest.mark.parametrize("keys, message", [
-    ({"allocation": "greedy"}, "line 1: 'allocation' must be one of balanced, adaptive, got 'greedy'"),
-    ({"allocation": "judge_uncertain"}, "line 1: 'allocation' must be one of balanced, adaptive, "
-                                        "got 'judge_uncertain'"),
-    ({"allocation": 1}, "line 1: 'allocation' must be one of balanced, adaptive, got 1"),
+    ({"allocation": "greedy"}, "line 1: 'allocation' must be one of balanced, adaptive, judge_uncertain, got 'greedy'"),
+    ({"allocation": 1}, "line 1: 'allocation' must be one of balanced, adaptive, judge_uncertain, got 1"),
     ({"allocation": "adaptive", "min_per_pair": 0}, "line 1: 'min_per_pair' must be an integer from 1 to "),
     ({"allocation": "adaptive", "min_per_pair": 2.5}, "line 1: 'min_per_pair' must be an integer from 1 to "),
     ({"allocation": "adaptive", "min_per_pair": True}, "line 1: 'min_per_pair' must be an integer from 1 to "),
@@ -106,4 +104,4 @@ def test_a_plan_may_set_the_allocation(tmp_path):
     check_batch(check, study, systems, "")
     assert check.errors == []
     check_batch(check, dict(study, allocation="sometimes"), systems, "")
-    assert check.errors == ["study: 'allocation' must be one of balanced, adaptive, got 'sometimes'"]
+    assert check.errors == ["study: 'allocation' must be one of balanced, adaptive, judge_uncertain, got 'sometimes'"]

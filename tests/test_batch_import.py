@@ -141,7 +141,7 @@ CASES = {
                             + ", annotators, researchers, gold_rate, min_seconds, assignment_timeout_minutes, "
                             "min_votes, retest, allocation, min_per_pair, stop_when, status, consent, "
                             "completion_code, completion_url, max_items_per_participant, pre_questions, "
-                            "post_questions, quality, recruitment, comprehension, human_share, human_seed, allocation, "
+                            "post_questions, quality, recruitment, comprehension, human_share, human_seed, "
                             "uncertainty_evaluator, human_budget)"]),
     "scale min >= max": ([header("bad", "similarity_survey", scale=[6, 1])],
                          ["line 1: 'scale' must have min < max, got [6, 1]"]),

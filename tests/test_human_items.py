@@ -144,7 +144,7 @@ def test_the_engine_never_offers_unoffered_items_on_any_door():
     ({"allocation": "judge_uncertain", "uncertainty_evaluator": "gemba", "human_budget": 0.3, "human_share": 0.3},
      "'human_share' cannot be combined with \"allocation\": \"judge_uncertain\" (its share of items is "
      "'human_budget')"),
-    ({"allocation": "random"}, "'allocation' must be one of judge_uncertain, got 'random'"),
+    ({"allocation": "random"}, "'allocation' must be one of balanced, adaptive, judge_uncertain, got 'random'"),
     ({"human_budget": 0.3}, "'human_budget' applies only with \"allocation\": \"judge_uncertain\""),
     ({"human_seed": 3}, "'human_seed' needs 'human_share' or \"allocation\": \"judge_uncertain\""),
     ({"human_share": 0.5, "human_seed": -1}, f"'human_seed' must be an integer from 0 to {2**63 - 1}, got -1"),

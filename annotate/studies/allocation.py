@@ -78,7 +78,7 @@ def allocation_config(study: dict, kind, question_config: dict, error) -> dict:
         value = study["min_per_pair"]
         if not (is_int(value) and 1 <= value <= MAX_INT):
             error(f"'min_per_pair' must be an integer from 1 to {MAX_INT}, got {shown(value)}")
-        elif study.get("allocation", BALANCED) != ADAPTIVE and study.get("allocation") in POLICIES:
+        elif study.get("allocation", BALANCED) in set(POLICIES) - {ADAPTIVE}:  # (a bad one has its own error)
             error("'min_per_pair' applies to \"allocation\": \"adaptive\" only")
         else:
             out["min_per_pair"] = value
