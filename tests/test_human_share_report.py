@@ -4,8 +4,8 @@ figure (50 labeled items at least): a batch with an evaluator's scores on all 20
 API whatever the engine offers; the report (REST API) has `ppi.rougeL`, equal to the
 estimate recomputed here from the stored rows (ppi_py 0.2.3 for PPI++, the inverse-probability
 formula written out for active inference). The same chain with the embedded SmolLM2 writing
-and judging the outputs is tests/runtime/test_human_share_e2e.py (10 items: too few for a
-PPI figure on two CPU cores)."""
+and judging the outputs (geval_prob) is tests/runtime/test_human_share_e2e.py (170 items,
+51 labeled)."""
 import math
 import sys
 from pathlib import Path

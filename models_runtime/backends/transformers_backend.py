@@ -136,6 +136,25 @@ class TransformersBackend(CachingBackend):
             return prompt
         return "\n\n".join(m["content"] for m in prompt)
 
+    def next_token_probs(self, prompts, tokens):
+        """-> per prompt, the next-token probabilities of `tokens` (single-token strings)
+        right after the rendered prompt, renormalised over `tokens`: one unpadded forward
+        pass per prompt (no padding, so no position-id subtleties; never cached)."""
+        torch = self._torch
+        tokenizer, model = self.tokenizer, self.model
+        ids = [tokenizer.convert_tokens_to_ids(t) for t in tokens]
+        if any(i is None or i == tokenizer.unk_token_id for i in ids):
+            raise ModelNotAvailable(f"model {self.name!r}: {tokens} are not single tokens of its vocabulary")
+        out = []
+        for prompt in prompts:
+            row = tokenizer(self.render(prompt), add_special_tokens=not tokenizer.chat_template,
+                            return_tensors="pt")["input_ids"].to(self.device)
+            with torch.inference_mode():
+                logits = model(input_ids=row).logits[0, -1, ids].double()
+            out.append(torch.softmax(logits, dim=0).tolist())
+            advance(1)
+        return out
+
     def _generate_uncached(self, prompts: list, params: SamplingParams) -> list:
         """Prompts of similar length share a batch (sorted by length, answers put back in
         order), so short prompts are not padded to the longest one of the whole call."""

@@ -27,6 +27,13 @@ def geval_metric(records, *, model=None, device=None):
                   [{"samples": d["parsed"] + d["dropped"], "unparsed_samples": d["dropped"]} for d in details])
 
 
+@register_metric("geval_prob")
+def geval_prob_metric(records, *, model=None, device=None):
+    from .geval_prob import geval_prob_scores
+
+    return geval_prob_scores(records, _backend(model, device))
+
+
 @register_metric("essay_quality")
 def essay_quality_metric(records, *, model=None, device=None):
     from .essay import essay_scores

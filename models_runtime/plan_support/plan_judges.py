@@ -24,6 +24,7 @@ class PlanJudge:
 PLAN_JUDGES: dict[str, PlanJudge] = {
     "gemba": PlanJudge(kinds=(ALIGNMENT_KIND,)),
     "geval": PlanJudge(kinds=(ALIGNMENT_KIND,)),
+    "geval_prob": PlanJudge(kinds=(ALIGNMENT_KIND,)),
     "expert": PlanJudge(kinds=(ALIGNMENT_KIND,)),
 }
 

@@ -1,13 +1,16 @@
 """`human_share` end to end (issue 35): a study plan whose header offers humans 30% of the
-items; the embedded SmolLM2 writes both systems' outputs and judges every item (GEMBA, with
-ROUGE-L beside it); one annotator judges the offered items through the REST API, never
-seeing another; the report then carries the evaluators' `ppi` entries over the human subset.
+items; the embedded SmolLM2 writes both systems' outputs and judges every item (geval_prob,
+G-Eval's probability-weighted 1-5 score, with ROUGE-L beside it); annotators judge the offered
+items through the REST API, never seeing another; the report then carries the evaluators'
+`ppi` entries over the human subset, a finite PPI figure that ppi_py recomputes from the rows.
 
 Also: a plan with a bad `human_share` is refused before anything runs."""
 import hashlib
 import json
 import math
+import sys
 from io import StringIO
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,15 +22,19 @@ from models_runtime.models import Job
 from models_runtime.plans import PlanInvalid, validate_plan
 from tests.factories import api_client, make_user, tokens
 
+REFERENCE = Path(__file__).resolve().parents[2] / ".venv" / "reference"
+assert (REFERENCE / "ppi_py").is_dir(), f"{REFERENCE} lacks ppi_py: run scripts/setup.sh"
+sys.path.insert(0, str(REFERENCE))
+import ppi_py  # noqa: E402
+
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("plain_http")]
 
 ASK = "Generate a title for the following abstract of a paper: "
 TOPICS = ["graphs", "images", "speech", "proteins", "markets", "robots", "weather", "music", "poems", "cities"]
-# SmolLM2 on two shared CPU cores writes and judges about one output a second at best: ten
-# questions keep the test to minutes. 30% of 10 is 3 labeled items, fewer than the 50 PPI needs
-# (ppi.MIN_LABELED), so the PPI figure is null with its reason here; the figures themselves are
-# checked at 200 items with scores imported as metric_scores (tests/test_human_share_report.py).
-N_QUESTIONS = 10
+# 30% of 170 is 51 human items, just over the 50 PPI needs (ppi.MIN_LABELED); SmolLM2 on two
+# shared CPU cores writes 340 six-token outputs and scores them (one forward pass each).
+N_QUESTIONS = 170
+JUDGE = "geval_prob"
 SLUG = "share-e2e"
 
 
@@ -49,7 +56,7 @@ def plan(**study):
             "systems": [{"id": "bm25-k1", "model": "smollm2", "retriever": "bm25", "k": 1},
                         {"id": "no-profile", "model": "smollm2", "retriever": "none"}],
             "generation": {"max_tokens": 6, "temperature": 0.0, "stop": ["\n"], "postprocess": "first_line"},
-            "metrics": ["rougeL"], "judges": ["gemba"], "judge_model": "smollm2", "device": "cpu"}
+            "metrics": ["rougeL"], "judges": [JUDGE], "judge_model": "smollm2", "device": "cpu"}
 
 
 def write_plan(tmp_path, **study):
@@ -75,7 +82,7 @@ def test_a_plan_with_bad_human_item_settings_is_refused_before_anything_runs(tmp
         validate_plan(bad, tmp_path, tmp_path / "work")
     assert caught.value.errors == ["study.uncertainty_evaluator: 'geval' is none of the plan's metrics and judges: "
                                    "its scores would never be stored, so no item would be offered to humans"]
-    bad["study"]["uncertainty_evaluator"] = "gemba"
+    bad["study"]["uncertainty_evaluator"] = JUDGE
     assert validate_plan(bad, tmp_path, tmp_path / "work")["study_header"]["allocation"] == "judge_uncertain"
 
 
@@ -111,46 +118,67 @@ def test_human_share_plan_judge_humans_report(settings, tmp_path):
     chosen = sorted(ids[i] for i in np.random.default_rng(slug_seed(SLUG)).permutation(n)[:k])
     assert sorted(items.filter(offered=True).values_list("item_id", flat=True)) == chosen
     assert set(items.values_list("offer_probability", flat=True)) == {k / n}
-    # SmolLM2 judged every item: a GEMBA row per candidate (empty where its answer had no
-    # score), and ROUGE-L beside it.
-    assert Prediction.objects.filter(study=study, evaluator="gemba").count() == 2 * n
+    # SmolLM2 scored every candidate (geval_prob always gives a score in [1, 5]), and
+    # ROUGE-L beside it.
+    scores = Prediction.objects.filter(study=study, evaluator=JUDGE).values_list("value", flat=True)
+    assert len(scores) == 2 * n and all(1.0 <= float(v) <= 5.0 for v in scores)
     assert Prediction.objects.filter(study=study, evaluator="rougeL").exclude(value="").count() == 2 * n
-    # One annotator judges through the REST API: exactly the offered items, then 204.
-    ann = make_user("ann")
-    client = api_client(ann)
-    served = []
-    while (response := client.post(f"/api/studies/{SLUG}/assignments/next/")).status_code == 200:
+    # Two annotators take turns through the REST API: together exactly the offered items, then 204.
+    clients = [api_client(make_user(name)) for name in ("ann", "bob")]
+    served, done, turn = [], set(), 0
+    while len(done) < len(clients):
+        client = clients[turn % len(clients)]
+        turn += 1
+        if (response := client.post(f"/api/studies/{SLUG}/assignments/next/")).status_code != 200:
+            assert response.status_code == 204
+            done.add(id(client))
+            continue
         pk = response.json()["assignment"]
         item = Assignment.objects.get(pk=pk).item
         served.append(item.item_id)
         assert client.post(f"/api/assignments/{pk}/judgments/", tokens(pk, {"choice": human_choice(item)}),
                            format="json").status_code == 201
-    assert response.status_code == 204
     assert sorted(served) == chosen
     assert Judgment.objects.filter(study=study).count() == k
-    # The report: each evaluator's ppi entry counts the human subset as labeled.
+    assert set(Judgment.objects.filter(study=study).values_list("annotator__username", flat=True)) == {"ann", "bob"}
     researcher = make_user("res", role="researchers")
     report = api_client(researcher).get(f"/api/studies/{SLUG}/report/").json()
-    check_ppi(report, study, n, k)
-
-
-def check_ppi(report, study, n, k):
-    """The report's `ppi.<evaluator>` entries over the human subset (statistics.md,
-    "Prediction-powered estimates in the report"): k labeled items, n - k unlabeled; with
-    fewer than 50 labeled items the PPI figure is null with its reason, and the classical
-    estimate is the mean of the humans' credit of bm25-k1, recomputed here from the rows."""
     assert report["complete_items"] == k
-    credit = {item_id: 1.0 if value == "bm25-k1" else 0.0
-              for item_id, value in Judgment.objects.filter(study=study).values_list("item__item_id", "value")}
-    assert len(credit) == k
-    [(pair, entry)] = report["ppi"]["rougeL"]["win_rate"].items()
+    check_ppi(report, study, n, k, JUDGE)
+    check_ppi(report, study, n, k, "rougeL")
+
+
+def stored_units(study, evaluator):
+    """From the rows, independently of the report: {item_id: human credit of bm25-k1},
+    {item_id: the evaluator's pick (1 bm25-k1 scored above no-profile, 0 below, 0.5 equal)}."""
+    human = {item_id: 1.0 if value == "bm25-k1" else 0.0
+             for item_id, value in Judgment.objects.filter(study=study).values_list("item__item_id", "value")}
+    scores: dict[str, dict[str, float]] = {}
+    for item_id, system, value in Prediction.objects.filter(study=study, evaluator=evaluator).values_list(
+            "item__item_id", "question", "value"):
+        scores.setdefault(item_id, {})[system] = float(value)
+    pick = {i: 1.0 if s["bm25-k1"] > s["no-profile"] else 0.0 if s["bm25-k1"] < s["no-profile"] else 0.5
+            for i, s in scores.items()}
+    return human, pick
+
+
+def check_ppi(report, study, n, k, evaluator):
+    """The report's `ppi.<evaluator>` win-rate entry (statistics.md, "Prediction-powered
+    estimates in the report"): k labeled items, n - k unlabeled, a finite PPI++ interval equal
+    to ppi_py's over the stored rows, and the classical mean of the humans' credit."""
+    human, pick = stored_units(study, evaluator)
+    assert len(human) == k and len(pick) == n
+    [(pair, entry)] = report["ppi"][evaluator]["win_rate"].items()
     assert pair == "bm25-k1 vs no-profile"
     assert (entry["n_labeled"], entry["n_unlabeled"]) == (k, n - k)
-    assert entry["ppi"]["mean"] is None and entry["ppi"]["ci95"] is None
-    assert entry["reason"] == entry["ppi"]["reason"] == f"fewer than 50 labeled items ({k})"
-    assert entry["classical"]["mean"] == pytest.approx(float(np.mean(list(credit.values()))), abs=1e-12)
-    assert entry["estimator"] and entry["prediction"]
-    # SmolLM2's GEMBA answers rarely hold a score (stored empty): its entry, where it has one,
-    # counts the same human subset and gives no PPI figure either.
-    for gemba in (report["ppi"].get("gemba") or {}).get("win_rate", {}).values():
-        assert gemba["n_labeled"] == k and gemba["ppi"]["mean"] is None and gemba["reason"]
+    labeled, unlabeled = sorted(human), sorted(set(pick) - set(human))
+    y = np.array([human[i] for i in labeled])
+    f, g = np.array([pick[i] for i in labeled]), np.array([pick[i] for i in unlabeled])
+    assert entry["classical"]["mean"] == pytest.approx(float(y.mean()), abs=1e-12)
+    point = float(np.ravel(ppi_py.ppi_mean_pointestimate(y, f, g))[0])
+    lo, hi = (float(np.ravel(v)[0]) for v in ppi_py.ppi_mean_ci(y, f, g, alpha=0.05))
+    assert entry["ppi"]["mean"] == pytest.approx(point, abs=1e-6)
+    assert entry["ppi"]["ci95"] == pytest.approx([lo, hi], abs=1e-6)
+    assert all(math.isfinite(v) for v in entry["ppi"]["ci95"]) and "reason" not in entry
+    print(f"\n{evaluator}: n_labeled {k}, n_unlabeled {n - k}, PPI {entry['ppi']}, classical {entry['classical']}, "
+          f"lambda {entry.get('lambda')}, ess_ratio {entry.get('ess_ratio')}")
