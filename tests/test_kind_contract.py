@@ -28,7 +28,7 @@ from evaluation.report.kinds import (
     RANKING,
     SIMILARITY_SURVEY,
 )
-from evaluation.report.ppi_part import CSV_HEADER as PPI_HEADER
+from evaluation.report.ppi.part import CSV_HEADER as PPI_HEADER
 from evaluation.report.table import CORRELATION_HEADER, SYSTEMS_HEADER
 from tests.factories import blinding, make_user
 

@@ -1,5 +1,5 @@
 """The report's prediction-powered estimates (`ppi.<evaluator>`; statistics.md,
-"Prediction-powered estimates"; report/ppi_part.py) on PostgreSQL studies whose human items
+"Prediction-powered estimates"; report/ppi/part.py) on PostgreSQL studies whose human items
 are a recorded random subset (Item.offered / offer_probability set directly): the values
 equal ppi_py 0.2.3 (`ppi_mean_pointestimate` / `ppi_mean_ci`, lam tuned) computed here from
 the same per-item units, the classical interval is the t interval over the labeled items'

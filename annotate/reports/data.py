@@ -99,7 +99,7 @@ def allocation_of(study, index):
             "shown": dict(sorted(shown.items())), "probability": probability}
 
 def offer_columns(study, index, n):
-    """(offered, offer_probability) per item position (report/ppi_part.py): one query that
+    """(offered, offer_probability) per item position (report/ppi/part.py): one query that
     reads only the items drawn for humans or not offered (none in a study without a draw),
     the others keep the defaults (offered, no probability)."""
     offered, probability = np.ones(n, dtype=bool), np.full(n, np.nan)

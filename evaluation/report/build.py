@@ -6,11 +6,11 @@ from typing import Any
 
 from .inputs import ReportInput
 from .kinds import REPORT_MODULES
-from .ppi_part import ppi_keys
+from .ppi.part import ppi_keys
 
 
 def with_ppi(module: ModuleType) -> Callable[[ReportInput], dict[str, Any]]:
-    """The kind's `build`, plus the `ppi` key (report/ppi_part.py) when the kind names the
+    """The kind's `build`, plus the `ppi` key (report/ppi/part.py) when the kind names the
     human quantities evaluators can stand in for (`ppi_quantities`) and an evaluator has
     predictions on one of them."""
     quantities = getattr(module, "ppi_quantities", None)

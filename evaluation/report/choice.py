@@ -32,8 +32,8 @@ from .inputs import Judgments, ReportInput, codes_of
 from .ip_probe import ip_probe_keys
 from .merged import credit_merged, identical_outputs, merged_wins, with_merged
 from .pair_units import pair_view
-from .ppi_part import SCHEMA as PPI_SCHEMA
-from .ppi_quantities import Quantity, pairwise
+from .ppi.part import SCHEMA as PPI_SCHEMA
+from .ppi.quantities import Quantity, pairwise
 from .ranking import compared_slots, comparisons_and_rows, correlations_ranking, human_part, ranking_part
 from .systems import system_codes, system_wins, systems_table
 
@@ -324,5 +324,5 @@ def table_picks(inp: ReportInput) -> dict[str, dict[tuple[str, str], Any]]:
 
 
 def ppi_quantities(inp: ReportInput) -> list[Quantity]:
-    """The win rate of every system pair (report/ppi_quantities.py)."""
+    """The win rate of every system pair (report/ppi/quantities.py)."""
     return pairwise(inp, CHOICE)

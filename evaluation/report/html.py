@@ -9,7 +9,7 @@ from . import figures, ip_probe, retest
 from .allocation import allocation_section
 from .kinds import REPORT_MODULES
 from .markup import Report, figure, interval, num, pval, rating_counts, table
-from .ppi_part import html_section as ppi_section
+from .ppi.part import html_section as ppi_section
 from .ranking_html import aspects_ranking_section, systems_section
 
 STYLE = """

@@ -165,7 +165,7 @@ class ReportInput:
     # "probability": {(item index, annotator): p}}; None: not read (no `allocation` key).
     allocation: dict[str, Any] | None = None
 
-    # How items were drawn for humans (Item.offered / offer_probability; report/ppi_part.py):
+    # How items were drawn for humans (Item.offered / offer_probability; report/ppi/part.py):
     # whether humans were offered each item (default: all), and the probability it was drawn
     # with (NaN: not drawn at random, the default).
     item_offered: Column = None

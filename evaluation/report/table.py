@@ -5,7 +5,7 @@ correlation entry and coefficient; layout in docs/reports.md), then, for the pai
 one empty line and the per-system table (one row per system and measure, per aspect for a
 kind with aspects), then, for a study with test-retest repeats, one empty line and the
 retest table (report/retest.py), then, where the report has `ppi`, one empty line and the
-prediction-powered table (one row per evaluator, quantity and target: report/ppi_part.py).
+prediction-powered table (one row per evaluator, quantity and target: report/ppi/part.py).
 The picks and the kind's columns come from its report module (`table_picks`,
 `table_columns`: report/kinds/)."""
 import io
@@ -20,8 +20,8 @@ from evaluation.majority import majority_labels
 from .inputs import ReportInput
 from .kinds import REPORT_MODULES
 from .pair_units import pair_view
-from .ppi_part import CSV_HEADER as PPI_HEADER
-from .ppi_part import csv_rows as ppi_rows
+from .ppi.part import CSV_HEADER as PPI_HEADER
+from .ppi.part import csv_rows as ppi_rows
 from .retest import RETEST_HEADER, retest_rows
 
 

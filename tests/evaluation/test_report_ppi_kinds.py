@@ -1,5 +1,5 @@
-"""The `ppi` key of the report kinds built from in-memory inputs (report/ppi_part.py,
-ppi_quantities.py): a pairwise study of three systems (each judgment one shown pair), the
+"""The `ppi` key of the report kinds built from in-memory inputs (report/ppi/part.py,
+ppi/quantities.py): a pairwise study of three systems (each judgment one shown pair), the
 aspect study's per-aspect preference and the similarity survey's mean per pair id, each
 equal to ppi_py 0.2.3 (lam tuned) on per-item units computed here; every item judged or no
 draw recorded gives its reason; the CSV has the rows and the HTML the interval plot."""

@@ -166,7 +166,8 @@ def test_metrics_and_judges_are_checked_against_the_task_and_the_kind(fake_llm, 
                          "input is LaMP-4: use rouge1, rougeL")
     assert errors[1].startswith("metrics: rouge-1: unknown metric (did you mean `rouge1`?); known: ")
     assert "egises_jsd" in errors[1] and "lamp_f1" in errors[1]
-    assert errors[2] == "judges: gmeba: unknown judge (did you mean `gemba`?); known: expert, gemba, geval, geval_prob, ip"
+    assert errors[2] == ("judges: gmeba: unknown judge (did you mean `gemba`?); known: expert, gemba, geval, "
+                         "geval_prob, ip")
     assert errors[3].startswith("judge_model: unknown model 'gpt-9'")
 
 

@@ -12,7 +12,7 @@ A report module has `build(inp) -> dict` (the report of interfaces.md) and optio
   after the picks, named as given;
 - `REPORT_SCHEMA`: {report key: JSON Schema} of the kind's own report keys (the API schema);
 - `ppi_quantities(inp) -> [Quantity]`: the human quantities an evaluator's predictions can
-  stand in for (report/ppi_quantities.py); build.py adds the `ppi` key from them.
+  stand in for (report/ppi/quantities.py); build.py adds the `ppi` key from them.
 BUILDERS (build.py) and KIND_SECTIONS (html.py) are derived from REPORT_MODULES. The kind
 names as constants (`ASPECT_PAIRWISE`, ...) come from here too (`__getattr__`).
 """

@@ -26,8 +26,8 @@ from ..common import (
 from ..inputs import Judgments, ReportInput
 from ..markup import Report, figure, interval, num, table
 from ..pair_units import pair_view
-from ..ppi_part import SCHEMA as PPI_SCHEMA
-from ..ppi_quantities import Quantity, pairwise
+from ..ppi.part import SCHEMA as PPI_SCHEMA
+from ..ppi.quantities import Quantity, pairwise
 from ..ranking import comparisons_of, human_part, ranking_part
 from ..systems import system_codes
 
@@ -151,7 +151,7 @@ def aspect_ranking(inp: ReportInput, rows: Judgments, systems: list[str]) -> dic
 
 def ppi_quantities(inp: ReportInput) -> list[Quantity]:
     """Per aspect, the Per-DOC preference of every system pair (`preference:<aspect>`: the
-    share of the human choices of a over b, report/ppi_quantities.py); predictions are the
+    share of the human choices of a over b, report/ppi/quantities.py); predictions are the
     evaluators' choices of the aspect (per annotator, averaged per item)."""
     return [q for key in aspect_keys(inp) for q in pairwise(inp, key, f"preference:{key}", metrics=False)]
 

@@ -14,7 +14,7 @@ from ..common import INTERVAL, NOMINAL, Question, clean, interval_keys, question
 from ..correlations import EXPERT_USEFULNESS, expert_usefulness
 from ..inputs import Judgments, ReportInput, to_float
 from ..pair_units import clusters_of
-from ..ppi_quantities import Quantity, pairwise
+from ..ppi.quantities import Quantity, pairwise
 
 EXPERT_METRIC = "expert"
 REPORT_SCHEMA = {

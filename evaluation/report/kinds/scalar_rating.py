@@ -33,8 +33,8 @@ from ..common import INTERVAL, Question, base_report, clean, interval_keys, ques
 from ..correlations import entry
 from ..inputs import Judgments, ReportInput, to_float
 from ..markup import Report, figure, interval, num, pval, table
-from ..ppi_part import SCHEMA as PPI_SCHEMA
-from ..ppi_quantities import Quantity, scalar
+from ..ppi.part import SCHEMA as PPI_SCHEMA
+from ..ppi.quantities import Quantity, scalar
 
 SCORE = "score"
 REVIEWER_AVG, ITEM_AVG = "reviewer_avg", "item_avg"
@@ -206,7 +206,7 @@ def build(inp: ReportInput) -> dict[str, Any]:
 
 
 def ppi_quantities(inp: ReportInput) -> list[Quantity]:
-    """The mean human score of each system (report/ppi_quantities.py)."""
+    """The mean human score of each system (report/ppi/quantities.py)."""
     item, _, score = human_scores(inp, Judgments.of(inp, inp.counted()))
     return scalar(inp, SCORE, item, score)
 

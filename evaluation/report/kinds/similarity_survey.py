@@ -22,8 +22,8 @@ from ..common import INTERVAL, Question, base_report, clean, clean_list, interva
 from ..correlations import similarity_correlations
 from ..inputs import Judgments, ReportInput, to_float
 from ..markup import Report, figure, flag, interval, num, rating_counts, table
-from ..ppi_part import SCHEMA as PPI_SCHEMA
-from ..ppi_quantities import Quantity, similarity
+from ..ppi.part import SCHEMA as PPI_SCHEMA
+from ..ppi.quantities import Quantity, similarity
 
 REFERENCE = "reference"
 SURVEY_QUESTION = "similarity"
@@ -209,7 +209,7 @@ def build(inp: ReportInput) -> dict[str, Any]:
 
 
 def ppi_quantities(inp: ReportInput) -> list[Quantity]:
-    """The mean similarity of each pair id (report/ppi_quantities.py)."""
+    """The mean similarity of each pair id (report/ppi/quantities.py)."""
     return similarity(inp, Judgments.of(inp, inp.counted()))
 
 

@@ -1,6 +1,6 @@
 """The report's `ppi` key (statistics.md, "Prediction-powered estimates"; docs/statistics.md,
 "Prediction-powered estimates in the report"): for every evaluator with predictions on the
-items of a human quantity (report/ppi_quantities.py), the classical estimate on the
+items of a human quantity (report/ppi/quantities.py), the classical estimate on the
 human-labeled items beside the prediction-powered one, both with 95% intervals.
 
 How the human items were drawn decides the estimator (ReportInput.item_offered /
@@ -25,9 +25,9 @@ from evaluation.prediction_powered.active_inference import METHOD as ACTIVE_METH
 from evaluation.prediction_powered.active_inference import active_mean
 from evaluation.prediction_powered.ppi import CLASSICAL_METHOD, CONSTANT, MIN_LABELED, PPI_METHOD, item_means, ppi_mean
 
-from .common import clean, clean_list
-from .inputs import ReportInput
-from .ppi_quantities import Quantity
+from ..common import clean, clean_list
+from ..inputs import ReportInput
+from .quantities import Quantity
 
 PPI_PLUS_PLUS = "PPI++ (power-tuned lambda), human items a uniform random subset"
 ACTIVE = "active inference (inverse-probability weights), human items drawn with unequal probabilities"
@@ -155,8 +155,8 @@ def csv_rows(report: dict[str, Any]) -> list[list[Any]]:
 def html_section(report: dict[str, Any]) -> str:
     """The HTML section: the table of every entry and, per evaluator and quantity with a
     PPI figure, the intervals of each target side by side (human only, human + judge)."""
-    from . import figures
-    from .markup import figure, interval, num, table
+    from .. import figures
+    from ..markup import figure, interval, num, table
 
     def cell(part: dict[str, Any]) -> str:
         return "–" if part["mean"] is None else f"{num(part['mean'])} {interval(part['ci95'])}"
