@@ -160,6 +160,11 @@ def test_pairwise_ppi_null_cases():
     from annotate.models import Judgment
     labeled_ids = set(Judgment.objects.filter(study=study).values_list("item__item_id", flat=True))
     Item.objects.filter(study=study).exclude(item_id__in=labeled_ids).delete()
+    # ... in a study that never drew its human items the report has no `ppi` key at all (an
+    # ordinary study: nothing to fold in) ...
+    assert "ppi" not in build_report(fetch_report_input(study))
+    # ... and in one that did, the entry says why there is no PPI figure
+    Item.objects.filter(study=study).update(offer_probability=1.0)
     entry = build_report(fetch_report_input(study))["ppi"]["gemba"]["win_rate"]["m1 vs m2"]
     assert entry["reason"] == "no unlabeled item: every item has human judgments, PPI adds nothing"
     assert entry["n_unlabeled"] == 0 and entry["classical"]["ci95"] is not None

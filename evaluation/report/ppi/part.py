@@ -5,7 +5,8 @@ human-labeled items beside the prediction-powered one, both with 95% intervals.
 
 How the human items were drawn decides the estimator (ReportInput.item_offered /
 item_offer_probability, from Item.offered / offer_probability):
-- every item of the quantity has human judgments: no unlabeled item, PPI adds nothing;
+- every item of the quantity has human judgments: no unlabeled item, PPI adds nothing (in a
+  study that did not draw its human items, the entry is left out altogether);
 - an item without a recorded probability: the human items were not drawn at random (null);
 - one probability for every item (`human_share`): PPI++ with power tuning (prediction_powered.ppi);
 - unequal probabilities (`judge_uncertain`): the inverse-probability-weighted (active
@@ -118,10 +119,17 @@ def _constant(p_item: np.ndarray, p_value: np.ndarray, items: np.ndarray) -> boo
 def ppi_keys(inp: ReportInput, quantities: list[Quantity]) -> dict[str, Any]:
     """{evaluator: {quantity name: {target: entry}}} over every quantity an evaluator has
     predictions on (evaluators and quantities in name order)."""
+    # A study that never drew its human items (no `human_share` / `judge_uncertain`) and whose
+    # humans judged every item of a quantity has nothing to fold in: no entry, rather than a
+    # row per evaluator saying so in every ordinary report.
+    drew = bool(np.isfinite(np.asarray(inp.item_offer_probability, dtype=float)).any()
+                or not np.asarray(inp.item_offered, dtype=bool).all())
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for q in quantities:
         for evaluator in sorted(q.predictions):
-            out.setdefault(evaluator, {}).setdefault(q.name, {})[q.target] = estimate(inp, q, evaluator)
+            entry = estimate(inp, q, evaluator)
+            if drew or entry.get("reason") != NO_UNLABELED:
+                out.setdefault(evaluator, {}).setdefault(q.name, {})[q.target] = entry
     return {e: {name: dict(sorted(by.items())) for name, by in sorted(qs.items())} for e, qs in sorted(out.items())}
 
 
