@@ -138,3 +138,39 @@ class AllShownKind(TwoCandidateKind):
 
     def key_help(self, config):
         return [("1 … 8", "choose the output at that position for the current question")]
+
+    # What the all-shown kinds share beyond the screen: the display, the example and the demo's items
+
+    def display(self, item_data, shown_order):
+        return {"input": item_data.get("input", ""), "reference": item_data.get("reference", ""),
+                "candidates": self.display_candidates(item_data, shown_order)}
+
+    def example_item(self, i):
+        """Item i of the example study: four outputs m1-m4; ROUGE-L ranks m1 > m2 > m3 > m4 on even i."""
+        scores = [0.4, 0.3, 0.2, 0.1] if i % 2 == 0 else [0.1, 0.4, 0.3, 0.2]
+        return {"item_id": f"ex-{i}", "input": f"Write a review of film {i}.",
+                "reference": f"My own review of film {i}.",
+                "candidates": [{"id": f"m{k}", "text": f"Response {k} to request {i}."} for k in range(1, 5)],
+                "metric_scores": {"rougeL": {f"m{k}": scores[k - 1] for k in range(1, 5)}}}
+
+    def demo_items(self, prefix: str, n_items: int, texts_of, gold) -> list[dict]:
+        """The demo study's item lines: `<prefix>-NN` for NN in 1..n_items from `texts_of(index)`
+        = (request, the user's own text, {system: text}), scored by unigram F1 against the
+        user's text; then `gold-<prefix>`, four outputs with the kind's `gold` answer."""
+        from annotate.studies.demo_data import unigram_f1
+
+        lines = []
+        for index in range(n_items):
+            request, own, texts = texts_of(index)
+            lines.append({"item_id": f"{prefix}-{index + 1:02d}", "input": request, "reference": own,
+                          "candidates": [{"id": system, "text": text} for system, text in texts.items()],
+                          "metric_scores": {"unigram_f1": {s: round(unigram_f1(t, own), 4) for s, t in texts.items()}},
+                          "meta": {"demo": True, "simulated": True}})
+        lines.append({"item_id": f"gold-{prefix}", "input": "Write a one-line reminder to buy milk.",
+                      "reference": "Buy milk on the way home.",
+                      "candidates": [{"id": "profile-rag", "text": "Buy milk on the way home."},
+                                     {"id": "bm25-k2", "text": "Remember to buy milk today."},
+                                     {"id": "no-profile", "text": "Milk is a dairy product."},
+                                     {"id": "generic-lm", "text": "The French Revolution began in 1789."}],
+                      "gold": gold, "meta": {"demo": True}})
+        return lines

@@ -121,45 +121,18 @@ class BestWorstKind(AllShownKind):
         return [("1 … 6", "pick the best output (by its place: 1 = Output A)"),
                 ("Q W E R T Y", "pick the worst output (Q = Output A)")]
 
-    def display(self, item_data, shown_order):
-        return {"input": item_data.get("input", ""), "reference": item_data.get("reference", ""),
-                "candidates": self.display_candidates(item_data, shown_order)}
-
     def example_header(self):
         return {"tuple_size": DEFAULT_TUPLE_SIZE}
-
-    def example_item(self, i):
-        """Item i of the example study: four outputs m1-m4; ROUGE-L ranks m1 > m2 > m3 > m4 on even i."""
-        scores = [0.4, 0.3, 0.2, 0.1] if i % 2 == 0 else [0.1, 0.4, 0.3, 0.2]
-        return {"item_id": f"ex-{i}", "input": f"Write a review of film {i}.",
-                "reference": f"My own review of film {i}.",
-                "candidates": [{"id": f"m{k}", "text": f"Response {k} to request {i}."} for k in range(1, 5)],
-                "metric_scores": {"rougeL": {f"m{k}": scores[k - 1] for k in range(1, 5)}}}
 
     # The demo: six systems in tuples of four, with simulated judgments ---------------------------
 
     def demo_batch(self):
-        from annotate.studies.demo_data import unigram_f1
-
         head = {"study": {"slug": self.demo_slug, "kind": self.name, "tuple_size": DEFAULT_TUPLE_SIZE,
                           "annotations_per_item": DEMO_ANNOTATORS + 3, "gold_rate": 0.0,
                           "title": "Best-worst scaling of six systems (demo; --simulated adds SIMULATED judgments)",
                           "instructions": DEMO_INSTRUCTIONS}}
-        lines = [head]
-        for index in range(DEMO_ITEMS):
-            request, own, texts = demo_texts(index)
-            lines.append({"item_id": f"bw-{index + 1:02d}", "input": request, "reference": own,
-                          "candidates": [{"id": system, "text": text} for system, text in texts.items()],
-                          "metric_scores": {"unigram_f1": {s: round(unigram_f1(t, own), 4) for s, t in texts.items()}},
-                          "meta": {"demo": True, "simulated": True}})
-        lines.append({"item_id": "gold-bw", "input": "Write a one-line reminder to buy milk.",
-                      "reference": "Buy milk on the way home.",
-                      "candidates": [{"id": "profile-rag", "text": "Buy milk on the way home."},
-                                     {"id": "bm25-k2", "text": "Remember to buy milk today."},
-                                     {"id": "no-profile", "text": "Milk is a dairy product."},
-                                     {"id": "generic-lm", "text": "The French Revolution began in 1789."}],
-                      "gold": {BEST: "profile-rag", WORST: "generic-lm"}, "meta": {"demo": True}})
-        return lines
+        return [head] + self.demo_items("bw", DEMO_ITEMS, demo_texts,
+                                        {BEST: "profile-rag", WORST: "generic-lm"})
 
     def demo_judgments(self) -> bytes:
         """A judgments CSV for the demo study (import_judgments): each item judged by

@@ -101,26 +101,12 @@ class RankingKind(AllShownKind):
             lines.append(("=", "put the focused output in the same rank as the one above (again: undo)"))
         return lines
 
-    def display(self, item_data, shown_order):
-        return {"input": item_data.get("input", ""), "reference": item_data.get("reference", ""),
-                "candidates": self.display_candidates(item_data, shown_order)}
-
     def example_header(self):
         return {}
-
-    def example_item(self, i):
-        """Item i of the example study: four outputs m1-m4; ROUGE-L ranks m1 > m2 > m3 > m4 on even i."""
-        scores = [0.4, 0.3, 0.2, 0.1] if i % 2 == 0 else [0.1, 0.4, 0.3, 0.2]
-        return {"item_id": f"ex-{i}", "input": f"Write a review of film {i}.",
-                "reference": f"My own review of film {i}.",
-                "candidates": [{"id": f"m{k}", "text": f"Response {k} to request {i}."} for k in range(1, 5)],
-                "metric_scores": {"rougeL": {f"m{k}": scores[k - 1] for k in range(1, 5)}}}
 
     # The demo: five systems ranked by simulated annotators ---------------------------------------
 
     def demo_batch(self):
-        from annotate.studies.demo_data import unigram_f1
-
         head = {"study": {"slug": self.demo_slug, "kind": self.name, "ties": True,
                           "annotations_per_item": DEMO_ANNOTATORS + 3, "gold_rate": 0.0,
                           "title": "Listwise ranking of five systems (demo; --simulated adds SIMULATED judgments)",
@@ -129,21 +115,8 @@ class RankingKind(AllShownKind):
                                            "outputs from the one closest to the user's own text to the one furthest "
                                            "from it: tap them in order, drag them, or move the focused one with the "
                                            "arrow keys. Two outputs that are equally good may share a rank.")}}
-        lines = [head]
-        for index in range(DEMO_ITEMS):
-            request, own, texts = demo_texts(index)
-            lines.append({"item_id": f"rank-{index + 1:02d}", "input": request, "reference": own,
-                          "candidates": [{"id": system, "text": text} for system, text in texts.items()],
-                          "metric_scores": {"unigram_f1": {s: round(unigram_f1(t, own), 4) for s, t in texts.items()}},
-                          "meta": {"demo": True, "simulated": True}})
-        lines.append({"item_id": "gold-rank", "input": "Write a one-line reminder to buy milk.",
-                      "reference": "Buy milk on the way home.",
-                      "candidates": [{"id": "profile-rag", "text": "Buy milk on the way home."},
-                                     {"id": "bm25-k2", "text": "Remember to buy milk today."},
-                                     {"id": "no-profile", "text": "Milk is a dairy product."},
-                                     {"id": "generic-lm", "text": "The French Revolution began in 1789."}],
-                      "gold": "profile-rag>bm25-k2>no-profile>generic-lm", "meta": {"demo": True}})
-        return lines
+        return [head] + self.demo_items("rank", DEMO_ITEMS, demo_texts,
+                                        "profile-rag>bm25-k2>no-profile>generic-lm")
 
     def demo_judgments(self) -> bytes:
         """A judgments CSV for the demo study (import_judgments): each item ranked by
