@@ -46,13 +46,16 @@ def system_table(part: Report, systems: dict[str, Any], name: str) -> str:
                     if e.get("ci_note")})
     detail = part.get("ranking_detail") or {}
     listwise = model_name(part) != "Bradley-Terry"
-    compares = ("the pairs implied by the rankings that held the system (every two outputs of a ranking are one "
+    # A kind whose comparisons are not its judgments says what they are (best-worst: implied pairs).
+    compares = (f"the pairs {detail['comparisons']}" if detail.get("comparisons") else
+                "the pairs implied by the rankings that held the system (every two outputs of a ranking are one "
                 "comparison, the higher wins, the same rank is a tie" if listwise else
                 "the judgments that showed the system (each judgment compares the two systems it showed")
     weighted = any(((s or {}).get("human") or {}).get("weighting") for s in systems.values())
     rate = (WEIGHTED_RATE if weighted else "win rate = (wins + ties/2) / comparisons, 95% CI: Wilson score interval "
             "over those comparisons (none from fewer than 5 items)")
-    caption = (f"{name}. comparisons: {compares}; a tie is half a win each); {rate}. strength: "
+    closing = "" if detail.get("comparisons") else ")"
+    caption = (f"{name}. comparisons: {compares}; a tie is half a win each{closing}; {rate}. strength: "
                f"{model_name(part)} log strength "
                "(mean 0 over the systems); its 95% CI and the rank interval: bootstrap over items "
                f"({detail.get('resamples', 2000)} resamples, seed {detail.get('seed', 0)}; "

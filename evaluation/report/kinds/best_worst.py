@@ -146,8 +146,8 @@ def build(inp: ReportInput) -> dict[str, Any]:
     report.update(majority_keys(majority, inp.item_ids))
     report["systems"] = systems_keys
     report.update(ranked)
-    report["ranking_detail"]["comparisons"] = ("implied by each screen: best > every other shown output, every "
-                                               "other shown output > worst (best > worst once); 2k - 3 from k shown")
+    report["ranking_detail"]["comparisons"] = ("implied by each screen (best > every other shown output, every "
+                                               "other shown output > worst, best > worst once: 2k - 3 from k shown)")
     report["correlations_ranking"] = correlations_ranking(
         ranked["ranking"], {m: {s: v["metrics"][m]["mean"] for s, v in systems_keys.items() if m in v["metrics"]}
                             for m in slots})
