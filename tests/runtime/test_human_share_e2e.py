@@ -99,6 +99,8 @@ def human_choice(item):
 
 @pytest.mark.model
 @pytest.mark.slow
+@pytest.mark.postgres("SmolLM2 writes and judges 340 outputs (~3 min); run once, in the PostgreSQL lane; "
+                      "human_share on SQLite: tests/test_human_items.py")
 def test_human_share_plan_judge_humans_report(settings, tmp_path):
     settings.HUMEVAL_GENERATION_CACHE = str(tmp_path / "generations.sqlite3")
     settings.HUMEVAL_PIPELINE_DIR = str(tmp_path / "work")
