@@ -8,7 +8,7 @@ seeds:
 - adaptive: evaluation.allocation.adaptive's rule (cold start to 10 per pair, then the pair with the
   largest expected reduction of the summed strength variance with probability
   1 - share + share / K, every other pair share / K).
-Per design: the report's ranking (evaluation.ranking.ranking: BT MLE, item bootstrap,
+Per design: the report's ranking (evaluation.bradley_terry.bt_ranking: BT MLE, item bootstrap,
 `--resamples`, default the report's 2,000) -> mean width of the strength intervals and
 their coverage of the true (centred) strengths; the Fisher-information sd at the true
 strengths and the realised counts (what the rule optimises); for the adaptive design the
@@ -41,7 +41,7 @@ from evaluation.allocation.adaptive import (  # noqa: E402
     pair_codes,
 )
 from evaluation.allocation.adaptive_simulation import simulate, true_win_rates  # noqa: E402
-from evaluation.ranking import ranking, win_matrix  # noqa: E402
+from evaluation.bradley_terry import bt_ranking, win_matrix  # noqa: E402
 
 
 def fluid_sd(theta, budget, rule, share=0.2, min_per_pair=10):
@@ -76,7 +76,7 @@ def design_figures(sim, theta, resamples):
     widths, hits, sds, refused = [], [], [], 0
     for k in range(sim.first.shape[1]):
         c = sim.study(k)
-        out = ranking(c, resamples=resamples)
+        out = bt_ranking(c, resamples=resamples)
         w = win_matrix(c)
         sds.append(np.sqrt(np.diag(constrained_covariance(information_matrix(w + w.T, theta)))).mean())
         if out["ranking"] is None or any(r["ci95"] is None for r in out["ranking"].values()):

@@ -2,7 +2,7 @@
 within 1.5x of the pairwise report): Plackett-Luce strengths + their item bootstrap
 (evaluation.screens.plackett_luce.plackett_luce: 2,000 resamples, seed 0) on N listwise judgments
 (full rankings of 4 systems, 5 annotators per item), against the pairwise Bradley-Terry
-ranking (evaluation.ranking.ranking, same bootstrap) of the same number N of pair judgments
+ranking (evaluation.bradley_terry.bt_ranking, same bootstrap) of the same number N of pair judgments
 (the same items, each judgment the implied comparison of one random pair of its ranking),
 and of all 6 N implied pairs, measured in the same run.
 
@@ -17,8 +17,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from evaluation.bradley_terry import Comparisons, bt_ranking  # noqa: E402
 from evaluation.rank_bootstrap import warm_up  # noqa: E402
-from evaluation.ranking import Comparisons, ranking  # noqa: E402
 from evaluation.screens.plackett_luce import Rankings, implied_comparisons, plackett_luce  # noqa: E402
 
 SYSTEMS = 4
@@ -65,8 +65,8 @@ def main():
     print(f"{args.judgments} rankings of {SYSTEMS} systems, {len(np.unique(r.item))} items; "
           f"{len(pairs1)} pair judgments; {len(pairs6)} implied pairs")
     t_pl, out = timed("Plackett-Luce strengths + item bootstrap", lambda: plackett_luce(r), args.repeats)
-    t_bt, _ = timed(f"Bradley-Terry, {len(pairs1)} pair judgments", lambda: ranking(pairs1), args.repeats)
-    t_bt6, _ = timed(f"Bradley-Terry, {len(pairs6)} implied pairs", lambda: ranking(pairs6), args.repeats)
+    t_bt, _ = timed(f"Bradley-Terry, {len(pairs1)} pair judgments", lambda: bt_ranking(pairs1), args.repeats)
+    t_bt6, _ = timed(f"Bradley-Terry, {len(pairs6)} implied pairs", lambda: bt_ranking(pairs6), args.repeats)
     print(f"ratio PL / BT (same number of judgments): {t_pl / t_bt:.2f}  (target <= 1.5)")
     print(f"ratio PL / BT (all implied pairs):        {t_pl / t_bt6:.2f}")
     print("strengths:", {s: round(e["strength"], 4) for s, e in out["ranking"].items()},

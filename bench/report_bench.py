@@ -394,7 +394,7 @@ def without_ranking():
     rows, Bradley-Terry and bootstrap, intransitivity, metrics vs ranking)."""
     import contextlib
 
-    from evaluation.ranking import Comparisons
+    from evaluation.bradley_terry import Comparisons
     from evaluation.report import choice as module
 
     empty = np.zeros(0, dtype=np.int64)
@@ -418,11 +418,11 @@ def without_ranking():
 
 def systems_run(sizes, repeat):
     """The 2- and 5-system reports in one run (module docstring, `--systems`)."""
+    from evaluation.bradley_terry import bt_ranking
     from evaluation.rank_bootstrap import warm_up
-    from evaluation.ranking import ranking
     from evaluation.report import build_report
     from evaluation.report.inputs import Judgments
-    from evaluation.report.ranking import comparisons_of
+    from evaluation.report.strengths import comparisons_of
     from evaluation.report.systems import system_codes
 
     print(f"statistics kernels compiled or loaded from numba's cache in {warm_up():.2f} s", flush=True)
@@ -441,7 +441,7 @@ def systems_run(sizes, repeat):
             rows = js.of_question("choice")
             names = [str(s) for s in system_codes(inp)[0].tolist()]
             compared, _ = comparisons_of(inp, rows, names)
-            alone = timed(lambda compared=compared: ranking(compared), repeat)
+            alone = timed(lambda compared=compared: bt_ranking(compared), repeat)
             report = build_report(inp)
             dropped = report["ranking_detail"].get("dropped_resamples")
             added = full[0] - bare[0]

@@ -471,7 +471,7 @@ def rank_stats_of_counts(cells: Cells, counts: np.ndarray) -> tuple[np.ndarray, 
 def weighted_profiles(counts: np.ndarray, indptr: np.ndarray, columns: np.ndarray, values: np.ndarray,
                        out: np.ndarray) -> None:
     """out[r] = sum_p counts[r, p] * W(profile p), the profiles' W as sparse rows (a profile
-    touches few cells): evaluation.ranking's item bootstrap. Compiled and without the GIL, so
+    touches few cells): evaluation.bradley_terry's item bootstrap. Compiled and without the GIL, so
     the draw's threads run it side by side (a BLAS product there would start threads inside
     threads)."""
     for r in range(counts.shape[0]):
@@ -493,7 +493,7 @@ def warm_up() -> float:
     rank_bootstrap(np.arange(30.0), np.arange(30.0) % 10, 4)
     draw_counts(np.array([2, 1]), 2)
     weighted_profiles(np.ones((1, 1), np.int64), np.array([0, 1], np.int64), np.zeros(1, np.int64),
-                      np.ones(1), np.zeros((1, 1)))  # evaluation.ranking's bootstrap sums
+                      np.ones(1), np.zeros((1, 1)))  # evaluation.bradley_terry's bootstrap sums
     for levels in (4, 10):
         cells = Cells(np.arange(30.0), np.arange(30.0) % levels)
         rank_stats_of_counts(cells, np.ones((2, len(cells.mult)), np.int32))

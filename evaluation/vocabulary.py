@@ -12,6 +12,10 @@ TIE = "tie"  # the answer "neither is better" when a study allows ties
 CHOICE_QUESTION = "choice"  # which candidate is better (the pairwise kinds)
 USEFULNESS_QUESTION = "usefulness"  # how useful the explanations were (the ExPerT explanation kind)
 
+# Report keys read outside the report: the systems' strengths, ranks and their intervals
+# (statistics.md, the Bradley–Terry section; the same key for every kind that orders systems).
+RANKED = "ranking"
+
 # Per-DOC story aspects: the questions of a Per-DOC aspects study without header `aspects`.
 DEFAULT_ASPECTS = (
     {"key": "interestingness", "question": "Which story plot is more interesting to you overall?"},

@@ -7,7 +7,7 @@ import pytest
 
 from annotate.models import Assignment
 from annotate.reports.data import study_report
-from evaluation.ranking import Comparisons, ranking
+from evaluation.bradley_terry import Comparisons, bt_ranking
 from tests.factories import make_judged_study
 
 SYSTEMS = ["x", "y", "z"]
@@ -53,7 +53,7 @@ def test_weighted_win_rates_by_hand_and_unweighted_strengths():
                         np.array([code[a] for _, _, (a, b), _, _ in ROWS]),
                         np.array([code[b] for _, _, (a, b), _, _ in ROWS]),
                         np.array([1.0 if won == a else 0.0 for _, _, (a, b), won, _ in ROWS]))
-    expected = ranking(plain)
+    expected = bt_ranking(plain)
     assert report["ranking"] == expected["ranking"]
     assert report["allocation"] == {
         "policy": "adaptive", "min_per_pair": 1, "n_shown": 5, "n": 5, "win_rates": "inverse-probability weighted",

@@ -23,7 +23,7 @@ RANKED = {"a": {"rank": 1, "rank_ci95": [1, 2]}, "b": {"rank": 2, "rank_ci95": [
     ({"separated": ["a", "c"]}, RANKED, True, "rank intervals a [1, 2] and c [3, 4] do not overlap"),
     ({"separated": ["b", "c"]}, RANKED, False, "rank intervals b [1, 3] and c [3, 4] overlap"),
     ({"separated": ["a", "zz"]}, RANKED, False, "no rank interval yet for zz"),
-    ("top_separated", None, False, "no ranking yet (see ranking_detail.reason)"),
+    ("top_separated", None, False, "no strengths yet (see ranking_detail.reason)"),
 ])
 def test_stop_status(stop_when, ranked, met, detail):
     got = stop_status(stop_when, ranked)

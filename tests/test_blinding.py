@@ -117,7 +117,7 @@ def form_answers(html, kind):
             fields[radios[0][0]] = str(int(radios[0][1]) + n % len(radios))
         else:
             choices.append({"id": radios[0][0], "options": [value for _, value in radios]})
-    for block in re.findall(r'<fieldset class="ranking.*?</fieldset>', html, re.S):  # a full order: its widget
+    for block in re.findall(r'<fieldset class="order-question.*?</fieldset>', html, re.S):  # a full order: its widget
         name = re.search(r'class="rank-value" name="([^"]+)"', block).group(1)
         choices.append({"id": name, "options": re.findall(r'data-token="([^"]+)"', block)})
     return {**fields, **get_kind(kind).example_answers(choices, 0)}

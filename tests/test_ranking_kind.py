@@ -123,7 +123,7 @@ def test_task_page_refuses_partial_repeated_and_foreign_orders():
     client = Client()
     client.force_login(user)
     html = client.post("/annotate/rank-page/next/", **HX).content.decode()
-    assert 'class="ranking' in html and "Output A" in html and "Output D" in html
+    assert 'class="order-question' in html and "Output A" in html and "Output D" in html
     assert not any(f'"{c}"' in html or f">{c}<" in html for c in IDS)  # tokens only
     field, shown = form_of(html)
     assert len(shown) == 4

@@ -96,7 +96,7 @@ def test_five_systems_ranked_in_json_csv_html():
 
     html = render(report, inp, "html")
     assert '<section id="systems">' in html and 'id="fig-systems-ranking"' in html and 'id="fig-systems-wins"' in html
-    assert 'role="img" aria-label="Ranking: ' in html
+    assert 'role="img" aria-label="Strengths: ' in html
 
 
 def test_dashboard_shows_the_ranking_and_the_system_table(client, settings):
@@ -109,9 +109,9 @@ def test_dashboard_shows_the_ranking_and_the_system_table(client, settings):
     page = client.get(f"/studies/{study.slug}/report-panel/")
     assert page.status_code == 200
     text = page.content.decode()
-    assert "Systems and ranking" in text and "strength 95% CI" in text and "fig-systems-ranking" in text
+    assert "Systems and strengths" in text and "strength 95% CI" in text and "fig-systems-ranking" in text
     page = client.get(f"/studies/{study.slug}/")
-    assert page.status_code == 200 and "Systems and ranking" in page.content.decode()
+    assert page.status_code == 200 and "Systems and strengths" in page.content.decode()
 
 
 def test_aspect_pairwise_ranks_per_aspect():

@@ -128,7 +128,7 @@ def test_hostile_titles_are_escaped_in_latex_and_the_methods_page(study, plain_h
     client.force_login(researcher)
     page = client.get(f"/studies/{SLUG}/methods/")
     assert page.status_code == 200
-    assert b"<script>alert(1)" not in page.content and b"System ranking" in page.content
+    assert b"<script>alert(1)" not in page.content and b"System strengths" in page.content
     download = client.get(f"/studies/{SLUG}/methods/?format=tex")
     assert download["Content-Disposition"] == f'attachment; filename="{SLUG}-methods.tex"'
     outsider = make_user("ann1", role="annotators")
@@ -165,7 +165,7 @@ def test_release_reads_back_with_the_consumers_library_and_leaks_no_identity(stu
         assert secret.encode() not in blob, secret
     assert b"sim-annotator" not in blob
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert card.startswith("---\npretty_name:") and "System ranking" in card
+    assert card.startswith("---\npretty_name:") and "System strengths" in card
 
 
 def test_release_imports_back_as_the_same_study(study, tmp_path):

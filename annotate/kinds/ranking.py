@@ -10,7 +10,7 @@ default) lets an annotator put outputs in one rank. A partial or repeated order,
 naming tokens of another screen, is refused at every door (page, API, import, gold).
 Stored answers must fit Judgment.value (200 characters): a batch is refused when an item's
 candidate ids, joined, would not fit, or when an id holds ">" or "=".
-The page: templates/annotate/_ranking.html with static/js/ranking.js (tap, drag, arrow
+The page: templates/annotate/_ranking.html with static/js/order_question.js (tap, drag, arrow
 keys). Report: evaluation.report.kinds.ranking (Plackett-Luce, Kendall's W).
 """
 import numpy as np
@@ -91,7 +91,7 @@ class RankingKind(AllShownKind):
         return out
 
     def option_keys(self, question_id, position, option):
-        return ()  # no key picks an output: the arrow keys move the focused one (static/js/ranking.js)
+        return ()  # no key picks an output: the arrow keys move the focused one (static/js/order_question.js)
 
     def key_help(self, config):
         lines = [("Tab", "go to an output"), ("Enter / Space", "put a not-yet-ranked output next in the ranking"),

@@ -2,7 +2,7 @@
 file gives itself win; `Design.fitted` says which values came from the pilot.
 
 Pairwise kinds: the systems' Bradley-Terry strengths and the position bias, both read from
-the pilot's own report (its ranking and its first-shown rate), never re-estimated here.
+the pilot's own report (its strengths and its first-shown rate), never re-estimated here.
 Scalar kinds: each system's mean score over its (item, annotator) ratings and `noise_sd` =
 the square root of the report's reviewer variance (the mean within-item variance of the
 ratings: annotators' tastes and noise together), from the rows the report counts
@@ -18,6 +18,7 @@ from annotate.models import Study
 from annotate.reports.data import fetch_report_input, study_report
 from evaluation.report.inputs import Judgments
 from evaluation.report.kinds import REPORT_MODULES
+from evaluation.vocabulary import RANKED
 
 from .design_spec import Design, DesignInvalid, scalar_kinds
 
@@ -37,11 +38,11 @@ def apply_pilot(design: Design, given: set[str]) -> Design:
 def _fit_pairwise(design: Design, given: set[str], study: Study) -> Design:
     report, _ = study_report(study)
     if "systems" not in given:
-        ranking = report.get("ranking")
-        if not isinstance(ranking, dict) or not ranking:
-            reason = report.get("ranking_detail", {}).get("reason") or report.get("reason") or "no ranking"
+        strengths = report.get(RANKED)
+        if not isinstance(strengths, dict) or not strengths:
+            reason = report.get("ranking_detail", {}).get("reason") or report.get("reason") or "no strengths"
             raise DesignInvalid([f"'pilot': study {design.pilot!r} gives no system strengths ({reason})"])
-        design.systems = {system: entry["strength"] for system, entry in ranking.items()}
+        design.systems = {system: entry["strength"] for system, entry in strengths.items()}
         design.fitted.append("systems")
     rate = (report.get("position_bias") or {}).get("first_shown_rate")
     if "position_bias" not in given and rate is not None and 0 < rate < 1:

@@ -4,7 +4,7 @@ Each simulated study is one run of the engine's rules (replay.ReplayEngine) over
 items that hold every system as a candidate, `annotators` annotators asking for work in a
 seeded random order until nothing is left for anyone; each shown pair is answered by the
 data-generating model below; then the report's own functions decide: the Bradley-Terry
-ranking with its item-bootstrap intervals (evaluation.ranking.ranking) and Krippendorff's
+strengths with their item-bootstrap intervals (evaluation.bradley_terry.bt_ranking) and Krippendorff's
 alpha with its interval (evaluation.alpha_ci). Nothing about the statistics is re-derived.
 
 Data-generating model, for annotator a judging system f (shown first) against s on item i:
@@ -15,10 +15,10 @@ logistic link is the annotator's noise; no ties.
 
 Targets (power = share of simulated studies meeting it, se = its Monte-Carlo standard error
 sqrt(p (1 - p) / n)):
-- win_rate {system, against}: on the judgments comparing the two, the report's ranking of
+- win_rate {system, against}: on the judgments comparing the two, the report's strengths of
   those two systems has an interval for `system`'s strength that excludes 0 (win rate 0.5);
   width in win-rate units, sigmoid(2 hi) - sigmoid(2 lo) (two strengths of mean 0).
-- rank_separation {a, b}: the ranking's rank intervals of a and b do not overlap; width =
+- rank_separation {a, b}: the strengths' rank intervals of a and b do not overlap; width =
   mean width of their strength intervals (log-strength units).
 - alpha_width {width}: alpha's 95% interval of the choice over (item, shown pair) units is
   at most `width` wide; width in alpha units.
@@ -38,7 +38,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from evaluation.alpha_ci import krippendorff_alpha_ci95
-from evaluation.ranking import Comparisons, ranking
+from evaluation.bradley_terry import Comparisons, bt_ranking
+from evaluation.vocabulary import RANKED
 
 from .design_spec import Design
 from .replay import ReplayEngine
@@ -104,13 +105,13 @@ def evaluate(target: dict, c: Comparisons, votes: np.ndarray) -> tuple[bool, flo
     test = target["test"]
     if test == "win_rate":
         against = target.get("against") or next(s for s in c.systems if s != target["system"])
-        result = ranking(_restrict(c, target["system"], against))["ranking"]
+        result = bt_ranking(_restrict(c, target["system"], against))[RANKED]
         ci = result and result[target["system"]]["ci95"]
         if not ci:
             return False, None
         return bool(ci[0] > 0 or ci[1] < 0), _sigmoid(2 * ci[1]) - _sigmoid(2 * ci[0])
     if test == "rank_separation":
-        result = ranking(c)["ranking"]
+        result = bt_ranking(c)[RANKED]
         if not result or not result[target["a"]]["rank_ci95"]:
             return False, None
         ra, rb = result[target["a"]]["rank_ci95"], result[target["b"]]["rank_ci95"]

@@ -22,6 +22,7 @@ from annotate.models import Participant
 from annotate.participants.recruitment import places_limit, recruits
 from annotate.reports.data import study_report
 from annotate.studies.allocation import allocation_text, is_adaptive
+from evaluation.vocabulary import RANKED
 
 FORMATS = ("md", "tex", "json")
 # Participant endings that exclude someone from the data, with the words a paper uses.
@@ -91,19 +92,19 @@ def _agreement(report):
 
 
 def _tables(report):
-    """The main results: the ranking (systems), metric alignment, and scalar evaluators."""
+    """The main results: the strengths (systems), metric alignment, and scalar evaluators."""
     tables = []
-    ranking = report.get("ranking")
-    if isinstance(ranking, dict) and ranking and all(isinstance(v, dict) for v in ranking.values()):
+    strengths = report.get(RANKED)
+    if isinstance(strengths, dict) and strengths and all(isinstance(v, dict) for v in strengths.values()):
         systems = report.get("systems") or {}
         rows = []
-        for system, entry in sorted(ranking.items(), key=lambda kv: (kv[1]["rank"], kv[0])):
+        for system, entry in sorted(strengths.items(), key=lambda kv: (kv[1]["rank"], kv[0])):
             human = (systems.get(system) or {}).get("human") or {}
             rows.append([system, entry["rank"], entry["rank_ci95"], entry["strength"], entry["ci95"],
                          human.get("win_rate"), human.get("ci95"), human.get("n")])
         detail = report.get("ranking_detail") or {}
         model = detail.get("model_name") or "Bradley-Terry"  # a listwise study's is Plackett-Luce
-        tables.append({"key": "ranking", "title": f"System ranking ({model}, log strengths, mean 0)",
+        tables.append({"key": RANKED, "title": f"System strengths ({model}, log strengths, mean 0)",
                        "columns": ["system", "rank", "rank 95% CI", "strength", "95% CI", "win rate", "95% CI", "n"],
                        "rows": rows, "note": f"Intervals: {detail.get('ci_method', '')}; "
                                              f"n = comparisons (judgments) of the system."})

@@ -10,7 +10,7 @@ same raw value gets the same verdict everywhere (docs/formats.md, "Answers"):
 - surrounding whitespace is ignored; an empty value is no answer;
 - a choice is one of the question's options (candidate ids, `tie` when allowed), given
   as text, or as a JSON number when the option is that number's shortest text (2, 2.0: "2");
-- a full order (a question with `"order": true`: the listwise ranking's) ranks every one of
+- a full order (a question with `"order": true`: the listwise rank order's) ranks every one of
   the question's options once, best first, as text `a>b=c>d` or as a JSON list (ties, where
   the question allows them, as lists inside it); it is stored as the text
   (evaluation.screens.answer_checks.order_answer); a partial or repeated order is refused;

@@ -1,6 +1,6 @@
 """The demo's one study with judgments: four systems compared in pairs, judged by twelve
 *simulated* annotators, so a researcher's first click shows a full report (agreement with
-intervals, the ranking with its forest plot and heat map, metric-vs-human correlations, the
+intervals, the strengths with its forest plot and heat map, metric-vs-human correlations, the
 datasheet) instead of empty pages.
 
 Nothing here pretends to be real: the study's title and instructions say "simulated", the

@@ -22,7 +22,7 @@ The rule (docs/statistics.md, "Adaptive allocation", says the same in words):
 `ipw_win_rates` weights each judgment by 1 / pi of its pair when it was drawn (Hajek: the
 weighted wins over the weights), which estimates the win rate a uniform choice of pairs
 would have; with equal pi it is the plain win rate. Bradley-Terry stays the unweighted MLE
-(`evaluation.ranking`): its likelihood is valid under a design that depends on past
+(`evaluation.bradley_terry`): its likelihood is valid under a design that depends on past
 outcomes only.
 """
 from typing import Any
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.bootstrap import RESAMPLES, bootstrap_interval, bootstrap_method, interval_refusal, ratio_samples
-from evaluation.ranking import Comparisons, fit_batch, win_matrix
+from evaluation.bradley_terry import Comparisons, fit_batch, win_matrix
 
 MIN_PER_PAIR = 10  # statistics.md: the cold start ends when every pair has this many comparisons
 UNIFORM_SHARE = 0.2  # share of the probability spread uniformly over all pairs (the floor is this / K)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.allocation.adaptive import MIN_PER_PAIR, UNIFORM_SHARE, pair_codes, pair_probabilities
-from evaluation.ranking import Comparisons
+from evaluation.bradley_terry import Comparisons
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ In an adaptive study each system's `human` row is the Hajek-weighted win rate
 (evaluation.allocation.adaptive.ipw_win_rates: a judgment weighs 1 / its pair's
 probability; interval: item bootstrap, weights fixed), labelled "inverse-probability
 weighted" in `weighting` and `ci_method`, with the plain one kept as `unweighted_*`; the
-Bradley-Terry ranking stays the unweighted MLE. When a judgment has no recorded probability
+Bradley-Terry strengths stays the unweighted MLE. When a judgment has no recorded probability
 (e.g. imported judgments) nothing is weighted and `weighting_reason` says why.
 
 The stopping guide (header `stop_when`, annotate/studies/allocation.py) is `allocation.stop`:
-{"target", "met", "detail"} from the ranking's rank intervals (bootstrap over items):
+{"target", "met", "detail"} from the strengths' rank intervals (bootstrap over items):
 "top_separated" is met when the top system's rank interval is [1, 1] (it excludes rank 2);
 {"separated": [a, b]} when the two systems' rank intervals do not overlap. The dashboard
 and the HTML report show it in the "Allocation and stopping" section with the judgments per
@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.ranking import Comparisons
+from evaluation.bradley_terry import Comparisons
+from evaluation.vocabulary import RANKED
 
 from .common import clean, clean_list
 from .inputs import Judgments, ReportInput
@@ -90,7 +91,7 @@ def allocation_key(inp: ReportInput, raw: Comparisons) -> dict[str, Any]:
 def allocation_part(inp: ReportInput, rows: Judgments, kept: np.ndarray, raw: Comparisons,
                     compared: Comparisons, systems: dict[str, Any], ranked: dict[str, Any] | None) -> dict[str, Any]:
     """The `allocation` key; in an adaptive study the `human` rows of `systems` weighted;
-    `ranked`: the report's `ranking` (its rank intervals decide the stopping target)."""
+    `ranked`: the report's strengths (vocabulary.RANKED; their rank intervals decide the stopping target)."""
     key = allocation_key(inp, raw)
     if key["policy"] == ADAPTIVE:
         key.update(weight_human_rows(systems, compared, comparison_probability(inp, rows, kept, raw)))
@@ -111,7 +112,7 @@ def stop_status(stop_when: Any, ranked: dict[str, Any] | None) -> dict[str, Any]
     """
     target = stop_when if isinstance(stop_when, str) else f"separated: {' vs '.join(stop_when['separated'])}"
     if not ranked:
-        return {"target": target, "met": False, "detail": "no ranking yet (see ranking_detail.reason)"}
+        return {"target": target, "met": False, "detail": "no strengths yet (see ranking_detail.reason)"}
     if stop_when == "top_separated":
         top = min(ranked, key=lambda s: (ranked[s]["rank"], s))
         ci = _interval(ranked[top])
@@ -156,7 +157,7 @@ def allocation_section(r: Report) -> str:
     if names:
         parts.append(table(["system"] + names, rows, f"Judgments per system pair (n = {num(alloc.get('n'))} "
                                                     f"judgments; {num(alloc.get('n_shown'))} assignments shown)."))
-    ranked = r.get("ranking") or {}
+    ranked = r.get(RANKED) or {}
     if ranked:
         order = sorted(ranked, key=lambda s: (ranked[s]["rank"], s))
         cells = {s: _interval(ranked[s]) for s in order}

@@ -1,6 +1,6 @@
 """The report of a choice between candidates (ExPerT Table 1), which the pairwise kinds'
 report modules build on: majority per item, metric alignment with Wilson intervals, McNemar
-+ Holm comparisons between metrics, win rates, the systems table and ranking, and
++ Holm comparisons between metrics, win rates, the systems table and strengths, and
 metric-vs-human correlations at item and system level. The alignment study's report is
 `build` on its `choice` question; the explanation and aspect studies add their own parts."""
 from collections.abc import Callable
@@ -11,7 +11,7 @@ import numpy as np
 
 from evaluation.alignment import TIE, alignment_of, compare_marks, decided, marks, win_rate_of
 from evaluation.vocabulary import CHOICE_QUESTION as CHOICE
-from evaluation.vocabulary import LOWER_IS_BETTER
+from evaluation.vocabulary import LOWER_IS_BETTER, RANKED
 
 from .allocation import allocation_part
 from .common import (
@@ -34,7 +34,7 @@ from .merged import credit_merged, identical_outputs, merged_wins, with_merged
 from .pair_units import pair_view
 from .ppi.part import SCHEMA as PPI_SCHEMA
 from .ppi.quantities import Quantity, pairwise
-from .ranking import compared_slots, comparisons_and_rows, correlations_ranking, human_part, ranking_part
+from .strengths import compared_slots, comparisons_and_rows, correlations_ranking, human_part, ranking_part
 from .systems import system_codes, system_wins, systems_table
 
 MISSING_PICKS = ("", "N/A")
@@ -63,10 +63,10 @@ REPORT_SCHEMA = {
                       "description": "a -> b -> times a beat b (ties 0.5); n per pair in pairwise_n."},
     "pairwise_n": {"type": "object", "additionalProperties": {"type": "object"},
                    "description": "a -> b -> comparisons of a with b."},
-    "ranking": {"type": "object", "nullable": True, "additionalProperties": {"type": "object"},
+    RANKED: {"type": "object", "nullable": True, "additionalProperties": {"type": "object"},
                 "description": "system id -> strength (Bradley-Terry, log, mean 0), ci95, rank, rank_ci95 "
                                "(bootstrap over items); null with `reason` when the strengths are not defined."},
-    "reason": {"type": "string", "description": "why `ranking` is null."},
+    "reason": {"type": "string", "description": "why the strengths are null."},
     "ranking_detail": {"type": "object", "description": "model, n_comparisons, n_clusters, resamples, seed, "
                                                         "dropped_resamples, ci_method, n_unpaired."},
     "intransitivity": {"type": "object", "description": "circular_triads, zeta (Kendall-Babington Smith), "
@@ -218,7 +218,7 @@ def choice_report(inp: ReportInput, questions: list[Question], extra_of: ExtraOf
                   ) -> tuple[dict[str, Any], Judgments, ReportInput]:
     """(base_report plus the pairwise keys of `choice`, counted judgment rows, the input they
     index: `inp`, or its (item, shown pair) units when an item has more than two candidates
-    (report/pair_units.py; the header, the per-system table and the ranking stay on the
+    (report/pair_units.py; the header, the per-system table and the strengths stay on the
     real items)). `extra_of`: the metrics from outside the items (ExPerT) of an input. The
     item correlations' bootstraps (compiled, without the GIL) start first, on a thread, and
     run beside everything else."""
@@ -241,7 +241,7 @@ def units_note(inp: ReportInput, view: ReportInput) -> dict[str, Any]:
             "n_unpaired_judgments": int(getattr(view, "n_unpaired_rows", 0)),
             "note": ("items hold more than two candidates: majority, alignment, metric picks, item-level "
                      "correlations, agreement and annotator statistics read each (item, shown pair) as a unit; "
-                     "the per-system table and the ranking read the judgments and resample the items; coverage "
+                     "the per-system table and the strengths read the judgments and resample the items; coverage "
                      "counts items (every candidate scored), as the score job does")}
 
 
@@ -249,7 +249,7 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
                 real: ReportInput | None = None, extra_of: ExtraOf | None = None) -> dict[str, Any]:
     """The pairwise keys of interfaces.md for the `choice` question; the item correlations
     come from `correlations`. `inp`/`js`/`scores`: the units (pair_view); `real`: the
-    study's items when they differ (the per-system table and the ranking)."""
+    study's items when they differ (the per-system table and the strengths)."""
     real = inp if real is None else real
     rows = question_rows(js, CHOICE)
     result = item_majority(rows, inp.n_items, inp.value_names, inp.min_votes)
@@ -276,7 +276,7 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
     for system, human in human_part(compared).items():
         systems_keys[system]["human"] = human
     ranked = ranking_part(compared, n_unpaired)
-    allocation = (allocation_part(real, real_rows, kept, raw, compared, systems_keys, ranked["ranking"])
+    allocation = (allocation_part(real, real_rows, kept, raw, compared, systems_keys, ranked[RANKED])
                   if real.allocation else None)
     if every is inp:
         systems = system_correlations_part(inp, list(systems_keys), wins, oriented(scores))
@@ -296,7 +296,7 @@ def choice_keys(inp: ReportInput, js: Judgments, scores: Scores, correlations: F
         "systems": systems_keys,
         **ranked,
         "correlations_ranking": correlations_ranking(
-            ranked["ranking"], {m: {s: v["metrics"][m]["mean"] for s, v in systems_keys.items() if m in v["metrics"]}
+            ranked[RANKED], {m: {s: v["metrics"][m]["mean"] for s, v in systems_keys.items() if m in v["metrics"]}
                                 for m in slots}),
     }
     if allocation is not None:

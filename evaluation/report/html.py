@@ -5,6 +5,8 @@ that would mean nothing (no data, or nothing defined) is replaced by a sentence 
 from html import escape
 from typing import Any
 
+from evaluation.vocabulary import RANKED
+
 from . import figures, ip_probe, retest
 from .allocation import allocation_section
 from .kinds import REPORT_MODULES
@@ -306,10 +308,10 @@ def report_fragment(report: Report, inp: Any = None) -> str:
     parts = [summary_section(report), agreement_section(report)]
     if "alignment" in report:
         parts.append(alignment_section(report))
-    if "ranking" in report:
+    if RANKED in report:
         parts.append(systems_section(report))
         parts.append(allocation_section(report))
-    elif any("ranking" in a for a in (report.get("aspects") or {}).values() if isinstance(a, dict)):
+    elif any(RANKED in a for a in (report.get("aspects") or {}).values() if isinstance(a, dict)):
         parts.append(aspects_ranking_section(report))
     if "coverage" in report or report.get("warnings"):
         parts.append(coverage_section(report))

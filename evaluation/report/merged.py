@@ -1,7 +1,7 @@
 """Merged candidates: one shown output standing for several systems whose outputs were
 identical (a plan's batch: models_runtime/plan_support/plan_kinds.py, candidate key `also_systems`).
 
-The annotator saw the output once; the per-system table and the ranking credit it to every
+The annotator saw the output once; the per-system table and the strengths credit it to every
 system it stands for:
 
 - `with_merged`: the input with each standing-for system added to its item as a candidate
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.ranking import Comparisons
+from evaluation.bradley_terry import Comparisons
 from evaluation.vocabulary import TIE
 
 from .inputs import ReportInput, objects

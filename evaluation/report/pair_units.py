@@ -13,7 +13,7 @@ one pair), else it is left out. Items with at most two candidates stay one unit 
 their own id; a study where every item has at most two candidates is returned unchanged,
 so its report does not move. Units of a pair are named "<item id> [<a> vs <b>]".
 
-Header counts, the per-system table and the ranking read the real items (the ranking's
+Header counts, the per-system table and the strengths read the real items (the strengths'
 bootstrap resamples items, never units).
 """
 from typing import Any

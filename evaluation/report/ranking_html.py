@@ -1,4 +1,4 @@
-"""The ranking and the per-system table in the HTML report (and the dashboard, which shows
+"""The strengths and the per-system table in the HTML report (and the dashboard, which shows
 the same fragment): a paper's system table (human win rate with its interval, the
 Bradley-Terry strength and rank with theirs, each metric's mean on the same items), the
 strengths as a forest plot, the win matrix as a heat map with the counts as a table
@@ -7,34 +7,36 @@ has a text alternative; the tables are the fallback."""
 from html import escape
 from typing import Any
 
+from evaluation.vocabulary import RANKED
+
 from . import figures
 from .markup import Report, figure, interval, num, pval, table
 
 
 def model_name(part: Report) -> str:
-    """The strength model's name (a kind whose ranking is not Bradley-Terry's names its own
-    in `ranking_detail.model_name`: Plackett-Luce for listwise rankings)."""
+    """The strength model's name (a kind whose strengths is not Bradley-Terry's names its own
+    in `ranking_detail.model_name`: Plackett-Luce for listwise rank orders)."""
     return (part.get("ranking_detail") or {}).get("model_name") or "Bradley-Terry"
 
 
 def _systems(part: Report) -> list[str]:
-    """Systems in rank order when there is a ranking, else in name order."""
-    ranking = part.get("ranking")
+    """Systems in rank order when there is an order, else in name order."""
+    strengths = part.get(RANKED)
     names = list(part.get("pairwise_wins") or {})
-    if ranking:
-        names = sorted(ranking, key=lambda s: (-ranking[s]["strength"], s))
+    if strengths:
+        names = sorted(strengths, key=lambda s: (-strengths[s]["strength"], s))
     return names
 
 
 def system_table(part: Report, systems: dict[str, Any], name: str) -> str:
     """The per-system table: one row per system, in rank order."""
-    ranking = part.get("ranking") or {}
+    strengths = part.get(RANKED) or {}
     order = _systems(part) or sorted(systems)
     metrics = sorted({m for s in systems.values() for m in (s.get("metrics") or {})})
     rows, metric_rows = [], []
     for system in order:
         human = (systems.get(system) or {}).get("human") or {}
-        ranked = ranking.get(system) or {}
+        ranked = strengths.get(system) or {}
         rank_ci = ranked.get("rank_ci95")
         row: list[Any] = [system, human.get("n"), human.get("wins"), human.get("ties"), human.get("win_rate"),
                           interval(human.get("ci95")), ranked.get("strength"), interval(ranked.get("ci95")),
@@ -48,7 +50,7 @@ def system_table(part: Report, systems: dict[str, Any], name: str) -> str:
     listwise = model_name(part) != "Bradley-Terry"
     # A kind whose comparisons are not its judgments says what they are (best-worst: implied pairs).
     compares = (f"the pairs {detail['comparisons']}" if detail.get("comparisons") else
-                "the pairs implied by the rankings that held the system (every two outputs of a ranking are one "
+                "the pairs implied by the strengthss that held the system (every two outputs of an order are one "
                 "comparison, the higher wins, the same rank is a tie" if listwise else
                 "the judgments that showed the system (each judgment compares the two systems it showed")
     weighted = any(((s or {}).get("human") or {}).get("weighting") for s in systems.values())
@@ -94,29 +96,29 @@ def win_matrix_table(part: Report) -> str:
 
 
 def ranking_block(part: Report, prefix: str, title: str) -> str:
-    """The ranking of one choice question (`part`: the report, or one aspect of it)."""
+    """The strengths of one choice question (`part`: the report, or one aspect of it)."""
     names = _systems(part)
-    ranking = part.get("ranking")
+    strengths = part.get(RANKED)
     detail = part.get("ranking_detail") or {}
     n_comp, n_items = detail.get("n_comparisons", detail.get("n_rankings", 0)), detail.get("n_clusters", 0)
-    unit = "ranking" if "n_rankings" in detail else "comparison"
+    unit = "ranked list" if "n_rankings" in detail else "comparison"
     if not n_comp:
-        return f'<p id="{prefix}-ranking" class="no-figure">No ranking: no judgment compares two systems yet.</p>'
+        return f'<p id="{prefix}-{RANKED}" class="no-figure">No strengths: no judgment compares two systems yet.</p>'
     out = []
-    if ranking:
-        cis = [ranking[s].get("ci95") or [None, None] for s in names]
-        svg = figures.forest(f"{prefix}-ranking", names, [ranking[s]["strength"] for s in names],
+    if strengths:
+        cis = [strengths[s].get("ci95") or [None, None] for s in names]
+        svg = figures.forest(f"{prefix}-{RANKED}", names, [strengths[s]["strength"] for s in names],
                              [c[0] for c in cis], [c[1] for c in cis], f"{model_name(part)} log strength (mean 0)")
-        alt = "Ranking: " + "; ".join(f"{s} strength {num(ranking[s]['strength'])} 95% CI "
-                                      f"{interval(ranking[s].get('ci95'))}" for s in names)
-        out.append(figure(f"{prefix}-ranking", svg,
+        alt = "Strengths: " + "; ".join(f"{s} strength {num(strengths[s]['strength'])} 95% CI "
+                                      f"{interval(strengths[s].get('ci95'))}" for s in names)
+        out.append(figure(f"{prefix}-{RANKED}", svg,
                           f"{title}: {model_name(part)} strength of each system (log scale, mean 0; unit = judgment, "
                           f"n = {n_comp} {unit}s on {n_items} items), strongest on top. Lines: 95% interval, "
                           f"bootstrap over items ({detail.get('resamples', 2000)} resamples, seed 0; "
                           f"{detail.get('dropped_resamples', 0)} dropped). Dashed line: the average system.", alt))
     else:
         reason = part.get("reason") or detail.get("reason") or "no comparisons"
-        out.append(f'<p id="{prefix}-ranking" class="no-figure">No ranking: {escape(str(reason))}.</p>')
+        out.append(f'<p id="{prefix}-{RANKED}" class="no-figure">No strengths: {escape(str(reason))}.</p>')
     wins = part.get("pairwise_wins") or {}
     if len(names) >= 2:
         shares, counts = [], []
@@ -134,7 +136,7 @@ def ranking_block(part: Report, prefix: str, title: str) -> str:
         out.append(figure(f"{prefix}-wins", svg,
                           f"{title}: share of the comparisons between two systems won by the row's system (a tie "
                           f"= half; unit = comparison, n = {n_text} per pair, {round(sum(counts) / 2)} in all; no "
-                          "interval: see the ranking's). Empty: never compared. Counts in the table below.",
+                          "interval: see the strengths'). Empty: never compared. Counts in the table below.",
                           "Win matrix: " + "; ".join(f"{a} vs {b}: {num(s)}" for a, row in zip(names, shares)
                                                      for b, s in zip(names, row) if s is not None)))
         out.append(win_matrix_table(part))
@@ -157,7 +159,7 @@ def correlations_ranking_table(r: Report) -> str:
         return ""
     rows = [(m, e["n"], e["kendall"]["r"], pval(e["kendall"]["p_value"]), e["kendall"].get("p_method") or "–")
             for m, e in entries.items()]
-    return ("<h3>Metrics against the human ranking</h3>"
+    return ("<h3>Metrics against the human strengths</h3>"
             + table(["metric", "systems", "Kendall tau-b", "p", "p method"], rows,
                     "Kendall tau-b between each metric's system means (on the items of each system's human row; "
                     f"lower-is-better metrics negated) and the {model_name(r)} strengths; unit = system, n = systems; "
@@ -170,10 +172,10 @@ WEIGHTED_RATE = ("win rate: inverse-probability weighted (Hajek; adaptive alloca
 
 
 def systems_section(r: Report) -> str:
-    """The Systems section of a pairwise report (kinds with a `ranking` key)."""
-    if "ranking" not in r:
+    """The Systems section of a pairwise report (kinds whose report has strengths)."""
+    if RANKED not in r:
         return ""
-    return ('<section id="systems"><h2>Systems and ranking</h2>' + identical_outputs_note(r)
+    return ('<section id="systems"><h2>Systems and strengths</h2>' + identical_outputs_note(r)
             + system_table(r, r.get("systems") or {}, "Per-system table")
             + ranking_block(r, "fig-systems", "Ranking") + correlations_ranking_table(r) + "</section>")
 
@@ -193,15 +195,15 @@ def identical_outputs_note(r: Report) -> str:
 
 
 def aspects_ranking_section(r: Report) -> str:
-    """One ranking per aspect (a kind with aspects: Per-DOC)."""
+    """The strengths per aspect (a kind with aspects: Per-DOC)."""
     aspects = r.get("aspects") or {}
     parts = []
     for k, (key, part) in enumerate(aspects.items()):
-        if "ranking" not in part:
+        if RANKED not in part:
             continue
         compared = (part.get("ranking_detail") or {}).get("n_comparisons", 0)
         parts.append(f"<h3>{escape(str(key))}</h3>"
                      + (system_table(part, part.get("systems") or {}, f"Systems: {key}") if compared else "")
                      + ranking_block(part, f"fig-aspect{k}", f"Ranking on {key}"))
-    return ('<section id="systems"><h2>Systems and ranking per aspect</h2>' + "".join(parts) + "</section>"
+    return ('<section id="systems"><h2>Systems and strengths per aspect</h2>' + "".join(parts) + "</section>"
             if parts else "")

@@ -9,7 +9,7 @@ each metric's mean score with a 95% confidence interval, and its human win rate.
 - win rate: wins / decided, over the items whose human majority picked a candidate (ties
   and items without a majority are left out) and that show this system.
 - the metric means are over the same items as the system's human row (its items with a
-  human comparison of it: report/ranking.py) when the study has any human comparison;
+  human comparison of it: report/strengths.py) when the study has any human comparison;
   `n_scored` counts every item where the system has a score (the score job's rows) and
   `n_note` says so when the mean's n is smaller;
   an interval is clipped to the metric's scale where it is known (vocabulary.METRIC_SCALES),

@@ -16,6 +16,7 @@ import numpy as np
 
 from evaluation.csv_cells import SafeWriter
 from evaluation.majority import majority_labels
+from evaluation.vocabulary import RANKED
 
 from .inputs import ReportInput
 from .kinds import REPORT_MODULES
@@ -104,7 +105,7 @@ SYSTEMS_HEADER = ["systems_table", "aspect", "system", "measure", "value", "ci95
 
 def _system_rows(aspect: str, part: dict[str, Any], systems: dict[str, Any]) -> list[list[Any]]:
     """Rows of one per-system table: human win rate, wins, ties, strength, rank, each metric."""
-    ranking = part.get("ranking") or {}
+    strengths = part.get(RANKED) or {}
     rows = []
 
     def row(system: str, measure: str, value: Any, ci: Any = None, n: Any = None, clusters: Any = None,
@@ -113,7 +114,7 @@ def _system_rows(aspect: str, part: dict[str, Any], systems: dict[str, Any]) -> 
         rows.append(["systems", aspect, system, measure] + ["" if v is None else v
                                                            for v in (value, lo, hi, n, clusters, method, note)])
 
-    names = sorted(ranking, key=lambda s: (-ranking[s]["strength"], s)) if ranking else sorted(systems)
+    names = sorted(strengths, key=lambda s: (-strengths[s]["strength"], s)) if strengths else sorted(systems)
     strength = (part.get("ranking_detail") or {}).get("strength_measure") or "bradley_terry_strength"
     for system in names:
         entry = systems.get(system) or {}
@@ -123,13 +124,13 @@ def _system_rows(aspect: str, part: dict[str, Any], systems: dict[str, Any]) -> 
                 human.get("n_clusters"), human.get("ci_method"), human.get("ci_reason"))
             row(system, "human_wins", human.get("wins"), n=human.get("n"))
             row(system, "human_ties", human.get("ties"), n=human.get("n"))
-        ranked = ranking.get(system)
+        ranked = strengths.get(system)
         if ranked:
             row(system, strength, ranked["strength"], ranked.get("ci95"), None,
                 ranked.get("n_clusters"), ranked.get("ci_method"), ranked.get("ci_reason"))
             row(system, "rank", ranked["rank"], ranked.get("rank_ci95"), None, ranked.get("n_clusters"),
                 (part.get("ranking_detail") or {}).get("rank_ci_method"), ranked.get("ci_reason"))
-        elif not ranking and part.get("reason"):
+        elif not strengths and part.get("reason"):
             row(system, strength, None, note=part.get("reason"))
         bws = entry.get("bws")  # best-worst scaling (a kind whose report counts bws)
         if bws:
@@ -143,11 +144,11 @@ def _system_rows(aspect: str, part: dict[str, Any], systems: dict[str, Any]) -> 
 
 def system_rows(report: dict[str, Any]) -> list[list[Any]]:
     """The per-system table of a pairwise report (empty for other kinds)."""
-    if "ranking" in report:
+    if RANKED in report:
         return _system_rows("", report, report.get("systems") or {})
     rows = []
     for key, part in (report.get("aspects") or {}).items():
-        if isinstance(part, dict) and "ranking" in part:
+        if isinstance(part, dict) and RANKED in part:
             rows += _system_rows(str(key), part, part.get("systems") or {})
     return rows
 

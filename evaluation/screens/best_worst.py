@@ -1,4 +1,4 @@
-"""Best-worst scaling (statistics.md, "Best-worst and listwise ranking"; issue 33).
+"""Best-worst scaling (statistics.md, the best-worst and listwise section; issue 33).
 
 One row per best-worst judgment: the item (the cluster), the annotator, the systems shown
 (a tuple of 3-6, or all of the item's candidates) and the systems picked best and worst.
@@ -11,8 +11,8 @@ One row per best-worst judgment: the item (the cluster), the annotator, the syst
   system was shown, no interval below 5 of them.
 - `implied_comparisons` / `bws_ranking`: each judgment implies "best beat every other
   shown system" and "every other shown system beat worst" (best over worst once, not twice:
-  2k - 3 comparisons from a tuple of k); the Bradley-Terry ranking of those comparisons is
-  evaluation.ranking.ranking (same model, item bootstrap and rank intervals as the
+  2k - 3 comparisons from a tuple of k); the Bradley-Terry strengths of those comparisons is
+  evaluation.bradley_terry.bt_ranking (same model, item bootstrap and rank intervals as the
   pairwise kinds).
 - `split_half`: the annotators are shuffled (numpy default_rng(seed 0), one permutation
   per split, 100 splits) and cut into two halves (the first floor(A / 2) and the rest);
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.bootstrap import RESAMPLES, bootstrap_interval, bootstrap_method, interval_refusal, ratio_samples
-from evaluation.ranking import Comparisons, ranking
+from evaluation.bradley_terry import Comparisons, bt_ranking
 
 SPLITS = 100
 
@@ -115,8 +115,8 @@ def implied_comparisons(bw: BestWorst) -> Comparisons:
 
 
 def bws_ranking(bw: BestWorst, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Any]:
-    """evaluation.ranking.ranking of the implied comparisons, with `detail.implied_pairs`."""
-    out = ranking(implied_comparisons(bw), resamples, seed)
+    """evaluation.bradley_terry.bt_ranking of the implied comparisons, with `detail.implied_pairs`."""
+    out = bt_ranking(implied_comparisons(bw), resamples, seed)
     out["detail"]["implied_pairs"] = "best > every other shown; every other shown > worst (best > worst once)"
     return out
 

@@ -1,14 +1,14 @@
-"""Plackett-Luce strengths from listwise rankings (statistics.md, "Best-worst and listwise
-ranking"; issue 33), with the item bootstrap and rank intervals of evaluation.ranking.
+"""Plackett-Luce strengths from listwise rank orders (statistics.md, the best-worst and listwise
+section; issue 33), with the item bootstrap and rank intervals of evaluation.bradley_terry.
 
-A ranking lists an item's outputs best first as groups of systems; a group of two or more
-is a tie. Each ranking is a sequence of Luce choices, "system c is picked first from the
+An order lists an item's outputs best first as groups of systems; a group of two or more
+is a tie. Each order is a sequence of Luce choices, "system c is picked first from the
 set A" with a weight w, and the log-likelihood of strengths theta (log scale) is
 
     sum over choices  w * (theta_c - log sum_{a in A} e^theta_a)
 
 (a choice from a set of one says nothing and is left out). Without ties, position j of a
-ranking is one choice (weight 1) of its system from the systems at positions >= j: the
+order is one choice (weight 1) of its system from the systems at positions >= j: the
 Plackett-Luce likelihood, the one `choix.opt_rankings` maximises.
 
 Ties: Luce's rule for tied ranks, as this project applies it. A tied group G (g systems)
@@ -19,17 +19,17 @@ closed form: for every subset T of G (t = |T| >= 1) and every c in T, the choice
 T + B with weight 1 / (t * C(g, t)) (T is the part of G not yet placed, uniform over the
 t-subsets; c is placed next, uniform over T). A group of 8 gives 2^8 subsets, not 8!.
 
-Sufficient statistics (per item, summed over its rankings): the weight of each choice cell
+Sufficient statistics (per item, summed over its strengthss): the weight of each choice cell
 (set A, system c picked from it), from which won[c] (choice weight of c), n[A] (choice
 weight from A) and beats[c, a] (weight of c picked from a set holding a) follow.
 The maximum exists and is unique exactly when the graph c -> a (beats[c, a] > 0) is
-strongly connected (Hunter 2004), else the ranking is null with
-evaluation.ranking.undefined_reason. Newton's method as evaluation.ranking.fit_batch: the
+strongly connected (Hunter 2004), else the strengths is null with
+evaluation.bradley_terry.undefined_reason. Newton's method as evaluation.bradley_terry.fit_batch: the
 Hessian is sum_A n[A] (diag p_A - p_A p_A^T), p_A the choice probabilities in A; the
 all-ones direction is pinned (mean 0); a step that lowers the likelihood is halved; until
 no strength moves by 1e-12.
 
-Intervals: evaluation.ranking's item bootstrap (steps 1-5 of its docstring) with these
+Intervals: evaluation.bradley_terry's item bootstrap (steps 1-5 of its docstring) with these
 statistics in place of the win matrix: items with equal statistics are one profile,
 resample r sums draw_counts(mult, 2000, seed 0)[r] times the profiles, a resample whose
 beats graph is not strongly connected is dropped and counted.
@@ -37,8 +37,8 @@ beats graph is not strongly connected is dropped and counted.
 Kendall's W: per item with >= 2 rankings (all of the same outputs, n >= 2), ranks R_ij
 (tied outputs share their mean position), W = 12 S / (m^2 (n^3 - n) - m sum_j T_j) with
 S = sum_i (R_i - m (n + 1) / 2)^2, R_i the rank sum of output i over the m rankings and
-T_j = sum over the tied groups of ranking j of (t^3 - t) (Kendall's tie correction; 0
-without ties). An item where every ranking is one tie (denominator 0) has no W and is
+T_j = sum over the tied groups of order j of (t^3 - t) (Kendall's tie correction; 0
+without ties). An item where every order is one tie (denominator 0) has no W and is
 counted in `n_items_undefined`. Reported: the mean over items with its n and the report's
 bootstrap interval over items.
 """
@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.bootstrap import bootstrap_method, clustered_mean
-from evaluation.ranking import (
+from evaluation.bradley_terry import (
     MAX_STEPS,
     RANK_METHOD,
     RESAMPLES,
@@ -65,15 +65,16 @@ from evaluation.ranking import (
     strength_table,
     undefined_reason,
 )
+from evaluation.vocabulary import RANKED
 
 MODEL = ("Plackett-Luce maximum likelihood (log strengths, mean 0; a tied group counts as all its orders, "
          "each with weight 1/g!)")
-Order = Sequence[Sequence[int]]  # one ranking: groups of system codes, best first
+Order = Sequence[Sequence[int]]  # one order: groups of system codes, best first
 
 
 @dataclass(frozen=True)
 class Rankings:
-    """One row per ranking judgment: `item` (int cluster code), `orders[j]` its groups of
+    """One row per order judgment: `item` (int cluster code), `orders[j]` its groups of
     system codes (into `systems`), best first; a group of two or more is a tie. Rankings
     without ties, all of one length, may come as an int array (J, k) instead (no Python
     loop over them)."""
@@ -93,7 +94,7 @@ class Rankings:
 
 
 def choice_template(group_sizes: tuple[int, ...]) -> list[tuple[tuple[int, ...], int, int, int]]:
-    """The Luce choices of a ranking shape (its group sizes, best first) over positions:
+    """The Luce choices of an order shape (its group sizes, best first) over positions:
     (positions of the set, position picked, weight numerator, weight denominator), sets of
     one left out (module docstring).
 
@@ -149,7 +150,7 @@ class ChoiceStats:
 
 
 def choice_stats(r: Rankings) -> ChoiceStats:
-    """The items' choice cells (module docstring), built per ranking shape with NumPy (one
+    """The items' choice cells (module docstring), built per order shape with NumPy (one
     template of choices per shape)."""
     s = len(r.systems)
     placed_of: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}  # shape: (judgments, placed systems)
@@ -256,9 +257,9 @@ def strengths(r: Rankings) -> np.ndarray | None:
 
 
 def plackett_luce(r: Rankings, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Any]:
-    """{"ranking": {system: {"strength", "ci95", "rank", "rank_ci95", "ci_method",
+    """{RANKED: {system: {"strength", "ci95", "rank", "rank_ci95", "ci_method",
     "n_clusters", "dropped_resamples", "ci_reason"?}} or None, "reason"?, "detail": {...}}:
-    the `ranking` kind's report entry (module docstring; the shape of the pairwise kinds')."""
+    the listwise kind's report entry (module docstring; the shape of the pairwise kinds')."""
     cs = choice_stats(r)
     s = len(r.systems)
     won, n, beats = cs.stats(cs.table.sum(axis=0, keepdims=True))
@@ -268,7 +269,7 @@ def plackett_luce(r: Rankings, resamples: int = RESAMPLES, seed: int = 0) -> dic
                               "ci_method": bootstrap_method("items", resamples, seed), "rank_ci_method": RANK_METHOD}
     reason = undefined_reason(beats[0], r.systems)
     if reason is not None:
-        return {"ranking": None, "reason": reason, "detail": detail}
+        return {RANKED: None, "reason": reason, "detail": detail}
     theta = fit_batch(won, n, cs.sets, np.zeros((1, s)))[0]
 
     def draw() -> np.ndarray:
@@ -285,8 +286,8 @@ def plackett_luce(r: Rankings, resamples: int = RESAMPLES, seed: int = 0) -> dic
 
 
 def implied_comparisons(r: Rankings) -> Comparisons:
-    """Every pair of systems in each ranking as one comparison (the higher one wins; the
-    same group is a tie, credit 0.5): the pairwise `systems` table of the `ranking` kind.
+    """Every pair of systems in each order as one comparison (the higher one wins; the
+    same group is a tie, credit 0.5): the pairwise `systems` table of the listwise kind.
 
     >>> c = implied_comparisons(Rankings(["x", "y", "z"], np.array([7]), [[[2], [0, 1]]]))
     >>> c.first.tolist(), c.second.tolist(), c.credit.tolist()
@@ -305,7 +306,7 @@ def implied_comparisons(r: Rankings) -> Comparisons:
 
 
 def midranks(order: Order) -> tuple[dict[int, float], int]:
-    """({system: rank}, sum over tied groups of t^3 - t) of one ranking: a tied group
+    """({system: rank}, sum over tied groups of t^3 - t) of one order: a tied group
     shares the mean of its positions (1 = best).
 
     >>> midranks([[3], [0, 2], [1]])
@@ -324,7 +325,7 @@ def midranks(order: Order) -> tuple[dict[int, float], int]:
 
 def kendall_w_of_item(orders: Sequence[Order]) -> float | None:
     """Kendall's W (tie-corrected) of m >= 2 rankings of the same n >= 2 outputs; None when
-    its denominator is 0 (every ranking one tie).
+    its denominator is 0 (every order one tie).
 
     >>> kendall_w_of_item([[[0], [1], [2]], [[0], [1], [2]]])
     1.0
@@ -334,7 +335,7 @@ def kendall_w_of_item(orders: Sequence[Order]) -> float | None:
     parsed = [midranks(o) for o in orders]
     outputs = sorted(parsed[0][0])
     if any(sorted(ranks) != outputs for ranks, _ in parsed):
-        raise ValueError("Kendall's W needs every ranking of an item to rank the same outputs")
+        raise ValueError("Kendall's W needs every order of an item to rank the same outputs")
     m, k = len(parsed), len(outputs)
     if m < 2 or k < 2:
         raise ValueError("Kendall's W needs at least 2 rankings of at least 2 outputs")

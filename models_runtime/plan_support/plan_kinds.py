@@ -11,7 +11,7 @@ or a string saying why the question is left out of the batch:
   first of them in plan order and lists the others in `also_systems`, is shown once, and
   counts for each of them in the report (evaluation/report/merged.py). A question is left
   out only when fewer than two distinct outputs remain (nothing to compare).
-- kinds that show every output on one screen (best-worst scaling, listwise ranking): one item per question
+- kinds that show every output on one screen (best-worst scaling, listwise orders): one item per question
   with every system's candidate (3 to 8; ids = system ids). Identical outputs are not
   merged (those kinds take no `also_systems`): each system is shown and judged as itself.
 - a per-output kind (PerSE's scalar rating, registered by models_runtime/judges/perse_scalar.py)

@@ -83,7 +83,7 @@
   function keepAnswers(form) {
     const answers = {};
     form.querySelectorAll("input[type=radio]:checked").forEach(function (input) { answers[input.name] = input.value; });
-    form.querySelectorAll("input.rank-value").forEach(function (input) { // a ranking (static/js/ranking.js)
+    form.querySelectorAll("input.rank-value").forEach(function (input) { // an order (static/js/order_question.js)
       if (input.value) answers[input.name] = input.value;
     });
     try { localStorage.setItem(keptKey(form), JSON.stringify(answers)); } catch (e) { /* storage off or full */ }
@@ -105,7 +105,7 @@
     form.querySelectorAll("input.rank-value").forEach(function (input) {
       if (Object.prototype.hasOwnProperty.call(answers, input.name) && !input.value) {
         input.value = answers[input.name];
-        input.dispatchEvent(new CustomEvent("humeval:restored", { bubbles: true })); // ranking.js redraws it
+        input.dispatchEvent(new CustomEvent("humeval:restored", { bubbles: true })); // order_question.js redraws it
         restored += 1;
       }
     });

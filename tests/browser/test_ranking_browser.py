@@ -1,4 +1,4 @@
-"""The listwise ranking widget (static/js/ranking.js) in Debian's Chromium, at a laptop's
+"""The listwise ranking widget (static/js/order_question.js) in Debian's Chromium, at a laptop's
 1366x768 and a phone's 390x844: all four outputs and every control in view without
 horizontal scrolling, a ranking done with the keyboard alone (Enter places, arrow keys
 move, announced in the live region), a ranking by tapping on a touch phone with a tie, a
@@ -93,7 +93,7 @@ def test_keyboard_only_ranking_at_1366(live_server, new_page):
     # Submit before ranking: held, with a message, nothing stored.
     focus_next(page, ".answer-bar button[type=submit]")
     page.keyboard.press("Enter")
-    page.wait_for_selector("fieldset.ranking.missing")
+    page.wait_for_selector("fieldset.order-question.missing")
     assert "Rank every output first" in page.locator("#status").inner_text()
     assert page.evaluate("document.activeElement.textContent") == "Output A"
     # Enter on A, B, C (D goes last by itself); then C up one place.
@@ -137,7 +137,7 @@ def test_tapping_on_a_phone_with_a_tie_at_390(live_server, chromium):
         clean_page(page)
         for label in ("Output B", "Output D", "Output A"):  # C goes last by itself
             page.locator(".rank-handle", has_text=label).tap()
-        page.wait_for_selector("fieldset.ranking.complete")
+        page.wait_for_selector("fieldset.order-question.complete")
         assert page.locator(".rank-list .rank-handle").all_inner_texts() == [
             "Output B", "Output D", "Output A", "Output C"]
         page.locator(".rank-list .rank-item").nth(1).locator(".rank-tie").tap()  # D shares B's rank
@@ -165,7 +165,7 @@ def test_drag_with_the_mouse(live_server, new_page):
     open_task(page, live_server, "tents-drag")
     for label in ("Output A", "Output B", "Output C"):
         page.locator(".rank-handle", has_text=label).click()
-    page.wait_for_selector("fieldset.ranking.complete")
+    page.wait_for_selector("fieldset.order-question.complete")
     # D (last) dragged onto the upper half of A: first.
     first = page.locator(".rank-list .rank-item").nth(0)
     page.locator(".rank-list .rank-item").nth(3).drag_to(first, target_position={"x": 20, "y": 3})
@@ -180,7 +180,7 @@ def test_drag_with_the_mouse(live_server, new_page):
 
 def test_a_ranking_survives_a_lost_session(live_server, new_page):
     """Rank, lose the cookies, submit: after logging in again the same item shows the same
-    ranking (annotate.js keeps the hidden field; ranking.js redraws it), and one submit
+    ranking (annotate.js keeps the hidden field; order_question.js redraws it), and one submit
     stores it once."""
     ranking_study("tents-lost")
     user = make_user("lou-lost", password=PASSWORD)
@@ -190,7 +190,7 @@ def test_a_ranking_survives_a_lost_session(live_server, new_page):
     assignment = page.locator("#item-form").get_attribute("data-assignment")
     for label in ("Output C", "Output A", "Output D"):
         page.locator(".rank-handle", has_text=label).click()
-    page.wait_for_selector("fieldset.ranking.complete")
+    page.wait_for_selector("fieldset.order-question.complete")
     page.context.clear_cookies()
     page.get_by_role("button", name="Submit").click()
     page.wait_for_url(f"{live_server.url}/login/?next=%2Fannotate%2Ftents-lost%2F")
@@ -199,7 +199,7 @@ def test_a_ranking_survives_a_lost_session(live_server, new_page):
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url(f"{live_server.url}/annotate/tents-lost/")
-    page.wait_for_selector("fieldset.ranking.complete")
+    page.wait_for_selector("fieldset.order-question.complete")
     assert page.locator("#item-form").get_attribute("data-assignment") == assignment
     assert page.locator(".rank-list .rank-handle").all_inner_texts() == ["Output C", "Output A", "Output D", "Output B"]
     assert "ticked again" in page.locator("#status").inner_text()

@@ -19,7 +19,7 @@ from evaluation.allocation.adaptive import (
 )
 from evaluation.allocation.adaptive_simulation import simulate, true_win_rates
 from evaluation.bootstrap import bootstrap_interval, resample_blocks
-from evaluation.ranking import Comparisons, human_rows, win_matrix
+from evaluation.bradley_terry import Comparisons, human_rows, win_matrix
 
 # 3 systems, strengths (log 2, 0, 0): p_01 = p_02 = 2/3 (p(1-p) = 2/9), p_12 = 1/2 (1/4);
 # 9, 9 and 4 comparisons give pair weights 2, 2, 1:

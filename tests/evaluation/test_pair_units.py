@@ -58,7 +58,7 @@ def test_pairwise_report_over_units_and_ranking_over_items():
     assert r["systems"]["c"]["metrics"]["rougeL"]["mean"] == pytest.approx(0.1)
     table = render(r, study(), "csv").split("\n")
     assert table[1].startswith("i1 [a vs b],choice,0,2,a,")
-    assert "Systems and ranking" in render(r, study(), "html")
+    assert "Systems and strengths" in render(r, study(), "html")
 
 
 @pytest.mark.parametrize("kind,question", [("explanation_choice", "choice"), ("aspect_pairwise", "surprise")])

@@ -11,8 +11,8 @@ import pytest
 from scipy import stats
 
 from evaluation.bootstrap import bootstrap_interval
+from evaluation.bradley_terry import Comparisons, bradley_terry, win_matrix
 from evaluation.rank_bootstrap import draw_counts
-from evaluation.ranking import Comparisons, bradley_terry, win_matrix
 from evaluation.screens.plackett_luce import (
     Rankings,
     choice_template,
@@ -94,7 +94,7 @@ def test_template_weights_sum_to_one_choice_per_position():
 
 
 def test_bootstrap_interval_re_done_with_choix():
-    """Steps 1-5 of evaluation.ranking's docstring by hand: items (sorted codes) with equal
+    """Steps 1-5 of evaluation.bradley_terry's docstring by hand: items (sorted codes) with equal
     rankings are one profile, numbered in order of their first item; resample r refits
     choix on every ranking of the drawn profiles, counts[r, p] times."""
     rng = np.random.default_rng(5)

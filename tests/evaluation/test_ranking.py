@@ -1,4 +1,4 @@
-"""System ranking from pairwise judgments (statistics.md, "System ranking"; issue 22):
+"""System strengths from pairwise judgments (statistics.md, "System strengths"; issue 22):
 exact values against choix, hand-worked tournaments, statsmodels' Wilson interval, scipy's
 exact Kendall p, and the item bootstrap re-done naively from its documented procedure."""
 from collections import Counter
@@ -10,17 +10,17 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from evaluation.bootstrap import bootstrap_interval
-from evaluation.rank_bootstrap import draw_counts
-from evaluation.ranking import (
+from evaluation.bradley_terry import (
     Comparisons,
     bradley_terry,
+    bt_ranking,
     circular_triads,
     human_rows,
     intransitivity,
-    ranking,
     win_matrix,
 )
-from evaluation.report.ranking import correlations_ranking
+from evaluation.rank_bootstrap import draw_counts
+from evaluation.report.strengths import correlations_ranking
 
 # 3 systems, 10 comparisons (winner, loser): a beats b 3-1, b beats c 2-1, a and c 1-1... not symmetric.
 HAND = [(0, 1), (0, 1), (0, 1), (1, 0), (1, 2), (1, 2), (2, 1), (0, 2), (2, 0), (2, 0)]
@@ -119,12 +119,12 @@ def test_equal_wins_are_no_edge_and_small_n_is_null():
 
 def test_disconnected_design_gives_null_with_reason():
     c = comparisons([(0, 1), (1, 0), (2, 3), (3, 2)] * 5, systems=["a", "b", "c", "d"])
-    result = ranking(c)
+    result = bt_ranking(c)
     assert result["ranking"] is None
     assert result["reason"] == ("the comparison graph is not connected: no judgment links these groups of systems: "
                                 "{a, b}; {c, d}")
     never_lost = comparisons([(0, 1), (1, 2), (2, 1), (0, 2)] * 3, systems=["a", "b", "c"])
-    result = ranking(never_lost)
+    result = bt_ranking(never_lost)
     assert result["ranking"] is None and result["reason"].startswith("no finite maximum-likelihood strengths: a ")
 
 
@@ -132,7 +132,7 @@ def test_resamples_without_finite_strengths_are_dropped_and_counted():
     # s2 takes part in 2 of 40 items only: about 13% of the resamples miss it -> no interval.
     rng = np.random.default_rng(1)
     pairs = [(0, 1) if rng.random() < 0.6 else (1, 0) for _ in range(38)] + [(2, 0), (1, 2)]
-    result = ranking(comparisons(pairs))
+    result = bt_ranking(comparisons(pairs))
     entry = result["ranking"]["s2"]
     assert entry["ci95"] is None and entry["rank_ci95"] is None
     assert result["detail"]["dropped_resamples"] > 200
@@ -190,7 +190,7 @@ def test_bootstrap_interval_reproduced_from_the_documented_procedure():
             credits.append(1.0 if u < 0.85 * p else 0.5 if u < 0.85 * p + 0.15 else 0.0)
             items.append(item)
     c = comparisons(pairs, credits, items)
-    result = ranking(c, resamples=300)
+    result = bt_ranking(c, resamples=300)
     theta = np.array([result["ranking"][s]["strength"] for s in c.systems])
     assert np.abs(theta - centred(choix.opt_pairwise(4, choix_data(c), alpha=0, tol=1e-12))).max() < 1e-6
     naive = naive_bootstrap(c, resamples=300)

@@ -58,6 +58,6 @@ def test_disconnected_design_has_no_ranking_in_json_csv_html():
     assert r["ranking"] is None and r["reason"] == reason and r["ranking_detail"]["reason"] == reason
     assert r["pairwise_wins"]["a"]["c"] == 0.0 and r["pairwise_n"]["a"]["c"] == 0
     assert r["systems"]["a"]["human"]["n"] == 6 and r["systems"]["a"]["human"]["wins"] == 4
-    assert f"No ranking: {reason}." in render(r, inp, "html").replace("&#x27;", "'")
+    assert f"No strengths: {reason}." in render(r, inp, "html").replace("&#x27;", "'")
     csv_rows = [line for line in render(r, inp, "csv").splitlines() if ",bradley_terry_strength," in line]
     assert csv_rows[0] == f'systems,,a,bradley_terry_strength,,,,,,,"{reason}"'

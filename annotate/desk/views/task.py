@@ -55,7 +55,7 @@ def _question_context(study, questions, values, errors, real_ids=None):
                 shown_option = TIE if option == TIE else f"option {i}"  # tokens are no option ids
                 entry["choices"].append({"value": option, "label": kind.option_label(i, shown_option),
                                          "keys": kind.option_keys(real_id, i, shown_option)})
-            entry["kind"] = "order" if q.get("order") else "choice"  # order: every option ranked (ranking.js)
+            entry["kind"] = "order" if q.get("order") else "choice"  # order: every option ranked (order_question.js)
             entry["ties"] = bool(q.get("ties"))
         else:
             lo, hi = q["scale"]

@@ -28,7 +28,7 @@ from ..markup import Report, figure, interval, num, table
 from ..pair_units import pair_view
 from ..ppi.part import SCHEMA as PPI_SCHEMA
 from ..ppi.quantities import Quantity, pairwise
-from ..ranking import comparisons_of, human_part, ranking_part
+from ..strengths import comparisons_of, human_part, ranking_part
 from ..systems import system_codes
 
 REVIEWER_PRIOR = "reviewer_prior"

@@ -8,7 +8,7 @@ of one half is the pairwise kinds'):
   (evaluation.screens.best_worst.bws_scores: counting, item bootstrap);
 - `ranking`, `ranking_detail`, `pairwise_wins`, `pairwise_n`, `intransitivity`: Bradley-Terry
   of the implied pairs (best > every other shown, every other shown > worst), the pairwise
-  kinds' rules (report/ranking.py);
+  kinds' rules (report/strengths.py);
 - `systems`: the pairwise kinds' per-system table (metric means on the items where the
   system was shown, the `human` row of the implied pairs, wins = items whose majority `best`
   it was), plus `bws` per system;
@@ -36,7 +36,7 @@ from ..common import NOMINAL, Question, base_report, clean, clean_list, item_maj
 from ..correlations import entry, entry_from
 from ..inputs import Judgments, ReportInput, objects
 from ..markup import figure, interval, num, table
-from ..ranking import compared_slots, correlations_ranking, human_part, ranking_part
+from ..strengths import compared_slots, correlations_ranking, human_part, ranking_part
 from ..systems import system_codes, system_wins, systems_table
 
 BEST, WORST = "best", "worst"

@@ -20,7 +20,7 @@ rankings is Kendall's W):
   the implied pairs: every two outputs of a ranking are one comparison, the higher one
   wins, the same rank is a tie), `pairwise_wins`, `pairwise_n`, `intransitivity`, and
   `correlations_ranking` (each metric's system means against the strengths: Kendall tau-b,
-  exact p for n <= 9 systems), as the pairwise kinds report them (report/ranking.py).
+  exact p for n <= 9 systems), as the pairwise kinds report them (report/strengths.py).
 """
 from itertools import combinations
 from typing import Any
@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.bootstrap import bootstrap_interval, bootstrap_method, interval_refusal
-from evaluation.intervals import t_interval
-from evaluation.ranking import (
+from evaluation.bradley_terry import (
     RESAMPLES,
     Comparisons,
     intransitivity,
@@ -38,6 +37,7 @@ from evaluation.ranking import (
     resampled_sums,
     win_matrix,
 )
+from evaluation.intervals import t_interval
 from evaluation.screens.answer_checks import order_groups, order_text
 from evaluation.screens.plackett_luce import (
     Rankings,
@@ -51,7 +51,7 @@ from evaluation.vocabulary import LOWER_IS_BETTER, TIE
 from ..choice import metric_scores, slot_scores
 from ..common import base_report, clean, clean_list, item_majority
 from ..inputs import Judgments, ReportInput, codes_of, objects
-from ..ranking import compared_slots, correlations_ranking, human_part
+from ..strengths import compared_slots, correlations_ranking, human_part
 from ..systems import system_codes, system_wins, systems_table
 
 RANK_QUESTION = "rank"
@@ -191,7 +191,7 @@ def mean_w(r: Rankings, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, 
     """The report's `kendall_w`: plackett_luce.kendall_w's keys and value (the mean of W
     over the items with >= 2 rankings, its n), with the interval drawn the way the strengths'
     is: the items' W values as profiles (items of equal W are one profile; W takes few
-    values), resampled by the compiled item bootstrap (evaluation.ranking.resampled_sums:
+    values), resampled by the compiled item bootstrap (evaluation.bradley_terry.resampled_sums:
     rank_bootstrap.draw_counts, 2,000 resamples, seed 0), each resample's mean over its
     drawn items, the report's bias-corrected expanded percentile interval. At 20,000 items
     this costs a fraction of a second where evaluation.bootstrap.clustered_mean's per-item

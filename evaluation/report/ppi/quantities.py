@@ -23,7 +23,7 @@ import numpy as np
 from evaluation.vocabulary import LOWER_IS_BETTER, TIE
 
 from ..inputs import Judgments, ReportInput, codes_of, objects, to_float
-from ..ranking import comparisons_of
+from ..strengths import comparisons_of
 
 METRIC_PICK = "the metric's pick: 1 when it scores {a} above {b}, 0 below, 0.5 on equal scores"
 JUDGE_CHOICE = "the evaluator's choice: 1 for {a}, 0 for {b}, 0.5 for tie (several per item averaged)"

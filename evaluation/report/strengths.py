@@ -1,30 +1,31 @@
-"""The ranking keys of the pairwise kinds (statistics.md, "System ranking"; interfaces.md
+"""The strengths keys of the pairwise kinds (statistics.md, the Bradley–Terry section; interfaces.md
 "Report keys added 2026-11-27"): every counted judgment of a choice question is one
 comparison of the two systems it showed, taken from its shown order ("a|b|tie"); a
 judgment without a recorded order compares its item's two candidates when the item has
 exactly two (older 2-candidate data), else it is left out (`n_unpaired`), as is one whose
 answer is neither shown system nor `tie` (missing answers included).
 
-Keys: `pairwise_wins` (with its n per pair in `pairwise_n`), `ranking` (or null with `reason`), `ranking_detail`,
+Keys: `pairwise_wins` (with its n per pair in `pairwise_n`), the strengths (vocabulary.RANKED, or null with
+`reason`), `ranking_detail`,
 `intransitivity`, `correlations_ranking` (each metric's system means, on the items of the
 human row, against the strengths: Kendall tau-b with the exact p for n <= 9 systems), and
-the per-system `human` rows (evaluation.ranking).
+the per-system `human` rows (evaluation.bradley_terry).
 """
 from typing import Any
 
 import numpy as np
 
-from evaluation.correlation import correlations
-from evaluation.ranking import (
+from evaluation.bradley_terry import (
     Comparisons,
+    bt_ranking,
     human_rows,
     intransitivity,
     pairwise_n,
     pairwise_wins,
-    ranking,
     win_matrix,
 )
-from evaluation.vocabulary import LOWER_IS_BETTER, TIE
+from evaluation.correlation import correlations
+from evaluation.vocabulary import LOWER_IS_BETTER, RANKED, TIE
 
 from .common import clean, clean_list
 from .correlations import entry_from
@@ -95,12 +96,12 @@ def human_part(c: Comparisons) -> dict[str, dict[str, Any]]:
 
 
 def ranking_part(c: Comparisons, n_unpaired: int) -> dict[str, Any]:
-    """`pairwise_wins`, `ranking` (+ `reason` when null), `ranking_detail`, `intransitivity`."""
+    """`pairwise_wins`, the strengths (+ `reason` when null), `ranking_detail`, `intransitivity`."""
     w = win_matrix(c)
-    result = ranking(c)
+    result = bt_ranking(c)
     out: dict[str, Any] = {"pairwise_wins": pairwise_wins(w, c.systems), "pairwise_n": pairwise_n(w, c.systems),
-                           "ranking": result["ranking"]}
-    if result["ranking"] is None:
+                           RANKED: result[RANKED]}
+    if result[RANKED] is None:
         out["reason"] = result["reason"]
     out["ranking_detail"] = {**result["detail"], "n_unpaired": n_unpaired,
                              **({"reason": result["reason"]} if "reason" in result else {})}
@@ -112,7 +113,7 @@ def correlations_ranking(strengths: dict[str, Any] | None,
                          means: dict[str, dict[str, float | None]]) -> dict[str, Any]:
     """{metric: correlation entry + "systems"} of each metric's system means against the
     Bradley-Terry strengths (lower-is-better metrics negated), over the systems with both;
-    {} when there is no ranking."""
+    {} when there are no strengths."""
     if not strengths:
         return {}
     out = {}

@@ -1,6 +1,6 @@
-/* The listwise ranking widget (templates/annotate/_ranking.html; studies.md "ranking").
+/* The widget of an order question (`"order": true`: every output put in order, best first).
    An output starts "not ranked yet"; tapping it (or Enter/Space on it) puts it next in the
-   ranking, so a phone ranks by tapping the outputs in order (the last one goes last by
+   order, so a phone ranks by tapping the outputs in order (the last one goes last by
    itself). Ranked outputs move by drag and drop, by their up/down buttons, or with the
    arrow keys while focused (announced in the live region: "Output C moved to position 2
    of 4"); Delete or Backspace (or the undo button) sends one back. With ties allowed, the
@@ -10,8 +10,8 @@
 (function () {
   "use strict";
 
-  function widgets(root) { return Array.from((root || document).querySelectorAll("fieldset.ranking")); }
-  function widgetOf(element) { return element && element.closest ? element.closest("fieldset.ranking") : null; }
+  function widgets(root) { return Array.from((root || document).querySelectorAll("fieldset.order-question")); }
+  function widgetOf(element) { return element && element.closest ? element.closest("fieldset.order-question") : null; }
   function rankedList(widget) { return widget.querySelector("ol.rank-list"); }
   function pool(widget) { return widget.querySelector("ul.rank-pool"); }
   function rankedItems(widget) { return Array.from(rankedList(widget).children); }
@@ -82,7 +82,7 @@
     if (handle) handle.focus();
   }
 
-  /* Puts a pool item next in the ranking; the last one left follows by itself. */
+  /* Puts a pool item next in the strengths; the last one left follows by itself. */
   function place(widget, item) {
     rankedList(widget).appendChild(item);
     let text = labelOf(item) + " placed at position " + rankedItems(widget).length + " of " + allItems(widget).length;
@@ -107,7 +107,7 @@
     focusHandle(item);
   }
 
-  /* Moves a ranked item to `index` (0-based) in the ranking; it leaves any tie. */
+  /* Moves a ranked item to `index` (0-based) in the strengths; it leaves any tie. */
   function moveTo(widget, item, index, quiet) {
     const list = rankedList(widget);
     const ranked = rankedItems(widget);
@@ -215,7 +215,7 @@
     if (handled) { event.preventDefault(); event.stopPropagation(); }
   }, true);
 
-  /* ---- Drag and drop (mouse): onto the ranking, at the place the pointer is over ---- */
+  /* ---- Drag and drop (mouse): onto the strengths, at the place the pointer is over ---- */
   let dragged = null;
   document.addEventListener("dragstart", function (event) {
     const item = event.target.closest ? event.target.closest("li.rank-item") : null;

@@ -1,4 +1,4 @@
-"""Ranking several systems from pairwise judgments (statistics.md, "System ranking").
+"""Strengths of several systems from pairwise judgments (statistics.md, the Bradley–Terry section).
 
 Input: one row per comparison, i.e. per non-gold judgment of a choice question: the item
 (the cluster), the two systems shown (codes into `systems`) and the first one's credit
@@ -14,9 +14,9 @@ Input: one row per comparison, i.e. per non-gold judgment of a choice question: 
   all-ones direction pinned to keep the mean at 0; a step that lowers the likelihood is
   halved), from theta = 0, until no strength moves by 1e-12. The maximum exists and is
   unique exactly when the "beat or tied" graph (a -> b when W[a, b] > 0) is strongly
-  connected; else the ranking is null with the reason (a disconnected comparison graph, or
+  connected; else the strengths is null with the reason (a disconnected comparison graph, or
   a group of systems that never lost to the rest: infinite strengths).
-- `ranking`: the strengths with a bootstrap over ITEMS. Procedure (reproduced naively in
+- `bt_ranking`: the strengths with a bootstrap over ITEMS. Procedure (reproduced naively in
   tests/evaluation/test_ranking.py):
   1. clusters = the items with at least one comparison, in input order; an item's
      *profile* is how often each (system pair, outcome) occurs in it; profiles are
@@ -49,6 +49,7 @@ import numpy as np
 
 from evaluation.alignment import wilson_ci
 from evaluation.bootstrap import bootstrap_interval, bootstrap_method, interval_refusal
+from evaluation.vocabulary import RANKED
 
 RESAMPLES = 2000
 STEP_TOL = 1e-12  # Newton stops when no strength moves by more
@@ -300,8 +301,8 @@ def resample_strengths(c: Comparisons, theta: np.ndarray, resamples: int = RESAM
     return out
 
 
-def ranking(c: Comparisons, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Any]:
-    """{"ranking": {system: {"strength", "ci95", "rank", "rank_ci95", "ci_method",
+def bt_ranking(c: Comparisons, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Any]:
+    """{RANKED: {system: {"strength", "ci95", "rank", "rank_ci95", "ci_method",
     "n_clusters", "dropped_resamples", "ci_reason"?}} or None, "reason"?, "detail": {...}}
     (module docstring)."""
     w = win_matrix(c)
@@ -311,7 +312,7 @@ def ranking(c: Comparisons, resamples: int = RESAMPLES, seed: int = 0) -> dict[s
                               "resamples": resamples, "seed": seed,
                               "ci_method": bootstrap_method("items", resamples, seed), "rank_ci_method": RANK_METHOD}
     if reason is not None:
-        return {"ranking": None, "reason": reason, "detail": detail}
+        return {RANKED: None, "reason": reason, "detail": detail}
     theta = fit_batch(w[None], np.zeros((1, len(w))))[0]
     return strength_table(c.systems, theta, n_clusters, lambda: resample_strengths(c, theta, resamples, seed),
                           resamples, detail)
@@ -319,7 +320,7 @@ def ranking(c: Comparisons, resamples: int = RESAMPLES, seed: int = 0) -> dict[s
 
 def strength_table(systems: list[str], theta: np.ndarray, n_clusters: int, draw: Callable[[], np.ndarray],
                    resamples: int, detail: dict[str, Any]) -> dict[str, Any]:
-    """{"ranking": {system: entry}, "detail": detail} from fitted strengths `theta` and
+    """{RANKED: {system: entry}, "detail": detail} from fitted strengths `theta` and
     `draw()`, the (resamples, S) strengths of the item resamples (NaN rows dropped), called
     only when an interval may be given: steps 4-5 of the module docstring. Every model
     fitted to items' judgments (Bradley-Terry, Plackett-Luce) reports its strengths so."""
@@ -351,7 +352,7 @@ def strength_table(systems: list[str], theta: np.ndarray, n_clusters: int, draw:
         else:
             entry["ci_reason"] = refusal
         out[system] = entry
-    return {"ranking": out, "detail": detail}
+    return {RANKED: out, "detail": detail}
 
 
 def circular_triads(w: np.ndarray) -> tuple[int, list[list[int]]]:
