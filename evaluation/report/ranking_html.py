@@ -101,7 +101,7 @@ def ranking_block(part: Report, prefix: str, title: str) -> str:
     strengths = part.get(RANKED)
     detail = part.get("ranking_detail") or {}
     n_comp, n_items = detail.get("n_comparisons", detail.get("n_rankings", 0)), detail.get("n_clusters", 0)
-    unit = "ranked list" if "n_rankings" in detail else "comparison"
+    units = "rankings" if "n_rankings" in detail else "comparisons"
     if not n_comp:
         return f'<p id="{prefix}-{RANKED}" class="no-figure">No strengths: no judgment compares two systems yet.</p>'
     out = []
@@ -113,7 +113,7 @@ def ranking_block(part: Report, prefix: str, title: str) -> str:
                                       f"{interval(strengths[s].get('ci95'))}" for s in names)
         out.append(figure(f"{prefix}-{RANKED}", svg,
                           f"{title}: {model_name(part)} strength of each system (log scale, mean 0; unit = judgment, "
-                          f"n = {n_comp} {unit}s on {n_items} items), strongest on top. Lines: 95% interval, "
+                          f"n = {n_comp} {units} on {n_items} items), strongest on top. Lines: 95% interval, "
                           f"bootstrap over items ({detail.get('resamples', 2000)} resamples, seed 0; "
                           f"{detail.get('dropped_resamples', 0)} dropped). Dashed line: the average system.", alt))
     else:
