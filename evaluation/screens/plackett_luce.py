@@ -323,6 +323,25 @@ def midranks(order: Order) -> tuple[dict[int, float], int]:
     return ranks, ties
 
 
+
+def kendall_w_per_item(by_item: dict[int, list[Any]]) -> tuple[list[float], list[int], int, int]:
+    """(W of each item with >= 2 orders, those items, the orders they hold, items whose W is
+    undefined) over `by_item` {item: its orders}, in the dict's order."""
+    values: list[float] = []
+    labels: list[int] = []
+    n_rankings = undefined = 0
+    for it, orders in by_item.items():
+        if len(orders) < 2:
+            continue
+        w = kendall_w_of_item(orders)
+        if w is None:
+            undefined += 1
+            continue
+        values.append(w)
+        labels.append(it)
+        n_rankings += len(orders)
+    return values, labels, n_rankings, undefined
+
 def kendall_w_of_item(orders: Sequence[Order]) -> float | None:
     """Kendall's W (tie-corrected) of m >= 2 rankings of the same n >= 2 outputs; None when
     its denominator is 0 (every order one tie).
@@ -352,18 +371,8 @@ def kendall_w(r: Rankings, resamples: int = RESAMPLES, seed: int = 0) -> dict[st
     by_item: dict[int, list[Order]] = {}
     for it, order in zip(np.asarray(r.item).tolist(), r.groups()):
         by_item.setdefault(int(it), []).append(order)
-    values, labels, n_rankings, undefined = [], [], 0, 0
     ties = any(len(g) > 1 for o in r.groups() for g in o)
-    for it, orders in by_item.items():
-        if len(orders) < 2:
-            continue
-        w = kendall_w_of_item(orders)
-        if w is None:
-            undefined += 1
-            continue
-        values.append(w)
-        labels.append(it)
-        n_rankings += len(orders)
+    values, labels, n_rankings, undefined = kendall_w_per_item(by_item)
     out: dict[str, Any] = {"value": None, "n": len(values), "n_rankings": n_rankings,
                            "n_items_undefined": undefined, "tie_corrected": ties, "ci95": None,
                            "ci_method": bootstrap_method("items", resamples, seed)}

@@ -43,6 +43,7 @@ from evaluation.screens.plackett_luce import (
     Rankings,
     implied_comparisons,
     kendall_w_of_item,
+    kendall_w_per_item,
     midranks,
     plackett_luce,
 )
@@ -158,17 +159,7 @@ def item_w(r: Rankings) -> tuple[np.ndarray, np.ndarray, int, int]:
         by_item: dict[int, list[Any]] = {}
         for it, order in zip(np.asarray(r.item).tolist(), r.orders):
             by_item.setdefault(int(it), []).append(order)
-        values, labels, n_rankings, undefined = [], [], 0, 0
-        for it, orders in sorted(by_item.items()):
-            if len(orders) < 2:
-                continue
-            w = kendall_w_of_item(orders)
-            if w is None:
-                undefined += 1
-                continue
-            values.append(w)
-            labels.append(it)
-            n_rankings += len(orders)
+        values, labels, n_rankings, undefined = kendall_w_per_item(dict(sorted(by_item.items())))
         return np.array(values, dtype=float), np.array(labels, dtype=np.int64), n_rankings, undefined
     j, k = r.orders.shape if r.orders.ndim == 2 else (0, 0)
     items, item_row = np.unique(np.asarray(r.item, dtype=np.int64), return_inverse=True)
